@@ -1,0 +1,51 @@
+# The one place commands live. `make demo` and `make test` are the README's two commands.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEPS := $(VENV)/.deps-installed
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: install demo test test-rust test-python lint format bench clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(DEPS): $(PY) requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $(DEPS)
+
+## install: the virtualenv, its packages, and iomimic built in release mode into it
+install: $(DEPS)
+	maturin develop --release --quiet
+
+## demo: set everything up and run `iomimic demo` on the built-in example
+demo: install
+	iomimic demo
+
+## test: set everything up, lint, and run every Rust and Python test
+test: install lint test-rust test-python
+
+test-rust:
+	cargo test --workspace --quiet
+
+test-python:
+	$(PY) -m pytest -q
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+
+format:
+	cargo fmt --all
+	$(VENV)/bin/ruff format python tests benches
+	$(VENV)/bin/ruff check --fix python tests benches
+
+## bench: the speed benchmarks, printing ratios against references measured in the same run
+bench: install
+	$(PY) benches/read_msr.py
+
+clean:
+	rm -rf target $(VENV)

@@ -1,0 +1,42 @@
+//! The one error type of the core crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the core. Each message names where and what.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record of a trace file is malformed. `line` is 1-based (a record number for binary
+    /// formats, named by `unit`).
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: u64,
+        key: &'static str,
+        message: String,
+    },
+    /// No format's parser accepted the start of the file.
+    #[error("{path}: no known trace format matches; tried {tried}. Name one with --format")]
+    UnknownFormat { path: PathBuf, tried: String },
+    /// The file holds no request at all.
+    #[error("{path}: no requests found ({why})")]
+    Empty { path: PathBuf, why: String },
+    /// Options that cannot work together or cannot be parsed (e.g. a `--columns` spec).
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl Error {
+    /// True when the user's input (a file or an option) is at fault rather than the system.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, Error::Io { .. })
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,119 @@
+//! Format detection: every candidate parser tries the first lines; the first that reads them
+//! cleanly wins. A format named in the file name (`x.blkparse.txt`) is tried first.
+
+use std::path::Path;
+
+use super::{make_parser, vscsi, Format, Outcome, ReadOptions};
+use crate::error::{Error, Result};
+
+/// Text formats in the order they are tried: headed formats first (their first line proves
+/// them), then the headerless ones from the most to the least constrained. `mqsim` comes before
+/// `disksim` because the two differ only in the time unit; integer times suggest nanoseconds.
+const TEXT_ORDER: [Format; 11] = [
+    Format::Csv,
+    Format::Fio,
+    Format::VscsiCsv,
+    Format::Blkparse,
+    Format::Msr,
+    Format::Spc,
+    Format::Alibaba,
+    Format::Tencent,
+    Format::Mqsim,
+    Format::Disksim,
+    Format::Generic,
+];
+
+const SAMPLE_BYTES: usize = 64 << 10;
+const SAMPLE_LINES: usize = 200;
+
+struct Trial {
+    format: Format,
+    requests: usize,
+    errors: usize,
+    first_error: Option<String>,
+}
+
+/// Picks the format of a file from its first bytes. Returns it with remarks for the user.
+pub(crate) fn detect(path: &Path, head: &[u8], eof: bool, opts: &ReadOptions) -> Result<(Format, Vec<String>)> {
+    let probe = &head[..head.len().min(4096)];
+    if probe.contains(&0) {
+        return match vscsi::record_size(head) {
+            Ok(_) => Ok((Format::Vscsi, Vec::new())),
+            Err(e) => Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                tried: format!("the binary format vscsi ({}); the file is not text, so no text format applies", e.message),
+            }),
+        };
+    }
+    let sample = text_sample(head, eof);
+    let lines: Vec<&[u8]> = sample
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .take(SAMPLE_LINES)
+        .collect();
+    let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let mut order: Vec<Format> = TEXT_ORDER.to_vec();
+    order.sort_by_key(|f| !name.split(['.', '_', '-']).any(|part| part == f.name()));
+
+    let trials: Vec<Trial> = order.iter().filter_map(|&f| trial(f, &lines, opts)).collect();
+    let clean: Vec<&Trial> = trials.iter().filter(|t| t.requests > 0 && t.errors == 0).collect();
+    let chosen = clean
+        .first()
+        .copied()
+        .or_else(|| trials.iter().find(|t| t.requests > 0 && t.errors * 4 <= t.requests));
+    match chosen {
+        Some(t) => {
+            let mut notes = Vec::new();
+            let others: Vec<&str> = clean.iter().skip(1).map(|o| o.format.name()).collect();
+            if !others.is_empty() && t.errors == 0 {
+                notes.push(format!(
+                    "detected {}; the first lines also parse as {} (use --format to choose)",
+                    t.format,
+                    others.join(", ")
+                ));
+            }
+            Ok((t.format, notes))
+        }
+        None => {
+            let tried: Vec<String> = trials
+                .iter()
+                .map(|t| match &t.first_error {
+                    Some(e) => format!("{} ({e})", t.format),
+                    None => format!("{} (no request in the first {} lines)", t.format, lines.len()),
+                })
+                .chain(std::iter::once("vscsi (not a binary file)".to_string()))
+                .collect();
+            Err(Error::UnknownFormat { path: path.to_path_buf(), tried: tried.join("; ") })
+        }
+    }
+}
+
+/// The first lines of the file, cut at a line end (unless the whole file is in hand).
+fn text_sample(head: &[u8], eof: bool) -> &[u8] {
+    let sample = &head[..head.len().min(SAMPLE_BYTES)];
+    if eof && head.len() <= SAMPLE_BYTES {
+        return sample;
+    }
+    memchr::memrchr(b'\n', sample).map_or(sample, |i| &sample[..i])
+}
+
+fn trial(format: Format, lines: &[&[u8]], opts: &ReadOptions) -> Option<Trial> {
+    // A candidate that cannot even be built (generic without --columns) is not a candidate.
+    let (mut parser, mut builder) = make_parser(format, opts, "trace").ok()?;
+    let mut t = Trial { format, requests: 0, errors: 0, first_error: None };
+    for (i, line) in lines.iter().enumerate() {
+        match parser.parse(line, &mut builder) {
+            Ok(Outcome::Request) => t.requests += 1,
+            Ok(Outcome::Ignored(_)) => {}
+            Err(e) => {
+                t.errors += 1;
+                if t.first_error.is_none() {
+                    t.first_error = Some(format!("line {}: {}", i + 1, e.message));
+                }
+            }
+        }
+    }
+    parser.finish(&mut builder);
+    Some(t)
+}

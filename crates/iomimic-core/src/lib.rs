@@ -1,0 +1,12 @@
+//! iomimic's core: the columnar [`Trace`], the trace formats that fill it, and what is computed on it.
+//!
+//! Nothing here knows about Python; the `iomimic-py` crate converts arrays and errors at the
+//! boundary.
+
+pub mod error;
+pub mod formats;
+pub mod trace;
+
+pub use error::{Error, Result};
+pub use formats::{read_trace, Format, ReadOptions, ReadReport, TraceReader};
+pub use trace::{Op, Trace, TraceView, LATENCY_UNKNOWN, MAX_OFFSET};

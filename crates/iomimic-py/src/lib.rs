@@ -1,0 +1,202 @@
+//! PyO3 bindings: `iomimic._core`. Converts arrays, options and errors; holds no logic.
+
+mod errors;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
+use iomimic_core::{Trace, TraceView};
+
+use errors::{to_py, InputError};
+
+fn parse_opt<T: std::str::FromStr<Err = iomimic_core::Error>>(value: Option<&str>) -> PyResult<Option<T>> {
+    value.map(str::parse).transpose().map_err(to_py)
+}
+
+/// A trace file being read incrementally, so Python can show progress and stay interruptible.
+#[pyclass(name = "TraceReader", module = "iomimic._core")]
+struct PyTraceReader {
+    inner: Mutex<Option<iomimic_core::TraceReader>>,
+}
+
+impl PyTraceReader {
+    fn with<R>(&self, f: impl FnOnce(&mut iomimic_core::TraceReader) -> PyResult<R>) -> PyResult<R> {
+        let mut guard = self.inner.lock().map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?;
+        let reader = guard.as_mut().ok_or_else(|| InputError::new_err("reader already finished"))?;
+        f(reader)
+    }
+}
+
+#[pymethods]
+impl PyTraceReader {
+    #[new]
+    #[pyo3(signature = (path, format=None, skip_bad=false, time_unit=None, event=None, columns=None, delimiter=None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        format: Option<&str>,
+        skip_bad: bool,
+        time_unit: Option<&str>,
+        event: Option<&str>,
+        columns: Option<String>,
+        delimiter: Option<&str>,
+    ) -> PyResult<Self> {
+        let delimiter = match delimiter {
+            None => None,
+            Some("\\t" | "tab") => Some(b'\t'),
+            Some(d) if d.len() == 1 => Some(d.as_bytes()[0]),
+            Some(d) => return Err(InputError::new_err(format!("--delimiter must be one character, found {d:?}"))),
+        };
+        let opts = ReadOptions {
+            format: parse_opt::<Format>(format)?,
+            skip_bad,
+            time_unit: parse_opt::<TimeUnit>(time_unit)?,
+            blk_event: parse_opt::<BlkEvent>(event)?.unwrap_or_default(),
+            columns,
+            delimiter,
+        };
+        let reader = py.detach(|| iomimic_core::TraceReader::open(&path, &opts)).map_err(to_py)?;
+        Ok(Self { inner: Mutex::new(Some(reader)) })
+    }
+
+    /// The format being read (detected or given).
+    #[getter]
+    fn format(&self) -> PyResult<&'static str> {
+        self.with(|r| Ok(r.format().name()))
+    }
+
+    /// (bytes of the file consumed, file size): for progress bars.
+    fn progress(&self) -> PyResult<(u64, u64)> {
+        self.with(|r| Ok(r.progress()))
+    }
+
+    /// Parses at least `max_rows` more rows; False once the input is exhausted.
+    fn read_some(&self, py: Python<'_>, max_rows: usize) -> PyResult<bool> {
+        self.with(|r| py.detach(|| r.read_some(max_rows)).map_err(to_py))
+    }
+
+    /// Reads the rest; returns (columns dict, volumes, files, report dict).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let reader = self
+            .inner
+            .lock()
+            .map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?
+            .take()
+            .ok_or_else(|| InputError::new_err("reader already finished"))?;
+        let (trace, report) = py.detach(|| reader.finish()).map_err(to_py)?;
+        let out = trace_to_py(py, trace)?;
+        out.set_item("report", report_to_py(py, &report)?)?;
+        Ok(out)
+    }
+}
+
+fn trace_to_py(py: Python<'_>, t: Trace) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    // from_vec hands each Vec's buffer to numpy without copying.
+    d.set_item("ts_ns", PyArray1::from_vec(py, t.ts_ns))?;
+    d.set_item("offset", PyArray1::from_vec(py, t.offset))?;
+    d.set_item("size", PyArray1::from_vec(py, t.size))?;
+    d.set_item("op", PyArray1::from_vec(py, t.op))?;
+    d.set_item("volume", PyArray1::from_vec(py, t.volume))?;
+    d.set_item("stream", PyArray1::from_vec(py, t.stream))?;
+    d.set_item("latency_ns", t.latency_ns.map(|v| PyArray1::from_vec(py, v)))?;
+    d.set_item("file", t.file.map(|v| PyArray1::from_vec(py, v)))?;
+    d.set_item("volumes", PyList::new(py, t.volumes)?)?;
+    d.set_item("files", PyList::new(py, t.files)?)?;
+    Ok(d)
+}
+
+fn report_to_py<'py>(py: Python<'py>, r: &ReadReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", r.path.to_string_lossy())?;
+    d.set_item("format", r.format.map(Format::name))?;
+    d.set_item("compression", r.compression.map(formats::Compression::name))?;
+    d.set_item("records", r.records)?;
+    d.set_item("requests", r.requests)?;
+    d.set_item("out_of_order", r.out_of_order)?;
+    d.set_item("start_ns", r.start_ns)?;
+    d.set_item("skipped", r.skipped.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>().into_pyobject(py)?)?;
+    d.set_item("skipped_examples", &r.skipped_examples)?;
+    d.set_item("ignored", r.ignored.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>())?;
+    d.set_item("notes", &r.notes)?;
+    Ok(d)
+}
+
+/// Borrowed columns handed in from Python.
+#[derive(FromPyObject)]
+struct Columns<'py> {
+    ts_ns: PyReadonlyArray1<'py, u64>,
+    offset: PyReadonlyArray1<'py, u64>,
+    size: PyReadonlyArray1<'py, u32>,
+    op: PyReadonlyArray1<'py, u8>,
+    volume: PyReadonlyArray1<'py, u32>,
+    stream: PyReadonlyArray1<'py, u32>,
+    latency_ns: Option<PyReadonlyArray1<'py, u64>>,
+    file: Option<PyReadonlyArray1<'py, u32>>,
+}
+
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| InputError::new_err(format!("column {name} must be a contiguous array")))
+}
+
+fn with_view<R>(
+    c: &Columns<'_>,
+    volumes: &[String],
+    files: &[String],
+    f: impl FnOnce(&TraceView<'_>) -> PyResult<R>,
+) -> PyResult<R> {
+    let latency = c.latency_ns.as_ref().map(|a| slice(a, "latency_ns")).transpose()?;
+    let file = c.file.as_ref().map(|a| slice(a, "file")).transpose()?;
+    let view = TraceView {
+        ts_ns: slice(&c.ts_ns, "ts_ns")?,
+        offset: slice(&c.offset, "offset")?,
+        size: slice(&c.size, "size")?,
+        op: slice(&c.op, "op")?,
+        volume: slice(&c.volume, "volume")?,
+        stream: slice(&c.stream, "stream")?,
+        latency_ns: latency,
+        file,
+        volumes,
+        files,
+    };
+    f(&view)
+}
+
+/// Checks a trace's invariants; raises InputError naming the first breach.
+#[pyfunction]
+fn validate(columns: Columns<'_>, volumes: Vec<String>, files: Vec<String>) -> PyResult<()> {
+    with_view(&columns, &volumes, &files, |v| v.validate().map_err(InputError::new_err))
+}
+
+/// Writes canonical CSV to `path` (the caller makes the write atomic).
+#[pyfunction]
+fn write_csv(py: Python<'_>, path: PathBuf, columns: Columns<'_>, volumes: Vec<String>, files: Vec<String>) -> PyResult<()> {
+    with_view(&columns, &volumes, &files, |view| {
+        let file = std::fs::File::create(&path)
+            .map_err(|source| to_py(iomimic_core::Error::Io { path: path.clone(), source }))?;
+        py.detach(|| formats::write_csv(view, file))
+            .map_err(|source| to_py(iomimic_core::Error::Io { path: path.clone(), source }))
+    })
+}
+
+/// [(name, description)] of every format.
+#[pyfunction]
+fn format_table() -> Vec<(&'static str, &'static str)> {
+    Format::ALL.iter().map(|f| (f.name(), f.description())).collect()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTraceReader>()?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(write_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(format_table, m)?)?;
+    errors::register(m)?;
+    m.add("LATENCY_UNKNOWN", iomimic_core::LATENCY_UNKNOWN)?;
+    Ok(())
+}

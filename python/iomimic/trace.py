@@ -1,0 +1,223 @@
+"""The Trace: block requests as numpy columns, in issue-time order, with a volume name table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from iomimic import _core
+from iomimic.errors import InputError
+
+#: ``latency_ns`` value of a request whose response time is unknown (null in Parquet/polars).
+LATENCY_UNKNOWN = _core.LATENCY_UNKNOWN
+
+#: Column name → numpy dtype, required columns first.
+DTYPES: dict[str, type] = {
+    "ts_ns": np.uint64,
+    "offset": np.uint64,
+    "size": np.uint32,
+    "op": np.uint8,
+    "volume": np.uint32,
+    "stream": np.uint32,
+    "latency_ns": np.uint64,
+    "file": np.uint32,
+}
+REQUIRED = ("ts_ns", "offset", "size", "op", "volume", "stream")
+OPTIONAL = ("latency_ns", "file")
+OP_NAMES = ("read", "write", "trim", "flush")
+
+
+def _column(name: str, values: Any) -> np.ndarray:
+    """Converts ``values`` to the column's dtype, refusing values the dtype cannot hold."""
+    dtype = np.dtype(DTYPES[name])
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InputError(f"column {name} must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype != dtype:
+        if arr.size and arr.dtype.kind in "iuf":
+            lo, hi = arr.min(), arr.max()
+            info = np.iinfo(dtype)
+            if lo < 0:
+                raise InputError(f"column {name} has a negative value ({lo})")
+            if hi > info.max:
+                raise InputError(f"column {name} has a value too large for {dtype} ({hi})")
+        elif arr.size and arr.dtype.kind not in "iuf":
+            raise InputError(f"column {name} must be numeric, got {arr.dtype}")
+        arr = arr.astype(dtype)
+    return np.ascontiguousarray(arr)
+
+
+class Trace:
+    """Block I/O requests as columns.
+
+    Columns (numpy arrays of equal length): ``ts_ns`` (issue time, ns from the first request),
+    ``offset`` and ``size`` (bytes), ``op`` (0 read, 1 write, 2 trim, 3 flush), ``volume`` (id
+    into :attr:`volumes`), ``stream`` (thread/process id, else 0), and optionally ``latency_ns``
+    and ``file`` (id into :attr:`files`).
+
+    Built from arrays, a Trace is normalised like a file read: rows are stably sorted by time
+    and times are shifted so the first request is at 0.
+
+    >>> t = Trace(ts_ns=[30, 10], offset=[4096, 0], size=[4096, 512], op=[1, 0])
+    >>> len(t), t.ts_ns.tolist(), t.op.tolist(), t.volumes
+    (2, [0, 20], [0, 1], ['0'])
+    """
+
+    def __init__(
+        self,
+        ts_ns: Any,
+        offset: Any,
+        size: Any,
+        op: Any,
+        volume: Any = None,
+        stream: Any = None,
+        *,
+        latency_ns: Any = None,
+        file: Any = None,
+        volumes: Sequence[str] | None = None,
+        files: Sequence[str] | None = None,
+        report: Mapping[str, Any] | None = None,
+    ) -> None:
+        n = len(ts_ns)
+        cols = {"ts_ns": ts_ns, "offset": offset, "size": size, "op": op}
+        cols["volume"] = np.zeros(n, np.uint32) if volume is None else volume
+        cols["stream"] = np.zeros(n, np.uint32) if stream is None else stream
+        if latency_ns is not None:
+            cols["latency_ns"] = latency_ns
+        if file is not None:
+            cols["file"] = file
+        arrays = {name: _column(name, values) for name, values in cols.items()}
+        if volumes is None:
+            top = int(arrays["volume"].max()) + 1 if n else 1
+            volumes = [str(i) for i in range(top)]
+        if files is None:
+            files = [str(i) for i in range(int(arrays["file"].max()) + 1)] if "file" in arrays and n else []
+        ts = arrays["ts_ns"]
+        if n > 1 and bool((ts[1:] < ts[:-1]).any()):
+            order = np.argsort(ts, kind="stable")
+            arrays = {k: np.ascontiguousarray(v[order]) for k, v in arrays.items()}
+        if n and arrays["ts_ns"][0] != 0:
+            arrays["ts_ns"] = arrays["ts_ns"] - arrays["ts_ns"][0]
+        self._init(arrays, list(volumes), list(files), dict(report or {}))
+
+    def _init(self, arrays: dict[str, np.ndarray], volumes: list[str], files: list[str], report: dict) -> None:
+        _core.validate(_Columns(arrays), volumes, files)
+        self.ts_ns: np.ndarray = arrays["ts_ns"]
+        self.offset: np.ndarray = arrays["offset"]
+        self.size: np.ndarray = arrays["size"]
+        self.op: np.ndarray = arrays["op"]
+        self.volume: np.ndarray = arrays["volume"]
+        self.stream: np.ndarray = arrays["stream"]
+        self.latency_ns: np.ndarray | None = arrays.get("latency_ns")
+        self.file: np.ndarray | None = arrays.get("file")
+        #: Volume names, indexed by the ``volume`` column.
+        self.volumes: list[str] = volumes
+        #: File names, indexed by the ``file`` column.
+        self.files: list[str] = files
+        #: What reading the source found: format, skipped and out-of-order lines, ...
+        self.report: dict[str, Any] = report
+
+    @classmethod
+    def _from_reader(cls, d: dict[str, Any]) -> Trace:
+        """Wraps columns that the Rust reader already normalised (no copy, no re-sort)."""
+        t = cls.__new__(cls)
+        arrays = {k: d[k] for k in (*REQUIRED, *OPTIONAL) if d.get(k) is not None}
+        t._init(arrays, list(d["volumes"]), list(d["files"]), dict(d.get("report") or {}))
+        return t
+
+    @property
+    def columns(self) -> dict[str, np.ndarray]:
+        """The present columns by name, required ones first."""
+        out = {name: getattr(self, name) for name in REQUIRED}
+        for name in OPTIONAL:
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.ts_ns)
+
+    def __repr__(self) -> str:
+        span = self.ts_ns[-1] / 1e9 if len(self) else 0.0
+        return f"<Trace {len(self)} requests, {len(self.volumes)} volumes, {span:.3f} s>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Trace):
+            return NotImplemented
+        mine, theirs = self.columns, other.columns
+        return (
+            mine.keys() == theirs.keys()
+            and all(np.array_equal(mine[k], theirs[k]) for k in mine)
+            and self.volumes == other.volumes
+            and self.files == other.files
+        )
+
+    __hash__ = None  # mutable arrays inside: not hashable
+
+    def to_polars(self):
+        """The columns as a polars DataFrame (unknown latencies become null).
+
+        >>> Trace(ts_ns=[0], offset=[0], size=[512], op=[0]).to_polars().columns
+        ['ts_ns', 'offset', 'size', 'op', 'volume', 'stream']
+        """
+        import polars as pl
+
+        return pl.from_arrow(self.to_arrow())
+
+    def to_arrow(self):
+        """The columns as a pyarrow Table carrying the name tables in its schema metadata."""
+        import json
+
+        import pyarrow as pa
+
+        arrays = []
+        for name, values in self.columns.items():
+            if name == "latency_ns":
+                arrays.append(pa.array(values, mask=values == LATENCY_UNKNOWN))
+            else:
+                arrays.append(pa.array(values))
+        meta = {"iomimic": json.dumps({"version": 1, "volumes": self.volumes, "files": self.files})}
+        return pa.Table.from_arrays(arrays, names=list(self.columns), metadata=meta)
+
+    @classmethod
+    def from_arrow(cls, table) -> Trace:
+        """Builds a Trace from a pyarrow Table with the Trace's columns.
+
+        A ``volume`` (or ``file``) column of strings is turned into ids and a name table;
+        integer ids take their names from iomimic's schema metadata when present.
+        """
+        import json
+
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        meta = json.loads((table.schema.metadata or {}).get(b"iomimic", b"{}"))
+        missing = [c for c in ("ts_ns", "offset", "size", "op") if c not in table.column_names]
+        if missing:
+            raise InputError(f"table lacks the column(s) {', '.join(missing)}")
+        cols: dict[str, Any] = {}
+        names: dict[str, list[str] | None] = {"volume": meta.get("volumes"), "file": meta.get("files")}
+        for name in DTYPES:
+            if name not in table.column_names:
+                continue
+            col = table.column(name)
+            if name in names and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+                encoded = pc.dictionary_encode(col).combine_chunks()
+                names[name] = [str(v) for v in encoded.dictionary.to_pylist()]
+                col = encoded.indices
+            if col.null_count:
+                if name != "latency_ns":
+                    raise InputError(f"column {name} has {col.null_count} null values")
+                col = pc.fill_null(col.cast(pa.uint64()), LATENCY_UNKNOWN)
+            cols[name] = col.to_numpy()
+        return cls(**cols, volumes=names["volume"], files=names["file"])
+
+
+class _Columns:
+    """Attribute access to a dict of arrays, as the Rust ``validate``/``write_csv`` expect."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        for name in DTYPES:
+            setattr(self, name, arrays.get(name))
