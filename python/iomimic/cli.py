@@ -31,11 +31,17 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_read_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("reading the trace")
-    g.add_argument("-f", "--format", help="trace format (see `iomimic formats`); detected from the content if omitted")
+    g.add_argument(
+        "-f", "--format", help="trace format (see `iomimic formats`); detected from the content if omitted"
+    )
     g.add_argument("--skip-bad", action="store_true", help="skip malformed lines, count them and report them")
     g.add_argument("--time-unit", choices=["ns", "us", "ms", "s"], help="time unit of mqsim/disksim files")
-    g.add_argument("--event", choices=["D", "Q"], help="blkparse: the action that marks a request (default D)")
-    g.add_argument("--columns", help="generic format: column mapping, e.g. ts=0:us,offset=4:bytes,size=5:bytes,op=3")
+    g.add_argument(
+        "--event", choices=["D", "Q"], help="blkparse: the action that marks a request (default D)"
+    )
+    g.add_argument(
+        "--columns", help="generic format: column mapping, e.g. ts=0:us,offset=4:bytes,size=5:bytes,op=3"
+    )
     g.add_argument("--delimiter", help="generic format: field separator (default: detected)")
 
 
@@ -103,7 +109,9 @@ def _report_reading(s: dict[str, Any]) -> None:
         for example in s["skipped_examples"]:
             print(f"  {example}", file=err)
     if s["out_of_order"]:
-        print(f"note: {s['out_of_order']} lines were out of time order; requests were sorted stably", file=err)
+        print(
+            f"note: {s['out_of_order']} lines were out of time order; requests were sorted stably", file=err
+        )
 
 
 def _pct(part: int, whole: int) -> str:
@@ -205,7 +213,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="iomimic",
-        description="Read block I/O traces, characterize them, model them, and generate faithful synthetic I/O.",
+        description="Read block I/O traces, characterize them, model them, and generate faithful "
+        "synthetic I/O.",
         epilog="Run `iomimic COMMAND --help` for a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"iomimic {__version__}")

@@ -34,7 +34,10 @@ def run_demo() -> int:
             out = Path(tmp) / name
             write_trace(trace, out)
             same = read_trace(out) == trace
-            print(f"round trip through {out.suffix[1:]:8} {out.stat().st_size:>9,} bytes: {'identical' if same else 'DIFFERENT'}")
+            print(
+                f"round trip through {out.suffix[1:]:8} {out.stat().st_size:>9,} bytes: "
+                + ("identical" if same else "DIFFERENT")
+            )
             if not same:
                 return 1
     return 0

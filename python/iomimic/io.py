@@ -142,7 +142,9 @@ def output_format(path: str | os.PathLike, to: str | None = None) -> str:
         return "parquet"
     if suffix == ".csv":
         return "csv"
-    raise InputError(f"{path}: cannot tell the output format from the extension {suffix!r}; use --to parquet|csv")
+    raise InputError(
+        f"{path}: cannot tell the output format from the extension {suffix!r}; use --to parquet|csv"
+    )
 
 
 def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None) -> None:
@@ -157,6 +159,8 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
     True
     """
     fmt = output_format(path, format)
+    if not len(trace):
+        raise InputError(f"{path}: refusing to write an empty trace (it could not be read back)")
     with atomic_output(path) as tmp:
         if fmt == "parquet":
             import pyarrow.parquet as pq

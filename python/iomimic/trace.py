@@ -32,21 +32,32 @@ OP_NAMES = ("read", "write", "trim", "flush")
 def _column(name: str, values: Any) -> np.ndarray:
     """Converts ``values`` to the column's dtype, refusing values the dtype cannot hold."""
     dtype = np.dtype(DTYPES[name])
-    arr = np.asarray(values)
+    if isinstance(values, np.ndarray):
+        arr = values
+    else:
+        # Plain Python ints: numpy would turn a list mixing huge and small ints into float64.
+        try:
+            arr = np.asarray(values, dtype=dtype)
+        except (OverflowError, ValueError, TypeError):
+            arr = np.asarray(values, dtype=object)
     if arr.ndim != 1:
         raise InputError(f"column {name} must be one-dimensional, got shape {arr.shape}")
-    if arr.dtype != dtype:
-        if arr.size and arr.dtype.kind in "iuf":
-            lo, hi = arr.min(), arr.max()
-            info = np.iinfo(dtype)
-            if lo < 0:
-                raise InputError(f"column {name} has a negative value ({lo})")
-            if hi > info.max:
-                raise InputError(f"column {name} has a value too large for {dtype} ({hi})")
-        elif arr.size and arr.dtype.kind not in "iuf":
+    if arr.dtype == dtype:
+        return np.ascontiguousarray(arr)
+    if arr.size:
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
+            raise InputError(f"column {name} must hold whole numbers")
+        if arr.dtype.kind not in "iufO":
             raise InputError(f"column {name} must be numeric, got {arr.dtype}")
-        arr = arr.astype(dtype)
-    return np.ascontiguousarray(arr)
+        try:
+            lo, hi = arr.min(), arr.max()
+        except TypeError:
+            raise InputError(f"column {name} must be numeric") from None
+        if lo < 0:
+            raise InputError(f"column {name} has a negative value ({lo})")
+        if hi > np.iinfo(dtype).max:
+            raise InputError(f"column {name} has a value too large for {dtype} ({hi})")
+    return np.ascontiguousarray(arr.astype(dtype))
 
 
 class Trace:
@@ -102,7 +113,9 @@ class Trace:
             arrays["ts_ns"] = arrays["ts_ns"] - arrays["ts_ns"][0]
         self._init(arrays, list(volumes), list(files), dict(report or {}))
 
-    def _init(self, arrays: dict[str, np.ndarray], volumes: list[str], files: list[str], report: dict) -> None:
+    def _init(
+        self, arrays: dict[str, np.ndarray], volumes: list[str], files: list[str], report: dict
+    ) -> None:
         _core.validate(_Columns(arrays), volumes, files)
         self.ts_ns: np.ndarray = arrays["ts_ns"]
         self.offset: np.ndarray = arrays["offset"]

@@ -10,7 +10,11 @@ fn main() {
     match iomimic_core::read_trace(&path, &opts) {
         Ok((trace, report)) => {
             let secs = start.elapsed().as_secs_f64();
-            eprintln!("{} requests ({}) in {secs:.3} s", trace.len(), report.format.map_or("?", |f| f.name()));
+            eprintln!(
+                "{} requests ({}) in {secs:.3} s",
+                trace.len(),
+                report.format.map_or("?", |f| f.name())
+            );
         }
         Err(e) => {
             eprintln!("error: {e}");

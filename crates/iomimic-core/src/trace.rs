@@ -171,7 +171,11 @@ impl TraceView<'_> {
         if let Some(i) = self.op.iter().position(|&o| Op::from_code(o).is_none()) {
             return Err(format!("row {i}: op {} is not 0..=3", self.op[i]));
         }
-        if let Some(i) = self.volume.iter().position(|&v| v as usize >= self.volumes.len()) {
+        if let Some(i) = self
+            .volume
+            .iter()
+            .position(|&v| v as usize >= self.volumes.len())
+        {
             return Err(format!(
                 "row {i}: volume {} has no name ({} volume names)",
                 self.volume[i],
@@ -180,12 +184,23 @@ impl TraceView<'_> {
         }
         if let Some(file) = self.file {
             if let Some(i) = file.iter().position(|&f| f as usize >= self.files.len()) {
-                return Err(format!("row {i}: file {} has no name ({} file names)", file[i], self.files.len()));
+                return Err(format!(
+                    "row {i}: file {} has no name ({} file names)",
+                    file[i],
+                    self.files.len()
+                ));
             }
         }
-        let past_end = |i: usize| self.offset[i].checked_add(u64::from(self.size[i])).is_none_or(|end| end > MAX_OFFSET);
+        let past_end = |i: usize| {
+            self.offset[i]
+                .checked_add(u64::from(self.size[i]))
+                .is_none_or(|end| end > MAX_OFFSET)
+        };
         if let Some(i) = (0..n).find(|&i| past_end(i)) {
-            return Err(format!("row {i}: offset {} + size {} passes 2^63", self.offset[i], self.size[i]));
+            return Err(format!(
+                "row {i}: offset {} + size {} passes 2^63",
+                self.offset[i], self.size[i]
+            ));
         }
         Ok(())
     }

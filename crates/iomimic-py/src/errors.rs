@@ -1,16 +1,43 @@
 //! The Python exception hierarchy and the mapping from core errors onto it.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError};
+use pyo3::exceptions::{
+    PyException, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
+};
 use pyo3::prelude::*;
 
 use iomimic_core::Error;
 
-create_exception!(iomimic._core, IomimicError, PyException, "Base of every iomimic error.");
-create_exception!(iomimic._core, InputError, IomimicError, "Bad input: a malformed file or a bad option (CLI exit code 2).");
-create_exception!(iomimic._core, TraceParseError, InputError, "A malformed line; has .path, .line and .key.");
-create_exception!(iomimic._core, UnknownFormatError, InputError, "No trace format matches the file.");
-create_exception!(iomimic._core, EmptyTraceError, InputError, "The file holds no request.");
+create_exception!(
+    iomimic._core,
+    IomimicError,
+    PyException,
+    "Base of every iomimic error."
+);
+create_exception!(
+    iomimic._core,
+    InputError,
+    IomimicError,
+    "Bad input: a malformed file or a bad option (CLI exit code 2)."
+);
+create_exception!(
+    iomimic._core,
+    TraceParseError,
+    InputError,
+    "A malformed line; has .path, .line and .key."
+);
+create_exception!(
+    iomimic._core,
+    UnknownFormatError,
+    InputError,
+    "No trace format matches the file."
+);
+create_exception!(
+    iomimic._core,
+    EmptyTraceError,
+    InputError,
+    "The file holds no request."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -32,7 +59,9 @@ pub fn to_py(e: Error) -> PyErr {
             std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
             _ => PyOSError::new_err(message),
         },
-        Error::Parse { path, line, key, .. } => Python::attach(|py| {
+        Error::Parse {
+            path, line, key, ..
+        } => Python::attach(|py| {
             let err = TraceParseError::new_err(message);
             let value = err.value(py);
             // Attribute setting on a fresh exception cannot fail in practice; ignore if it does.

@@ -1,5 +1,9 @@
 //! PyO3 bindings: `iomimic._core`. Converts arrays, options and errors; holds no logic.
 
+// PyO3 hands extracted arguments over by value, and the constructors mirror Python's keyword
+// arguments one for one.
+#![allow(clippy::needless_pass_by_value, clippy::too_many_arguments)]
+
 mod errors;
 
 use std::path::PathBuf;
@@ -14,7 +18,9 @@ use iomimic_core::{Trace, TraceView};
 
 use errors::{to_py, InputError};
 
-fn parse_opt<T: std::str::FromStr<Err = iomimic_core::Error>>(value: Option<&str>) -> PyResult<Option<T>> {
+fn parse_opt<T: std::str::FromStr<Err = iomimic_core::Error>>(
+    value: Option<&str>,
+) -> PyResult<Option<T>> {
     value.map(str::parse).transpose().map_err(to_py)
 }
 
@@ -25,9 +31,17 @@ struct PyTraceReader {
 }
 
 impl PyTraceReader {
-    fn with<R>(&self, f: impl FnOnce(&mut iomimic_core::TraceReader) -> PyResult<R>) -> PyResult<R> {
-        let mut guard = self.inner.lock().map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?;
-        let reader = guard.as_mut().ok_or_else(|| InputError::new_err("reader already finished"))?;
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut iomimic_core::TraceReader) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let mut guard = self
+            .inner
+            .lock()
+            .map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?;
+        let reader = guard
+            .as_mut()
+            .ok_or_else(|| InputError::new_err("reader already finished"))?;
         f(reader)
     }
 }
@@ -50,7 +64,11 @@ impl PyTraceReader {
             None => None,
             Some("\\t" | "tab") => Some(b'\t'),
             Some(d) if d.len() == 1 => Some(d.as_bytes()[0]),
-            Some(d) => return Err(InputError::new_err(format!("--delimiter must be one character, found {d:?}"))),
+            Some(d) => {
+                return Err(InputError::new_err(format!(
+                    "--delimiter must be one character, found {d:?}"
+                )))
+            }
         };
         let opts = ReadOptions {
             format: parse_opt::<Format>(format)?,
@@ -60,8 +78,12 @@ impl PyTraceReader {
             columns,
             delimiter,
         };
-        let reader = py.detach(|| iomimic_core::TraceReader::open(&path, &opts)).map_err(to_py)?;
-        Ok(Self { inner: Mutex::new(Some(reader)) })
+        let reader = py
+            .detach(|| iomimic_core::TraceReader::open(&path, &opts))
+            .map_err(to_py)?;
+        Ok(Self {
+            inner: Mutex::new(Some(reader)),
+        })
     }
 
     /// The format being read (detected or given).
@@ -104,7 +126,10 @@ fn trace_to_py(py: Python<'_>, t: Trace) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("op", PyArray1::from_vec(py, t.op))?;
     d.set_item("volume", PyArray1::from_vec(py, t.volume))?;
     d.set_item("stream", PyArray1::from_vec(py, t.stream))?;
-    d.set_item("latency_ns", t.latency_ns.map(|v| PyArray1::from_vec(py, v)))?;
+    d.set_item(
+        "latency_ns",
+        t.latency_ns.map(|v| PyArray1::from_vec(py, v)),
+    )?;
     d.set_item("file", t.file.map(|v| PyArray1::from_vec(py, v)))?;
     d.set_item("volumes", PyList::new(py, t.volumes)?)?;
     d.set_item("files", PyList::new(py, t.files)?)?;
@@ -120,9 +145,19 @@ fn report_to_py<'py>(py: Python<'py>, r: &ReadReport) -> PyResult<Bound<'py, PyD
     d.set_item("requests", r.requests)?;
     d.set_item("out_of_order", r.out_of_order)?;
     d.set_item("start_ns", r.start_ns)?;
-    d.set_item("skipped", r.skipped.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>().into_pyobject(py)?)?;
+    d.set_item(
+        "skipped",
+        r.skipped
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>()
+            .into_pyobject(py)?,
+    )?;
     d.set_item("skipped_examples", &r.skipped_examples)?;
-    d.set_item("ignored", r.ignored.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>())?;
+    d.set_item(
+        "ignored",
+        r.ignored.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(),
+    )?;
     d.set_item("notes", &r.notes)?;
     Ok(d)
 }
@@ -141,7 +176,8 @@ struct Columns<'py> {
 }
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| InputError::new_err(format!("column {name} must be a contiguous array")))
+    a.as_slice()
+        .map_err(|_| InputError::new_err(format!("column {name} must be a contiguous array")))
 }
 
 fn with_view<R>(
@@ -150,7 +186,11 @@ fn with_view<R>(
     files: &[String],
     f: impl FnOnce(&TraceView<'_>) -> PyResult<R>,
 ) -> PyResult<R> {
-    let latency = c.latency_ns.as_ref().map(|a| slice(a, "latency_ns")).transpose()?;
+    let latency = c
+        .latency_ns
+        .as_ref()
+        .map(|a| slice(a, "latency_ns"))
+        .transpose()?;
     let file = c.file.as_ref().map(|a| slice(a, "file")).transpose()?;
     let view = TraceView {
         ts_ns: slice(&c.ts_ns, "ts_ns")?,
@@ -170,24 +210,44 @@ fn with_view<R>(
 /// Checks a trace's invariants; raises InputError naming the first breach.
 #[pyfunction]
 fn validate(columns: Columns<'_>, volumes: Vec<String>, files: Vec<String>) -> PyResult<()> {
-    with_view(&columns, &volumes, &files, |v| v.validate().map_err(InputError::new_err))
+    with_view(&columns, &volumes, &files, |v| {
+        v.validate().map_err(InputError::new_err)
+    })
 }
 
 /// Writes canonical CSV to `path` (the caller makes the write atomic).
 #[pyfunction]
-fn write_csv(py: Python<'_>, path: PathBuf, columns: Columns<'_>, volumes: Vec<String>, files: Vec<String>) -> PyResult<()> {
+fn write_csv(
+    py: Python<'_>,
+    path: PathBuf,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+) -> PyResult<()> {
     with_view(&columns, &volumes, &files, |view| {
-        let file = std::fs::File::create(&path)
-            .map_err(|source| to_py(iomimic_core::Error::Io { path: path.clone(), source }))?;
+        let file = std::fs::File::create(&path).map_err(|source| {
+            to_py(iomimic_core::Error::Io {
+                path: path.clone(),
+                source,
+            })
+        })?;
         py.detach(|| formats::write_csv(view, file))
-            .map_err(|source| to_py(iomimic_core::Error::Io { path: path.clone(), source }))
+            .map_err(|source| {
+                to_py(iomimic_core::Error::Io {
+                    path: path.clone(),
+                    source,
+                })
+            })
     })
 }
 
 /// [(name, description)] of every format.
 #[pyfunction]
 fn format_table() -> Vec<(&'static str, &'static str)> {
-    Format::ALL.iter().map(|f| (f.name(), f.description())).collect()
+    Format::ALL
+        .iter()
+        .map(|f| (f.name(), f.description()))
+        .collect()
 }
 
 #[pymodule]

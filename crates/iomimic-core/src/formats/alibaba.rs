@@ -36,7 +36,10 @@ impl super::RecordParser for AlibabaParser {
             other => {
                 return Err(LineError::new(
                     "bad_op",
-                    format!("opcode must be R or W, found {:?}", String::from_utf8_lossy(other)),
+                    format!(
+                        "opcode must be R or W, found {:?}",
+                        String::from_utf8_lossy(other)
+                    ),
                 ))
             }
         };
@@ -57,10 +60,14 @@ mod tests {
     fn known_lines() {
         let mut b = Builder::new(false, false);
         let mut p = AlibabaParser;
-        p.parse(b"0,R,126703644672,4096,1577808000000047", &mut b).unwrap();
+        p.parse(b"0,R,126703644672,4096,1577808000000047", &mut b)
+            .unwrap();
         p.parse(b"7,W,512,8192,1577808000000050", &mut b).unwrap();
         let t = b.take();
-        assert_eq!(t.ts_ns, [1_577_808_000_000_047_000, 1_577_808_000_000_050_000]);
+        assert_eq!(
+            t.ts_ns,
+            [1_577_808_000_000_047_000, 1_577_808_000_000_050_000]
+        );
         assert_eq!(t.op, [0, 1]);
         assert_eq!(t.offset, [126_703_644_672, 512]);
         assert_eq!(t.volumes, ["0", "7"]);

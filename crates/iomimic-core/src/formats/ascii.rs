@@ -62,7 +62,10 @@ impl super::RecordParser for AsciiParser {
             other => {
                 return Err(LineError::new(
                     "bad_op",
-                    format!("type must be 1 (read) or 0 (write), found {:?}", String::from_utf8_lossy(other)),
+                    format!(
+                        "type must be 1 (read) or 0 (write), found {:?}",
+                        String::from_utf8_lossy(other)
+                    ),
                 ))
             }
         };
@@ -80,9 +83,14 @@ mod tests {
     fn readme_example_line() {
         // the shared trace README's example: an 8 KiB read at byte 336,756,736, 11.413 ms in
         let mut b = Builder::new(false, false);
-        AsciiParser::new(TimeUnit::Ns).parse(b"11413000 0 657728 16 1", &mut b).unwrap();
+        AsciiParser::new(TimeUnit::Ns)
+            .parse(b"11413000 0 657728 16 1", &mut b)
+            .unwrap();
         let t = b.take();
-        assert_eq!((t.ts_ns[0], t.offset[0], t.size[0], t.op[0]), (11_413_000, 336_756_736, 8192, 0));
+        assert_eq!(
+            (t.ts_ns[0], t.offset[0], t.size[0], t.op[0]),
+            (11_413_000, 336_756_736, 8192, 0)
+        );
     }
 
     #[test]
@@ -93,7 +101,9 @@ mod tests {
         let t = b.take();
         assert_eq!((t.ts_ns[0], t.op[0]), (2_500_000, 1));
         assert_eq!(t.volumes, ["3"]);
-        let e = AsciiParser::new(TimeUnit::Ns).parse(b"2.5 3 8 8 0", &mut b).unwrap_err();
+        let e = AsciiParser::new(TimeUnit::Ns)
+            .parse(b"2.5 3 8 8 0", &mut b)
+            .unwrap_err();
         assert!(e.message.contains("--format disksim"));
     }
 }

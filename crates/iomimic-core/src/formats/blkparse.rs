@@ -39,7 +39,11 @@ impl BlkparseParser {
             BlkEvent::Dispatch => b"D",
             BlkEvent::Queue => b"Q",
         };
-        Self { event, pending: HashMap::new(), in_summary: false }
+        Self {
+            event,
+            pending: HashMap::new(),
+            in_summary: false,
+        }
     }
 }
 
@@ -50,7 +54,11 @@ fn classify(rwbs: &[u8], sectors: u64) -> Option<Op> {
     } else if has(b'R') {
         Some(Op::Read)
     } else if has(b'W') {
-        Some(if sectors == 0 && has(b'F') { Op::Flush } else { Op::Write })
+        Some(if sectors == 0 && has(b'F') {
+            Op::Flush
+        } else {
+            Op::Write
+        })
     } else if has(b'F') {
         Some(Op::Flush)
     } else {
@@ -79,7 +87,10 @@ impl super::RecordParser for BlkparseParser {
             }
             return Err(LineError::new(
                 "bad_device",
-                format!("expected a device maj,min first, found {:?}", String::from_utf8_lossy(f[0])),
+                format!(
+                    "expected a device maj,min first, found {:?}",
+                    String::from_utf8_lossy(f[0])
+                ),
             ));
         }
         self.in_summary = false;
@@ -92,7 +103,10 @@ impl super::RecordParser for BlkparseParser {
         }
         let ts_ns = lex::scaled_decimal(f[3], 9, "time")?;
         let (sector, sectors) = if n >= 10 && f[8] == b"+" {
-            (lex::u64_field(f[7], "sector")?, lex::u64_field(f[9], "nsectors")?)
+            (
+                lex::u64_field(f[7], "sector")?,
+                lex::u64_field(f[9], "nsectors")?,
+            )
         } else {
             (0, 0)
         };
@@ -117,11 +131,15 @@ impl super::RecordParser for BlkparseParser {
         let size = lex::to_bytes(sectors, 512, "nsectors")?;
         let pid = lex::u64_field(f[4], "pid")?;
         let mut req = Request::new(ts_ns, offset, size, op, volume);
-        req.stream = u32::try_from(pid).map_err(|_| LineError::new("number_too_large", format!("pid {pid} is too large")))?;
+        req.stream = u32::try_from(pid)
+            .map_err(|_| LineError::new("number_too_large", format!("pid {pid} is too large")))?;
         req.latency_ns = LATENCY_UNKNOWN;
         let row = out.len();
         out.push(req)?;
-        self.pending.entry((volume, sector, sectors)).or_default().push_back((row, ts_ns));
+        self.pending
+            .entry((volume, sector, sectors))
+            .or_default()
+            .push_back((row, ts_ns));
         Ok(Outcome::Request)
     }
 }
@@ -145,7 +163,10 @@ CPU0 (8,0):
     fn parse_all(event: BlkEvent) -> (crate::trace::Trace, Vec<Outcome>) {
         let mut b = Builder::new(true, false);
         let mut p = BlkparseParser::new(event);
-        let outcomes = SAMPLE.lines().map(|l| p.parse(l.as_bytes(), &mut b).unwrap()).collect();
+        let outcomes = SAMPLE
+            .lines()
+            .map(|l| p.parse(l.as_bytes(), &mut b).unwrap())
+            .collect();
         (b.take(), outcomes)
     }
 
@@ -175,7 +196,9 @@ CPU0 (8,0):
     #[test]
     fn garbage_is_an_error() {
         let mut b = Builder::new(true, false);
-        let e = BlkparseParser::new(BlkEvent::Dispatch).parse(b"hello world", &mut b).unwrap_err();
+        let e = BlkparseParser::new(BlkEvent::Dispatch)
+            .parse(b"hello world", &mut b)
+            .unwrap_err();
         assert_eq!(e.key, "bad_device");
     }
 }

@@ -13,7 +13,10 @@ pub struct LineError {
 
 impl LineError {
     pub fn new(key: &'static str, message: impl Into<String>) -> Self {
-        Self { key, message: message.into() }
+        Self {
+            key,
+            message: message.into(),
+        }
     }
 }
 
@@ -41,7 +44,16 @@ pub struct Request {
 
 impl Request {
     pub fn new(ts_ns: u64, offset: u64, size: u64, op: Op, volume: u32) -> Self {
-        Self { ts_ns, offset, size, op, volume, stream: 0, latency_ns: LATENCY_UNKNOWN, file: 0 }
+        Self {
+            ts_ns,
+            offset,
+            size,
+            op,
+            volume,
+            stream: 0,
+            latency_ns: LATENCY_UNKNOWN,
+            file: 0,
+        }
     }
 }
 
@@ -96,7 +108,10 @@ impl Interner {
         if id as usize != self.names.len() {
             return Err(LineError::new(
                 "bad_name_table",
-                format!("name ids must count up from 0: expected {}, found {id}", self.names.len()),
+                format!(
+                    "name ids must count up from 0: expected {}, found {id}",
+                    self.names.len()
+                ),
             ));
         }
         self.names.push(name.to_owned());
@@ -107,7 +122,12 @@ impl Interner {
 
     /// Maps every id of `other` to an id here, adding names this table lacks.
     pub fn absorb(&mut self, other: &Interner) -> Vec<u32> {
-        other.keys.iter().zip(&other.names).map(|(key, name)| self.intern_with(key, || name.clone())).collect()
+        other
+            .keys
+            .iter()
+            .zip(&other.names)
+            .map(|(key, name)| self.intern_with(key, || name.clone()))
+            .collect()
     }
 }
 
@@ -165,7 +185,10 @@ impl Builder {
     #[inline]
     pub fn push(&mut self, r: Request) -> Result<Outcome, LineError> {
         if r.size == 0 && r.op.needs_size() {
-            return Err(LineError::new("zero_size", format!("{} of size 0", r.op.name())));
+            return Err(LineError::new(
+                "zero_size",
+                format!("{} of size 0", r.op.name()),
+            ));
         }
         let size = super::lex::size_u32(r.size)?;
         if r.offset >= MAX_OFFSET || MAX_OFFSET - r.offset < r.size {
@@ -197,12 +220,14 @@ impl Builder {
     /// Appends the rows of `other` (a later stretch of the same file, parsed separately),
     /// translating its volume and file ids into this builder's tables.
     pub fn append(&mut self, other: &mut Builder) {
-        let (Some(&first), Some(&last)) = (other.trace.ts_ns.first(), other.trace.ts_ns.last()) else {
+        let (Some(&first), Some(&last)) = (other.trace.ts_ns.first(), other.trace.ts_ns.last())
+        else {
             return;
         };
         let volumes = self.volumes.absorb(&other.volumes);
         let files = self.files.absorb(&other.files);
-        self.out_of_order += other.out_of_order + u64::from(!self.is_empty() && first < self.last_ts);
+        self.out_of_order +=
+            other.out_of_order + u64::from(!self.is_empty() && first < self.last_ts);
         self.last_ts = last;
         let (t, o) = (&mut self.trace, &mut other.trace);
         t.ts_ns.append(&mut o.ts_ns);
@@ -210,7 +235,8 @@ impl Builder {
         t.size.append(&mut o.size);
         t.op.append(&mut o.op);
         t.stream.append(&mut o.stream);
-        t.volume.extend(o.volume.drain(..).map(|v| volumes[v as usize]));
+        t.volume
+            .extend(o.volume.drain(..).map(|v| volumes[v as usize]));
         if let (Some(mine), Some(theirs)) = (&mut t.latency_ns, &mut o.latency_ns) {
             mine.append(theirs);
         }
@@ -220,6 +246,7 @@ impl Builder {
     }
 
     /// A fresh builder with the same optional columns.
+    #[must_use]
     pub fn empty_like(&self) -> Builder {
         Builder::new(self.trace.latency_ns.is_some(), self.trace.file.is_some())
     }

@@ -126,23 +126,46 @@ impl CanonicalParser {
         let id: u32 = id
             .and_then(|s| s.parse().ok())
             .filter(|_| hash == Some("#"))
-            .ok_or_else(|| LineError::new("bad_name_table", "expected `# volume ID NAME` or `# file ID NAME`"))?;
+            .ok_or_else(|| {
+                LineError::new(
+                    "bad_name_table",
+                    "expected `# volume ID NAME` or `# file ID NAME`",
+                )
+            })?;
         table.define(id, &unescape(name.unwrap_or("")))?;
         Ok(Outcome::Ignored("name_table"))
     }
 
     fn header(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let names: Vec<&[u8]> = line.split(|&b| b == b',').map(lex::trim).collect();
-        let all = ["ts_ns", "offset", "size", "op", "volume", "stream", "latency_ns", "file"];
+        let all = [
+            "ts_ns",
+            "offset",
+            "size",
+            "op",
+            "volume",
+            "stream",
+            "latency_ns",
+            "file",
+        ];
         let mut columns = [None; 8];
         for (pos, name) in names.iter().enumerate() {
-            let role = all.iter().position(|r| r.as_bytes() == *name).ok_or_else(|| {
-                LineError::new("bad_header", format!("unknown column {:?}", String::from_utf8_lossy(name)))
-            })?;
+            let role = all
+                .iter()
+                .position(|r| r.as_bytes() == *name)
+                .ok_or_else(|| {
+                    LineError::new(
+                        "bad_header",
+                        format!("unknown column {:?}", String::from_utf8_lossy(name)),
+                    )
+                })?;
             columns[role] = Some(pos);
         }
         if let Some(missing) = REQUIRED.iter().zip(columns).find(|(_, c)| c.is_none()) {
-            return Err(LineError::new("bad_header", format!("the header lacks the column {}", missing.0)));
+            return Err(LineError::new(
+                "bad_header",
+                format!("the header lacks the column {}", missing.0),
+            ));
         }
         out.set_optional_columns(columns[6].is_some(), columns[7].is_some());
         self.columns = Some(columns);
@@ -158,7 +181,10 @@ impl super::RecordParser for CanonicalParser {
                 self.seen_magic = true;
                 Ok(Outcome::Ignored("header"))
             } else {
-                Err(LineError::new("bad_header", format!("expected `{MAGIC}` on the first line")))
+                Err(LineError::new(
+                    "bad_header",
+                    format!("expected `{MAGIC}` on the first line"),
+                ))
             };
         }
         if line.first() == Some(&b'#') {
@@ -174,25 +200,47 @@ impl super::RecordParser for CanonicalParser {
         let op = u8::try_from(code)
             .ok()
             .and_then(Op::from_code)
-            .ok_or_else(|| LineError::new("bad_op", format!("op must be 0 (read), 1 (write), 2 (trim) or 3 (flush), found {code}")))?;
+            .ok_or_else(|| {
+                LineError::new(
+                    "bad_op",
+                    format!("op must be 0 (read), 1 (write), 2 (trim) or 3 (flush), found {code}"),
+                )
+            })?;
         let id = |role: usize, what: &str| -> Result<u32, LineError> {
             let v = lex::u64_field(col(role), what)?;
-            u32::try_from(v).map_err(|_| LineError::new("number_too_large", format!("{what} {v} is too large")))
+            u32::try_from(v)
+                .map_err(|_| LineError::new("number_too_large", format!("{what} {v} is too large")))
         };
         let volume = id(4, "volume")?;
         if volume as usize >= out.volumes.names.len() {
-            return Err(LineError::new("unknown_volume", format!("volume {volume} has no `# volume {volume} NAME` line")));
+            return Err(LineError::new(
+                "unknown_volume",
+                format!("volume {volume} has no `# volume {volume} NAME` line"),
+            ));
         }
-        let mut r = Request::new(lex::u64_field(col(0), "ts_ns")?, lex::u64_field(col(1), "offset")?, lex::u64_field(col(2), "size")?, op, volume);
+        let mut r = Request::new(
+            lex::u64_field(col(0), "ts_ns")?,
+            lex::u64_field(col(1), "offset")?,
+            lex::u64_field(col(2), "size")?,
+            op,
+            volume,
+        );
         r.stream = id(5, "stream")?;
         if columns[6].is_some() {
             let text = lex::trim(col(6));
-            r.latency_ns = if text.is_empty() { LATENCY_UNKNOWN } else { lex::u64_field(text, "latency_ns")? };
+            r.latency_ns = if text.is_empty() {
+                LATENCY_UNKNOWN
+            } else {
+                lex::u64_field(text, "latency_ns")?
+            };
         }
         if columns[7].is_some() {
             r.file = id(7, "file")?;
             if r.file as usize >= out.files.names.len() {
-                return Err(LineError::new("unknown_file", format!("file {} has no `# file {} NAME` line", r.file, r.file)));
+                return Err(LineError::new(
+                    "unknown_file",
+                    format!("file {} has no `# file {} NAME` line", r.file, r.file),
+                ));
             }
         }
         out.push(r)
@@ -245,10 +293,17 @@ mod tests {
     fn unknown_volume_is_named() {
         let mut p = CanonicalParser::default();
         let mut b = Builder::default();
-        for l in [&b"# iomimic trace v1"[..], b"# volume 0 a", b"ts_ns,offset,size,op,volume,stream"] {
+        for l in [
+            &b"# iomimic trace v1"[..],
+            b"# volume 0 a",
+            b"ts_ns,offset,size,op,volume,stream",
+        ] {
             p.parse(l, &mut b).unwrap();
         }
-        assert_eq!(p.parse(b"0,0,512,0,1,0", &mut b).unwrap_err().key, "unknown_volume");
+        assert_eq!(
+            p.parse(b"0,0,512,0,1,0", &mut b).unwrap_err().key,
+            "unknown_volume"
+        );
         assert_eq!(p.parse(b"0,0,512,7,0,0", &mut b).unwrap_err().key, "bad_op");
     }
 }

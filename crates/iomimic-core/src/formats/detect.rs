@@ -31,17 +31,27 @@ struct Trial {
     requests: usize,
     errors: usize,
     first_error: Option<String>,
+    /// Whether the first line that was not ignored (header, comment) held a good request.
+    first_data_ok: bool,
 }
 
 /// Picks the format of a file from its first bytes. Returns it with remarks for the user.
-pub(crate) fn detect(path: &Path, head: &[u8], eof: bool, opts: &ReadOptions) -> Result<(Format, Vec<String>)> {
+pub(crate) fn detect(
+    path: &Path,
+    head: &[u8],
+    eof: bool,
+    opts: &ReadOptions,
+) -> Result<(Format, Vec<String>)> {
     let probe = &head[..head.len().min(4096)];
     if probe.contains(&0) {
         return match vscsi::record_size(head) {
             Ok(_) => Ok((Format::Vscsi, Vec::new())),
             Err(e) => Err(Error::UnknownFormat {
                 path: path.to_path_buf(),
-                tried: format!("the binary format vscsi ({}); the file is not text, so no text format applies", e.message),
+                tried: format!(
+                    "the binary format vscsi ({}); the file is not text, so no text format applies",
+                    e.message
+                ),
             }),
         };
     }
@@ -52,16 +62,29 @@ pub(crate) fn detect(path: &Path, head: &[u8], eof: bool, opts: &ReadOptions) ->
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
         .take(SAMPLE_LINES)
         .collect();
-    let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
     let mut order: Vec<Format> = TEXT_ORDER.to_vec();
     order.sort_by_key(|f| !name.split(['.', '_', '-']).any(|part| part == f.name()));
 
-    let trials: Vec<Trial> = order.iter().filter_map(|&f| trial(f, &lines, opts)).collect();
-    let clean: Vec<&Trial> = trials.iter().filter(|t| t.requests > 0 && t.errors == 0).collect();
-    let chosen = clean
-        .first()
-        .copied()
-        .or_else(|| trials.iter().find(|t| t.requests > 0 && t.errors * 4 <= t.requests));
+    let trials: Vec<Trial> = order
+        .iter()
+        .filter_map(|&f| trial(f, &lines, opts))
+        .collect();
+    let clean: Vec<&Trial> = trials
+        .iter()
+        .filter(|t| t.requests > 0 && t.errors == 0)
+        .collect();
+    // Without a clean reader (a file with bad lines), take the reader that got the first data
+    // line right, or else one that read more lines than it rejected; fewest errors wins.
+    let chosen = clean.first().copied().or_else(|| {
+        trials
+            .iter()
+            .filter(|t| t.requests > 0 && (t.first_data_ok || t.requests >= t.errors))
+            .min_by_key(|t| t.errors)
+    });
     match chosen {
         Some(t) => {
             let mut notes = Vec::new();
@@ -80,11 +103,18 @@ pub(crate) fn detect(path: &Path, head: &[u8], eof: bool, opts: &ReadOptions) ->
                 .iter()
                 .map(|t| match &t.first_error {
                     Some(e) => format!("{} ({e})", t.format),
-                    None => format!("{} (no request in the first {} lines)", t.format, lines.len()),
+                    None => format!(
+                        "{} (no request in the first {} lines)",
+                        t.format,
+                        lines.len()
+                    ),
                 })
                 .chain(std::iter::once("vscsi (not a binary file)".to_string()))
                 .collect();
-            Err(Error::UnknownFormat { path: path.to_path_buf(), tried: tried.join("; ") })
+            Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                tried: tried.join("; "),
+            })
         }
     }
 }
@@ -101,10 +131,19 @@ fn text_sample(head: &[u8], eof: bool) -> &[u8] {
 fn trial(format: Format, lines: &[&[u8]], opts: &ReadOptions) -> Option<Trial> {
     // A candidate that cannot even be built (generic without --columns) is not a candidate.
     let (mut parser, mut builder) = make_parser(format, opts, "trace").ok()?;
-    let mut t = Trial { format, requests: 0, errors: 0, first_error: None };
+    let mut t = Trial {
+        format,
+        requests: 0,
+        errors: 0,
+        first_error: None,
+        first_data_ok: false,
+    };
     for (i, line) in lines.iter().enumerate() {
         match parser.parse(line, &mut builder) {
-            Ok(Outcome::Request) => t.requests += 1,
+            Ok(Outcome::Request) => {
+                t.first_data_ok |= t.requests == 0 && t.errors == 0;
+                t.requests += 1;
+            }
             Ok(Outcome::Ignored(_)) => {}
             Err(e) => {
                 t.errors += 1;

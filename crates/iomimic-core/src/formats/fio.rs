@@ -58,7 +58,14 @@ impl super::RecordParser for FioParser {
             (None, &all[..4], n)
         };
         if n > 4 {
-            return Err(LineError::new("bad_field_count", format!("expected at most {} fields, found {}", 4 + usize::from(version == 3), n + usize::from(version == 3))));
+            return Err(LineError::new(
+                "bad_field_count",
+                format!(
+                    "expected at most {} fields, found {}",
+                    4 + usize::from(version == 3),
+                    n + usize::from(version == 3)
+                ),
+            ));
         }
         lex::expect_fields(n, 2, true)?;
         let (file, action) = (f[0], f[1]);
@@ -90,11 +97,20 @@ impl super::RecordParser for FioParser {
             (0, 0)
         } else {
             lex::expect_fields(n, 4, false)?;
-            (lex::u64_field(f[2], "offset")?, lex::u64_field(f[3], "length")?)
+            (
+                lex::u64_field(f[2], "offset")?,
+                lex::u64_field(f[3], "length")?,
+            )
         };
         let size = if op == Op::Flush { 0 } else { size };
         let volume = out.volumes.intern(file);
-        out.push(Request::new(ts_ns.unwrap_or(self.now_ns), offset, size, op, volume))
+        out.push(Request::new(
+            ts_ns.unwrap_or(self.now_ns),
+            offset,
+            size,
+            op,
+            volume,
+        ))
     }
 }
 
@@ -134,7 +150,9 @@ mod tests {
     #[test]
     fn wrong_header_is_named() {
         let mut b = Builder::new(false, false);
-        let e = FioParser::default().parse(b"fio version 1 iolog", &mut b).unwrap_err();
+        let e = FioParser::default()
+            .parse(b"fio version 1 iolog", &mut b)
+            .unwrap_err();
         assert_eq!(e.key, "bad_header");
     }
 }

@@ -61,9 +61,15 @@ fn usage(msg: impl Into<String>) -> Error {
 
 fn time_exp(unit: Option<&str>, default: Option<TimeUnit>, role: &str) -> Result<u64> {
     let unit = match (unit, default) {
-        (Some(u), _) => u.parse::<TimeUnit>().map_err(|e| usage(format!("{role}: {e}")))?,
+        (Some(u), _) => u
+            .parse::<TimeUnit>()
+            .map_err(|e| usage(format!("{role}: {e}")))?,
         (None, Some(d)) => d,
-        (None, None) => return Err(usage(format!("{role} needs a unit, e.g. {role}=0:us (ns, us, ms or s)"))),
+        (None, None) => {
+            return Err(usage(format!(
+                "{role} needs a unit, e.g. {role}=0:us (ns, us, ms or s)"
+            )))
+        }
     };
     Ok(u64::from(unit.exp_to_ns()))
 }
@@ -73,17 +79,22 @@ fn byte_scale(unit: Option<&str>, role: &str) -> Result<u64> {
         None | Some("bytes" | "b") => Ok(1),
         Some("sectors" | "sector" | "512") => Ok(512),
         Some("kib" | "k") => Ok(1024),
-        Some(other) => other
-            .parse::<u64>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| usage(format!("{role}: unknown unit {other:?}; use bytes, sectors, kib or a number of bytes"))),
+        Some(other) => other.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+            usage(format!(
+                "{role}: unknown unit {other:?}; use bytes, sectors, kib or a number of bytes"
+            ))
+        }),
     }
 }
 
 impl GenericParser {
     /// `default_volume` names the single volume when no `volume` column is mapped.
-    pub fn new(spec: &str, delimiter: Option<u8>, time_unit: Option<TimeUnit>, default_volume: &str) -> Result<Self> {
+    pub fn new(
+        spec: &str,
+        delimiter: Option<u8>,
+        time_unit: Option<TimeUnit>,
+        default_volume: &str,
+    ) -> Result<Self> {
         let mut ts = None;
         let mut offset = None;
         let mut size = None;
@@ -102,14 +113,15 @@ impl GenericParser {
             seen_data: false,
         };
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (role, rest) = item.split_once('=').ok_or_else(|| usage(format!("{item:?} is not ROLE=COLUMN[:UNIT]")))?;
+            let (role, rest) = item
+                .split_once('=')
+                .ok_or_else(|| usage(format!("{item:?} is not ROLE=COLUMN[:UNIT]")))?;
             let mut parts = rest.split(':');
-            let index: usize = parts
-                .next()
-                .unwrap_or("")
-                .trim()
-                .parse()
-                .map_err(|_| usage(format!("{role}: column must be a 0-based field number, found {rest:?}")))?;
+            let index: usize = parts.next().unwrap_or("").trim().parse().map_err(|_| {
+                usage(format!(
+                    "{role}: column must be a 0-based field number, found {rest:?}"
+                ))
+            })?;
             let unit = parts.next();
             parser.width = parser.width.max(index + 1);
             match role.trim() {
@@ -152,11 +164,27 @@ impl GenericParser {
 
     fn op(&self, field: &[u8]) -> Result<Op, LineError> {
         let v = lex::trim(field);
-        let bad = || LineError::new("bad_op", format!("op {:?} is not a known operation", String::from_utf8_lossy(v)));
+        let bad = || {
+            LineError::new(
+                "bad_op",
+                format!(
+                    "op {:?} is not a known operation",
+                    String::from_utf8_lossy(v)
+                ),
+            )
+        };
         match &self.op {
             None => Ok(Op::Read),
-            Some((_, OpRule::ReadIs(r))) => Ok(if v == r.as_slice() { Op::Read } else { Op::Write }),
-            Some((_, OpRule::WriteIs(w))) => Ok(if v == w.as_slice() { Op::Write } else { Op::Read }),
+            Some((_, OpRule::ReadIs(r))) => Ok(if v == r.as_slice() {
+                Op::Read
+            } else {
+                Op::Write
+            }),
+            Some((_, OpRule::WriteIs(w))) => Ok(if v == w.as_slice() {
+                Op::Write
+            } else {
+                Op::Read
+            }),
             Some((_, OpRule::Words)) => match v.to_ascii_lowercase().as_slice() {
                 b"r" | b"read" | b"rs" | b"0" => Ok(Op::Read),
                 b"w" | b"write" | b"ws" | b"1" => Ok(Op::Write),
@@ -174,10 +202,17 @@ impl super::RecordParser for GenericParser {
             return Ok(Outcome::Ignored("comment"));
         }
         let delimiter = *self.delimiter.get_or_insert_with(|| {
-            [b'\t', b',', b';'].into_iter().find(|d| line.contains(d)).unwrap_or(b' ')
+            [b'\t', b',', b';']
+                .into_iter()
+                .find(|d| line.contains(d))
+                .unwrap_or(b' ')
         });
         let mut fields = vec![&b""[..]; self.width];
-        let n = if delimiter == b' ' { lex::split_whitespace(line, &mut fields) } else { lex::split(line, delimiter, &mut fields) };
+        let n = if delimiter == b' ' {
+            lex::split_whitespace(line, &mut fields)
+        } else {
+            lex::split(line, delimiter, &mut fields)
+        };
         lex::expect_fields(n, self.width, true)?;
         let ts_ns = match lex::scaled_decimal(fields[self.ts.index], self.ts.scale as u32, "ts") {
             Ok(t) => t,
@@ -185,8 +220,16 @@ impl super::RecordParser for GenericParser {
             Err(e) => return Err(e),
         };
         self.seen_data = true;
-        let offset = lex::to_bytes(lex::u64_field(fields[self.offset.index], "offset")?, self.offset.scale, "offset")?;
-        let size = lex::to_bytes(lex::u64_field(fields[self.size.index], "size")?, self.size.scale, "size")?;
+        let offset = lex::to_bytes(
+            lex::u64_field(fields[self.offset.index], "offset")?,
+            self.offset.scale,
+            "offset",
+        )?;
+        let size = lex::to_bytes(
+            lex::u64_field(fields[self.size.index], "size")?,
+            self.size.scale,
+            "size",
+        )?;
         let op = self.op(self.op.as_ref().map_or(&b""[..], |(i, _)| fields[*i]))?;
         let volume = match self.volume {
             Some(i) => out.volumes.intern(lex::trim(fields[i])),
@@ -195,7 +238,9 @@ impl super::RecordParser for GenericParser {
         let mut r = Request::new(ts_ns, offset, size, op, volume);
         if let Some(i) = self.stream {
             let s = lex::u64_field(fields[i], "stream")?;
-            r.stream = u32::try_from(s).map_err(|_| LineError::new("number_too_large", format!("stream {s} is too large")))?;
+            r.stream = u32::try_from(s).map_err(|_| {
+                LineError::new("number_too_large", format!("stream {s} is too large"))
+            })?;
         }
         if let Some(c) = self.latency {
             r.latency_ns = lex::scaled_decimal(fields[c.index], c.scale as u32, "latency")?;
@@ -216,9 +261,18 @@ mod tests {
 
     #[test]
     fn mapped_columns_with_units_and_header() {
-        let mut p = GenericParser::new("ts=0:ms,volume=1,op=2:read=1,offset=3:sectors,size=4:kib,latency=5:us", None, None, "t").unwrap();
+        let mut p = GenericParser::new(
+            "ts=0:ms,volume=1,op=2:read=1,offset=3:sectors,size=4:kib,latency=5:us",
+            None,
+            None,
+            "t",
+        )
+        .unwrap();
         let mut b = Builder::new(true, false);
-        assert_eq!(p.parse(b"time\tdisk\trw\tlba\tkib\tlat", &mut b).unwrap(), Outcome::Ignored("header"));
+        assert_eq!(
+            p.parse(b"time\tdisk\trw\tlba\tkib\tlat", &mut b).unwrap(),
+            Outcome::Ignored("header")
+        );
         p.parse(b"1.5\tsda\t1\t8\t4\t100", &mut b).unwrap();
         p.parse(b"2\tsdb\t0\t16\t1\t7.5", &mut b).unwrap();
         let t = b.take();
@@ -229,12 +283,19 @@ mod tests {
         assert_eq!(t.latency_ns.unwrap(), [100_000, 7500]);
         assert_eq!(t.volumes, ["sda", "sdb"]);
         // after data, a non-numeric time is an error, not a header
-        assert_eq!(p.parse(b"x\tsda\t1\t8\t4\t1", &mut b).unwrap_err().key, "bad_number");
+        assert_eq!(
+            p.parse(b"x\tsda\t1\t8\t4\t1", &mut b).unwrap_err().key,
+            "bad_number"
+        );
     }
 
     #[test]
     fn spec_errors_name_the_role() {
-        let e = |s: &str| GenericParser::new(s, None, None, "t").unwrap_err().to_string();
+        let e = |s: &str| {
+            GenericParser::new(s, None, None, "t")
+                .unwrap_err()
+                .to_string()
+        };
         assert!(e("offset=1,size=2").contains("ts is required"));
         assert!(e("ts=0,offset=1,size=2").contains("ts needs a unit"));
         assert!(e("ts=0:us,offset=1:parsecs,size=2").contains("unknown unit \"parsecs\""));

@@ -54,14 +54,23 @@ pub struct Input {
 
 /// Opens `path`, recognising compression by its magic bytes rather than its name.
 pub fn open(path: &Path) -> Result<Input> {
-    let io_err = |source| Error::Io { path: path.to_path_buf(), source };
+    let io_err = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let file = File::open(path).map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
     if meta.is_dir() {
-        return Err(io_err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory")));
+        return Err(io_err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        )));
     }
     let consumed = Arc::new(AtomicU64::new(0));
-    let counting = Counting { inner: file, count: Arc::clone(&consumed) };
+    let counting = Counting {
+        inner: file,
+        count: Arc::clone(&consumed),
+    };
     let mut buffered = BufReader::with_capacity(1 << 16, counting);
     let head = buffered.fill_buf().map_err(io_err)?;
     let compression = if head.starts_with(&GZIP_MAGIC) {
@@ -75,12 +84,21 @@ pub fn open(path: &Path) -> Result<Input> {
         Compression::None => Box::new(buffered),
         // MultiGzDecoder: `cat a.gz b.gz` and bgzip files are several members back to back.
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
-        Compression::Zstd => Box::new(
-            ruzstd::decoding::StreamingDecoder::new(buffered)
-                .map_err(|e| Error::Usage(format!("{}: not a readable zstd stream: {e}", path.display())))?,
-        ),
+        Compression::Zstd => Box::new(ruzstd::decoding::StreamingDecoder::new(buffered).map_err(
+            |e| {
+                Error::Usage(format!(
+                    "{}: not a readable zstd stream: {e}",
+                    path.display()
+                ))
+            },
+        )?),
     };
-    Ok(Input { reader, compression, file_bytes: meta.len(), consumed })
+    Ok(Input {
+        reader,
+        compression,
+        file_bytes: meta.len(),
+        consumed,
+    })
 }
 
 /// Reads until `buf` is full or the stream ends; returns the bytes read.

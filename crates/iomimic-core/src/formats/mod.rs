@@ -130,10 +130,16 @@ impl FromStr for Format {
             "libcachesim-csv" => "vscsi-csv",
             other => other,
         };
-        Format::ALL.into_iter().find(|f| f.name() == alias).ok_or_else(|| {
-            let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-            Error::Usage(format!("unknown format {s:?}; known formats: {}", names.join(", ")))
-        })
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == alias)
+            .ok_or_else(|| {
+                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+                Error::Usage(format!(
+                    "unknown format {s:?}; known formats: {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 
@@ -167,7 +173,9 @@ impl FromStr for TimeUnit {
             "us" | "µs" => Ok(TimeUnit::Us),
             "ms" => Ok(TimeUnit::Ms),
             "s" | "sec" => Ok(TimeUnit::S),
-            _ => Err(Error::Usage(format!("unknown time unit {s:?}; use ns, us, ms or s"))),
+            _ => Err(Error::Usage(format!(
+                "unknown time unit {s:?}; use ns, us, ms or s"
+            ))),
         }
     }
 }
@@ -189,7 +197,9 @@ impl FromStr for BlkEvent {
         match s.trim() {
             "D" | "d" => Ok(BlkEvent::Dispatch),
             "Q" | "q" => Ok(BlkEvent::Queue),
-            _ => Err(Error::Usage(format!("unknown blkparse event {s:?}; use D (dispatch) or Q (queue)"))),
+            _ => Err(Error::Usage(format!(
+                "unknown blkparse event {s:?}; use D (dispatch) or Q (queue)"
+            ))),
         }
     }
 }
@@ -267,9 +277,13 @@ pub(crate) use stateless_fork;
 
 /// Builds the parser for `format`. `stem` is the file name without extensions, used as the
 /// volume name by formats that record no device.
-pub(crate) fn make_parser(format: Format, opts: &ReadOptions, stem: &str) -> Result<(Box<dyn RecordParser>, Builder)> {
+pub(crate) fn make_parser(
+    format: Format,
+    opts: &ReadOptions,
+    stem: &str,
+) -> Result<(Box<dyn RecordParser>, Builder)> {
     Ok(match format {
-        Format::Msr => (Box::new(msr::MsrParser::default()), Builder::new(true, false)),
+        Format::Msr => (Box::new(msr::MsrParser), Builder::new(true, false)),
         Format::Spc => (Box::new(spc::SpcParser), Builder::new(false, false)),
         Format::Mqsim | Format::Disksim => {
             let default = if format == Format::Mqsim { TimeUnit::Ns } else { TimeUnit::Ms };

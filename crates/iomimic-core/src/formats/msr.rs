@@ -31,34 +31,52 @@ impl super::RecordParser for MsrParser {
     #[inline]
     fn parse(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let mut c = lex::Cursor::new(line, b',', 7);
-        let ts_ns = lex::scaled(c.u64("Timestamp")?, TICK_NS, "Timestamp")?;
-        let host = c.raw()?;
-        let disk = c.raw()?;
-        let op = match c.raw()? {
-            b"Read" => Op::Read,
-            b"Write" => Op::Write,
-            other if lex::trim(other).eq_ignore_ascii_case(b"read") => Op::Read,
-            other if lex::trim(other).eq_ignore_ascii_case(b"write") => Op::Write,
-            other => {
-                return Err(LineError::new(
-                    "bad_op",
-                    format!("Type must be Read or Write, found {:?}", String::from_utf8_lossy(other)),
-                ))
-            }
-        };
-        let offset = c.u64("Offset")?;
-        let size = c.u64("Size")?;
-        let response = c.u64("ResponseTime")?;
-        c.end()?;
-        // Key on the raw `Hostname,DiskNumber` bytes so the common case is one slice compare.
-        let key = &line[host.as_ptr() as usize - line.as_ptr() as usize..][..host.len() + 1 + disk.len()];
-        let volume = out.volumes.intern_with(key, || {
-            format!("{}_{}", String::from_utf8_lossy(lex::trim(host)), String::from_utf8_lossy(lex::trim(disk)))
-        });
-        let mut r = Request::new(ts_ns, offset, size, op, volume);
-        r.latency_ns = response.saturating_mul(TICK_NS);
-        out.push(r)
+        parse_fields(line, &mut c, out).map_err(|e| c.explain(e))
     }
+}
+
+/// The fields of one line, left to right; errors are refined by the caller.
+#[inline]
+fn parse_fields(
+    line: &[u8],
+    c: &mut lex::Cursor<'_>,
+    out: &mut Builder,
+) -> Result<Outcome, LineError> {
+    let ts_ns = lex::scaled(c.u64("Timestamp")?, TICK_NS, "Timestamp")?;
+    let key_start = c.position();
+    let host = c.raw()?;
+    let disk = c.raw()?;
+    // Key on the raw `Hostname,DiskNumber` bytes so the common case is one slice compare.
+    let key = &line[key_start..c.position() - 1];
+    let op = match c.raw()? {
+        b"Read" => Op::Read,
+        b"Write" => Op::Write,
+        other if lex::trim(other).eq_ignore_ascii_case(b"read") => Op::Read,
+        other if lex::trim(other).eq_ignore_ascii_case(b"write") => Op::Write,
+        other => {
+            return Err(LineError::new(
+                "bad_op",
+                format!(
+                    "Type must be Read or Write, found {:?}",
+                    String::from_utf8_lossy(other)
+                ),
+            ))
+        }
+    };
+    let offset = c.u64("Offset")?;
+    let size = c.u64("Size")?;
+    let response = c.u64("ResponseTime")?;
+    c.end()?;
+    let volume = out.volumes.intern_with(key, || {
+        format!(
+            "{}_{}",
+            String::from_utf8_lossy(lex::trim(host)),
+            String::from_utf8_lossy(lex::trim(disk))
+        )
+    });
+    let mut r = Request::new(ts_ns, offset, size, op, volume);
+    r.latency_ns = response.saturating_mul(TICK_NS);
+    out.push(r)
 }
 
 #[cfg(test)]
@@ -70,10 +88,15 @@ mod tests {
     fn known_line() {
         let mut b = Builder::new(true, false);
         let mut p = MsrParser;
-        p.parse(b"128166372003061629,hm,0,Read,3216723968,4096,1557", &mut b).unwrap();
-        p.parse(b"128166372016382155,hm,1,write,3216756736,512,10", &mut b).unwrap();
+        p.parse(b"128166372003061629,hm,0,Read,3216723968,4096,1557", &mut b)
+            .unwrap();
+        p.parse(b"128166372016382155,hm,1,write,3216756736,512,10", &mut b)
+            .unwrap();
         let t = b.take();
-        assert_eq!(t.ts_ns, [12_816_637_200_306_162_900, 12_816_637_201_638_215_500]);
+        assert_eq!(
+            t.ts_ns,
+            [12_816_637_200_306_162_900, 12_816_637_201_638_215_500]
+        );
         assert_eq!(t.offset, [3_216_723_968, 3_216_756_736]);
         assert_eq!(t.size, [4096, 512]);
         assert_eq!(t.op, [0, 1]);
@@ -87,11 +110,20 @@ mod tests {
         let mut b = Builder::new(true, false);
         let mut p = MsrParser;
         let err = |p: &mut MsrParser, b: &mut Builder, l: &[u8]| p.parse(l, b).unwrap_err();
-        assert_eq!(err(&mut p, &mut b, b"1,hm,0,Read,0,4096").message, "expected 7 fields, found 6");
+        assert_eq!(
+            err(&mut p, &mut b, b"1,hm,0,Read,0,4096").message,
+            "expected 7 fields, found 6"
+        );
         assert_eq!(err(&mut p, &mut b, b"1,hm,0,Flush,0,4096,1").key, "bad_op");
         assert_eq!(err(&mut p, &mut b, b"1,hm,0,Read,0,0,1").key, "zero_size");
         assert_eq!(err(&mut p, &mut b, b"1,hm,0,Read,-5,512,1").key, "negative");
-        assert_eq!(err(&mut p, &mut b, b"1,hm,0,Read,9223372036854775808,512,1").key, "offset_overflow");
-        assert_eq!(err(&mut p, &mut b, b"1,hm,0,Read,x,512,1").key, "bad_number");
+        assert_eq!(
+            err(&mut p, &mut b, b"1,hm,0,Read,9223372036854775808,512,1").key,
+            "offset_overflow"
+        );
+        assert_eq!(
+            err(&mut p, &mut b, b"1,hm,0,Read,x,512,1").key,
+            "bad_number"
+        );
     }
 }

@@ -88,12 +88,21 @@ impl TraceReader {
         let path = path.as_ref();
         let mut input = input::open(path)?;
         let mut head = vec![0u8; BLOCK];
-        let len = input::read_full(&mut input.reader, &mut head)
-            .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let len = input::read_full(&mut input.reader, &mut head).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         head.truncate(len);
-        let mut report = ReadReport { path: path.to_path_buf(), compression: Some(input.compression), ..ReadReport::default() };
+        let mut report = ReadReport {
+            path: path.to_path_buf(),
+            compression: Some(input.compression),
+            ..ReadReport::default()
+        };
         if len == 0 {
-            return Err(Error::Empty { path: path.to_path_buf(), why: "the file is empty".into() });
+            return Err(Error::Empty {
+                path: path.to_path_buf(),
+                why: "the file is empty".into(),
+            });
         }
         let format = match opts.format {
             Some(f) => f,
@@ -106,8 +115,12 @@ impl TraceReader {
         report.format = Some(format);
         let (parser, mut builder) = make_parser(format, opts, &file_stem(path))?;
         let framing = if format == Format::Vscsi {
-            let size = super::vscsi::record_size(&head)
-                .map_err(|e| Error::Parse { path: path.to_path_buf(), line: 1, key: e.key, message: e.message })?;
+            let size = super::vscsi::record_size(&head).map_err(|e| Error::Parse {
+                path: path.to_path_buf(),
+                line: 1,
+                key: e.key,
+                message: e.message,
+            })?;
             Framing::Fixed(size)
         } else {
             Framing::Lines
@@ -119,12 +132,24 @@ impl TraceReader {
                 Framing::Fixed(n) => n as u64,
                 Framing::Lines => 40,
             };
-            builder.reserve(usize::try_from(input.file_bytes / record_bytes).unwrap_or(0).min(1 << 28));
+            builder.reserve(
+                usize::try_from(input.file_bytes / record_bytes)
+                    .unwrap_or(0)
+                    .min(1 << 28),
+            );
         }
-        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(MAX_WORKERS);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .min(MAX_WORKERS);
         Ok(Self {
             path: path.to_path_buf(),
-            source: BlockSource { path: path.to_path_buf(), input: input.reader, framing, carry: head, eof: len < BLOCK },
+            source: BlockSource {
+                path: path.to_path_buf(),
+                input: input.reader,
+                framing,
+                carry: head,
+                eof: len < BLOCK,
+            },
             parser,
             framing,
             builder,
@@ -163,7 +188,9 @@ impl TraceReader {
     pub fn read_some(&mut self, max_rows: usize) -> Result<bool> {
         let target = self.builder.len().saturating_add(max_rows);
         while self.builder.len() < target {
-            let forks: Vec<Box<dyn RecordParser>> = (1..self.workers).map_while(|_| self.parser.fork()).collect();
+            let forks: Vec<Box<dyn RecordParser>> = (1..self.workers)
+                .map_while(|_| self.parser.fork())
+                .collect();
             let mut blocks = std::mem::take(&mut self.prefetched);
             self.source.fill(&mut blocks, forks.len() + 1)?;
             if blocks.is_empty() {
@@ -172,7 +199,14 @@ impl TraceReader {
             if forks.is_empty() || blocks.len() == 1 {
                 for block in &blocks {
                     let mut stats = BlockStats::default();
-                    parse_block(block, self.framing, self.parser.as_mut(), &mut self.builder, &mut stats, self.skip_bad);
+                    parse_block(
+                        block,
+                        self.framing,
+                        self.parser.as_mut(),
+                        &mut self.builder,
+                        &mut stats,
+                        self.skip_bad,
+                    );
                     self.absorb_stats(stats)?;
                 }
                 continue;
@@ -184,7 +218,11 @@ impl TraceReader {
 
     /// Parses the first block into the trace on this thread and every other block on a thread
     /// of its own, reads the next batch meanwhile, then appends the others' rows in file order.
-    fn parse_parallel(&mut self, blocks: &[Vec<u8>], forks: Vec<Box<dyn RecordParser>>) -> Result<()> {
+    fn parse_parallel(
+        &mut self,
+        blocks: &[Vec<u8>],
+        forks: Vec<Box<dyn RecordParser>>,
+    ) -> Result<()> {
         let (framing, skip_bad) = (self.framing, self.skip_bad);
         let template = self.builder.empty_like();
         let batch = forks.len() + 1;
@@ -198,17 +236,37 @@ impl TraceReader {
                     let mut out = template.empty_like();
                     scope.spawn(move || {
                         let mut stats = BlockStats::default();
-                        parse_block(block, framing, parser.as_mut(), &mut out, &mut stats, skip_bad);
+                        parse_block(
+                            block,
+                            framing,
+                            parser.as_mut(),
+                            &mut out,
+                            &mut stats,
+                            skip_bad,
+                        );
                         (out, stats)
                     })
                 })
                 .collect();
             let mut first = BlockStats::default();
-            parse_block(&blocks[0], framing, parser.as_mut(), builder, &mut first, skip_bad);
+            parse_block(
+                &blocks[0],
+                framing,
+                parser.as_mut(),
+                builder,
+                &mut first,
+                skip_bad,
+            );
             // Overlap reading the next batch with the other threads' parsing.
-            let read_ahead = if first.error.is_none() { source.fill(&mut prefetched, batch) } else { Ok(()) };
-            let others: Vec<(Builder, BlockStats)> =
-                handles.into_iter().map(|h| h.join().expect("a parser thread panicked")).collect();
+            let read_ahead = if first.error.is_none() {
+                source.fill(&mut prefetched, batch)
+            } else {
+                Ok(())
+            };
+            let others: Vec<(Builder, BlockStats)> = handles
+                .into_iter()
+                .map(|h| h.join().expect("a parser thread panicked"))
+                .collect();
             (first, others, read_ahead)
         });
         self.prefetched = prefetched;
@@ -233,11 +291,20 @@ impl TraceReader {
         }
         for (line, message) in stats.examples {
             if r.skipped_examples.len() < EXAMPLES {
-                r.skipped_examples.push(format!("{}:{}: {message}", self.path.display(), before + line));
+                r.skipped_examples.push(format!(
+                    "{}:{}: {message}",
+                    self.path.display(),
+                    before + line
+                ));
             }
         }
         match stats.error {
-            Some((line, e)) => Err(Error::Parse { path: self.path.clone(), line: before + line, key: e.key, message: e.message }),
+            Some((line, e)) => Err(Error::Parse {
+                path: self.path.clone(),
+                line: before + line,
+                key: e.key,
+                message: e.message,
+            }),
             None => Ok(()),
         }
     }
@@ -252,18 +319,36 @@ impl TraceReader {
         let mut trace = self.builder.take();
         if trace.is_empty() {
             let why = if report.skipped_total() > 0 {
-                format!("all {} request lines were malformed and skipped", report.skipped_total())
+                format!(
+                    "all {} request lines were malformed and skipped",
+                    report.skipped_total()
+                )
             } else if report.records > 0 {
-                let kinds: Vec<String> = report.ignored.iter().map(|(k, n)| format!("{n} {k}")).collect();
-                format!("{} lines read, none a request: {}", report.records, kinds.join(", "))
+                let kinds: Vec<String> = report
+                    .ignored
+                    .iter()
+                    .map(|(k, n)| format!("{n} {k}"))
+                    .collect();
+                format!(
+                    "{} lines read, none a request: {}",
+                    report.records,
+                    kinds.join(", ")
+                )
             } else {
                 "the file is empty".into()
             };
-            return Err(Error::Empty { path: self.path, why });
+            return Err(Error::Empty {
+                path: self.path,
+                why,
+            });
         }
         // A format that can carry response times but whose file had none (vscsi v1, blkparse
         // with no completions) gets no latency column rather than a column of unknowns.
-        if trace.latency_ns.as_ref().is_some_and(|l| l.iter().all(|&v| v == crate::trace::LATENCY_UNKNOWN)) {
+        if trace
+            .latency_ns
+            .as_ref()
+            .is_some_and(|l| l.iter().all(|&v| v == crate::trace::LATENCY_UNKNOWN))
+        {
             trace.latency_ns = None;
         }
         trace.sort_by_time();
@@ -307,8 +392,13 @@ impl BlockSource {
             if !self.eof && block.len() < want {
                 let start = block.len();
                 block.resize(want, 0);
-                let n = input::read_full(&mut self.input, &mut block[start..])
-                    .map_err(|source| Error::Io { path: self.path.clone(), source })?;
+                let n =
+                    input::read_full(&mut self.input, &mut block[start..]).map_err(|source| {
+                        Error::Io {
+                            path: self.path.clone(),
+                            source,
+                        }
+                    })?;
                 block.truncate(start + n);
                 self.eof = start + n < want;
             }
@@ -328,7 +418,6 @@ impl BlockSource {
             want = block.len() + BLOCK;
         }
     }
-
 }
 
 /// Reads a whole trace: the usual entry point.
@@ -336,7 +425,14 @@ pub fn read_trace(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<(Trace, 
     TraceReader::open(path, opts)?.finish()
 }
 
-fn parse_block(block: &[u8], framing: Framing, parser: &mut dyn RecordParser, out: &mut Builder, stats: &mut BlockStats, skip_bad: bool) {
+fn parse_block(
+    block: &[u8],
+    framing: Framing,
+    parser: &mut dyn RecordParser,
+    out: &mut Builder,
+    stats: &mut BlockStats,
+    skip_bad: bool,
+) {
     match framing {
         Framing::Lines => {
             let body = block.strip_suffix(b"\n").unwrap_or(block);
@@ -369,7 +465,10 @@ fn parse_block(block: &[u8], framing: Framing, parser: &mut dyn RecordParser, ou
             if !rest.is_empty() {
                 let e = LineError::new(
                     "truncated_record",
-                    format!("{} bytes at the end do not make a whole {size}-byte record", rest.len()),
+                    format!(
+                        "{} bytes at the end do not make a whole {size}-byte record",
+                        rest.len()
+                    ),
                 );
                 stats.record(Err(e), skip_bad);
             }
@@ -379,12 +478,20 @@ fn parse_block(block: &[u8], framing: Framing, parser: &mut dyn RecordParser, ou
 
 /// The file name without directories and without compression and trace extensions.
 pub(crate) fn file_stem(path: &Path) -> String {
-    let name = path.file_name().map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+    let name = path
+        .file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
     let mut stem = name.as_str();
-    for ext in [".gz", ".zst", ".zstd", ".csv", ".txt", ".trace", ".bin", ".vscsi"] {
+    for ext in [
+        ".gz", ".zst", ".zstd", ".csv", ".txt", ".trace", ".bin", ".vscsi",
+    ] {
         if let Some(s) = stem.strip_suffix(ext) {
             stem = s;
         }
     }
-    if stem.is_empty() { name } else { stem.to_string() }
+    if stem.is_empty() {
+        name
+    } else {
+        stem.to_string()
+    }
 }

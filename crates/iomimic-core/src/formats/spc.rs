@@ -39,7 +39,10 @@ impl super::RecordParser for SpcParser {
             other => {
                 return Err(LineError::new(
                     "bad_op",
-                    format!("Opcode must be r or w, found {:?}", String::from_utf8_lossy(other)),
+                    format!(
+                        "Opcode must be r or w, found {:?}",
+                        String::from_utf8_lossy(other)
+                    ),
                 ))
             }
         };

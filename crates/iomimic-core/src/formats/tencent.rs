@@ -37,7 +37,10 @@ impl super::RecordParser for TencentParser {
             other => {
                 return Err(LineError::new(
                     "bad_op",
-                    format!("IOType must be 0 (read) or 1 (write), found {:?}", String::from_utf8_lossy(other)),
+                    format!(
+                        "IOType must be 0 (read) or 1 (write), found {:?}",
+                        String::from_utf8_lossy(other)
+                    ),
                 ))
             }
         };
@@ -60,7 +63,10 @@ mod tests {
         p.parse(b"1538323200,18876264,8,1,1283", &mut b).unwrap();
         p.parse(b"1538323201,100,16,0,77", &mut b).unwrap();
         let t = b.take();
-        assert_eq!(t.ts_ns, [1_538_323_200_000_000_000, 1_538_323_201_000_000_000]);
+        assert_eq!(
+            t.ts_ns,
+            [1_538_323_200_000_000_000, 1_538_323_201_000_000_000]
+        );
         assert_eq!(t.offset, [18_876_264 * 512, 51_200]);
         assert_eq!(t.size, [4096, 8192]);
         assert_eq!(t.op, [1, 0]);

@@ -76,7 +76,9 @@ pub struct VscsiBinParser {
 
 impl VscsiBinParser {
     pub fn new(stem: &str) -> Self {
-        Self { stem: stem.to_string() }
+        Self {
+            stem: stem.to_string(),
+        }
     }
 }
 
@@ -85,9 +87,26 @@ impl super::RecordParser for VscsiBinParser {
 
     fn parse(&mut self, r: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let (cmd, len, lbn, ts_us, rt_us) = match r.len() {
-            V1_SIZE => (u16_at(r, 12), u32_at(r, 4), u64_at(r, 16), u64_at(r, 24), None),
-            V2_SIZE => (u16_at(r, 0), u32_at(r, 8), u64_at(r, 16), u64_at(r, 24), Some(u64_at(r, 32))),
-            n => return Err(LineError::new("truncated_record", format!("record of {n} bytes"))),
+            V1_SIZE => (
+                u16_at(r, 12),
+                u32_at(r, 4),
+                u64_at(r, 16),
+                u64_at(r, 24),
+                None,
+            ),
+            V2_SIZE => (
+                u16_at(r, 0),
+                u32_at(r, 8),
+                u64_at(r, 16),
+                u64_at(r, 24),
+                Some(u64_at(r, 32)),
+            ),
+            n => {
+                return Err(LineError::new(
+                    "truncated_record",
+                    format!("record of {n} bytes"),
+                ))
+            }
         };
         let Some(op) = scsi_op(u64::from(cmd & 0xff)) else {
             return Ok(Outcome::Ignored("scsi_not_io"));
@@ -106,26 +125,42 @@ impl super::RecordParser for VscsiBinParser {
 #[derive(Clone)]
 pub struct VscsiCsvParser {
     stem: String,
+    seen_header: bool,
 }
 
 impl VscsiCsvParser {
     pub fn new(stem: &str) -> Self {
-        Self { stem: stem.to_string() }
+        Self {
+            stem: stem.to_string(),
+            seen_header: false,
+        }
     }
 }
 
+const CSV_HEADER: [&[u8]; 5] = [b"version", b"time", b"op", b"size", b"lbn"];
+
 impl super::RecordParser for VscsiCsvParser {
-    super::stateless_fork!();
+    // Lines are independent once the header is behind us.
+    fn fork(&self) -> Option<Box<dyn super::RecordParser>> {
+        self.seen_header
+            .then(|| Box::new(self.clone()) as Box<dyn super::RecordParser>)
+    }
 
     fn parse(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let mut f = [&b""[..]; 5];
-        lex::expect_fields(lex::split(line, b',', &mut f), 5, false)?;
-        if lex::trim(f[0]) == b"version" {
-            if f.iter().map(|x| lex::trim(x)).eq([&b"version"[..], b"time", b"op", b"size", b"lbn"]) {
+        let n = lex::split(line, b',', &mut f);
+        // The header is what tells this export from any other five-number CSV.
+        if !self.seen_header {
+            if n == 5 && f.iter().map(|x| lex::trim(x)).eq(CSV_HEADER) {
+                self.seen_header = true;
                 return Ok(Outcome::Ignored("header"));
             }
-            return Err(LineError::new("bad_header", "expected the header version,time,op,size,lbn"));
+            return Err(LineError::new(
+                "bad_header",
+                "expected the header version,time,op,size,lbn on the first line",
+            ));
         }
+        lex::expect_fields(n, 5, false)?;
         lex::u64_field(f[0], "version")?;
         let ts_ns = lex::scaled_decimal(f[1], 9, "time")?;
         let code = lex::hex_field(f[2], "op")?;
@@ -164,9 +199,15 @@ mod tests {
         let mut b = Builder::new(true, false);
         let mut p = VscsiBinParser::new("w01");
         p.parse(&rec, &mut b).unwrap();
-        assert_eq!(p.parse(&v2(0x12, 0, 0, 5, 0), &mut b).unwrap(), Outcome::Ignored("scsi_not_io"));
+        assert_eq!(
+            p.parse(&v2(0x12, 0, 0, 5, 0), &mut b).unwrap(),
+            Outcome::Ignored("scsi_not_io")
+        );
         let t = b.take();
-        assert_eq!((t.op[0], t.size[0], t.offset[0], t.ts_ns[0]), (1, 8192, 51_200, 1_000_000_000));
+        assert_eq!(
+            (t.op[0], t.size[0], t.offset[0], t.ts_ns[0]),
+            (1, 8192, 51_200, 1_000_000_000)
+        );
         assert_eq!(t.latency_ns.unwrap(), [250_000]);
         assert_eq!(t.volumes, ["w01"]);
     }
@@ -175,13 +216,19 @@ mod tests {
     fn csv_header_and_lines() {
         let mut b = Builder::new(false, false);
         let mut p = VscsiCsvParser::new("w02");
-        assert_eq!(p.parse(b"version,time,op,size,lbn", &mut b).unwrap(), Outcome::Ignored("header"));
+        assert_eq!(
+            p.parse(b"version,time,op,size,lbn", &mut b).unwrap(),
+            Outcome::Ignored("header")
+        );
         p.parse(b"2,3,28,4096,8", &mut b).unwrap();
         p.parse(b"2,4,aa,512,16", &mut b).unwrap();
         let t = b.take();
         assert_eq!(t.ts_ns, [3_000_000_000, 4_000_000_000]);
         assert_eq!(t.op, [0, 1]);
         assert_eq!(t.offset, [4096, 8192]);
-        assert_eq!(p.parse(b"2,4,zz,512,16", &mut b).unwrap_err().key, "bad_number");
+        assert_eq!(
+            p.parse(b"2,4,zz,512,16", &mut b).unwrap_err().key,
+            "bad_number"
+        );
     }
 }

@@ -1,0 +1,117 @@
+"""End-to-end runs of the `iomimic` command: output, exit codes, and no partial files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import iomimic
+
+from .conftest import FIXTURES, run_cli
+
+MSR = FIXTURES / "formats" / "hm_0.csv"
+
+
+def test_info_prints_the_summary_table() -> None:
+    r = run_cli("info", str(MSR))
+    assert r.returncode == 0, r.stderr
+    assert "hm_0.csv (msr)" in r.stdout
+    for words in ["requests", "3", "reads", "66.67%", "hm_1", "out-of-order lines"]:
+        assert words in r.stdout
+    assert "1 lines were out of time order" in r.stderr
+
+
+def test_info_json(tmp_path: Path) -> None:
+    out = tmp_path / "hm0.json"
+    r = run_cli("info", str(MSR), "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    s = json.loads(out.read_text())
+    assert (s["format"], s["requests"], s["reads"], s["writes"]) == ("msr", 3, 2, 1)
+    assert [v["name"] for v in s["volumes"]] == ["hm_0", "hm_1"]
+    assert s["bytes_read"] == 65536 + 4096
+    assert s["out_of_order"] == 1
+    assert s["span_s"] == 12900 / 1e9
+
+
+def test_convert_to_parquet_and_csv_round_trip(tmp_path: Path) -> None:
+    original = iomimic.read_trace(MSR)
+    for name in ("hm_0.parquet", "hm_0.csv"):
+        out = tmp_path / name
+        r = run_cli("convert", str(MSR), "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        assert f"wrote 3 requests (msr → {out.suffix[1:]})" in r.stdout
+        assert iomimic.read_trace(out) == original
+
+
+def test_convert_blkparse_with_skip_bad(tmp_path: Path) -> None:
+    src = tmp_path / "trace.blkparse.txt"
+    good = (FIXTURES / "formats" / "sda.blkparse.txt").read_text().splitlines()
+    src.write_text("\n".join([*good[:2], "  8,0 garbage line", *good[2:]]) + "\n")
+    out = tmp_path / "t.parquet"
+    r = run_cli("convert", str(src), "--format", "blkparse", "-o", str(out), "--skip-bad")
+    assert r.returncode == 0, r.stderr
+    assert "skipped 1 malformed lines (1 bad_field_count)" in r.stderr
+    assert f"{src}:3: expected at least 7 fields, found 3" in r.stderr
+    assert len(iomimic.read_trace(out)) == 4
+
+
+def test_bad_line_exits_2_and_leaves_no_output(tmp_path: Path) -> None:
+    src = tmp_path / "hm_0.csv"
+    src.write_text(MSR.read_text() + "128166372003061629,hm,0,Read,0,0,1\n")
+    out = tmp_path / "out.parquet"
+    r = run_cli("convert", str(src), "-o", str(out))
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"iomimic: error: {src}:4: read of size 0"
+    assert "Traceback" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hm_0.csv"]
+
+
+def test_user_mistakes_exit_2_without_traceback(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    cases = [
+        (["info", "no-such-file.csv"], "no-such-file.csv"),
+        (["info", str(empty)], "no requests found"),
+        (["info", str(MSR), "--format", "nope"], 'unknown format "nope"'),
+        (["convert", str(MSR), "-o", str(tmp_path / "x.txt")], "cannot tell the output format"),
+        (["convert", str(MSR)], "the following arguments are required: -o/--output"),
+        (["info", str(tmp_path)], "directory"),
+        (["frobnicate"], "invalid choice"),
+    ]
+    for args, words in cases:
+        r = run_cli(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert words in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+
+
+def test_verbose_shows_the_traceback(tmp_path: Path) -> None:
+    r = run_cli("-v", "info", "no-such-file.csv")
+    assert r.returncode == 2
+    assert "Traceback" in r.stderr
+
+
+def test_help_teaches_with_examples() -> None:
+    r = run_cli("--help")
+    assert r.returncode == 0
+    for command in ("info", "convert", "formats", "demo"):
+        assert command in r.stdout
+    r = run_cli("convert", "--help")
+    assert r.returncode == 0
+    assert "iomimic convert hm_0.csv -o hm_0.parquet" in r.stdout
+    assert "--skip-bad" in r.stdout
+
+
+def test_formats_command_lists_formats() -> None:
+    r = run_cli("formats")
+    assert r.returncode == 0
+    for name in ("msr", "blkparse", "tencent", "generic"):
+        assert name in r.stdout
+
+
+def test_demo_runs_on_the_built_in_example() -> None:
+    r = run_cli("demo")
+    assert r.returncode == 0, r.stderr
+    assert "example-msr.csv.gz (msr, gzip)" in r.stdout
+    assert "5,000" in r.stdout
+    assert r.stdout.count("identical") == 2

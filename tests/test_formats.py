@@ -1,0 +1,190 @@
+"""Known answers for every format: hand-written fixtures with their expected columns.
+
+Each `tests/fixtures/formats/NAME` has a `NAME.expected.json` holding the columns worked out by
+hand; it is read with format detection and with the format named, plain and compressed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+import iomimic
+from iomimic import LATENCY_UNKNOWN
+
+from .conftest import FIXTURES
+
+CASES = sorted(p for p in (FIXTURES / "formats").iterdir() if not p.name.endswith(".expected.json"))
+
+
+def expected_of(path: Path) -> dict:
+    return json.loads(path.with_name(path.name + ".expected.json").read_text())
+
+
+def check(trace: iomimic.Trace, want: dict) -> None:
+    for col in ("ts_ns", "offset", "size", "op", "volume", "stream"):
+        assert getattr(trace, col).tolist() == want[col], col
+    if "latency_ns" in want:
+        assert trace.latency_ns is not None
+        got = [None if v == LATENCY_UNKNOWN else v for v in trace.latency_ns.tolist()]
+        assert got == want["latency_ns"]
+    else:
+        assert trace.latency_ns is None
+    if "file" in want:
+        assert trace.file.tolist() == want["file"]
+        assert trace.files == want["files"]
+    assert trace.volumes == want["volumes"]
+    assert trace.report["out_of_order"] == want["out_of_order"]
+    if "start_ns" in want:
+        assert trace.report["start_ns"] == want["start_ns"]
+    if "ignored" in want:
+        assert dict(trace.report["ignored"]) == want["ignored"]
+    assert trace.report["skipped"] == []
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_known_answers_with_detection(path: Path) -> None:
+    want = expected_of(path)
+    options = want.get("options", {})
+    trace = iomimic.read_trace(path, **options)
+    assert trace.report["format"] == want["format"]
+    check(trace, want)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_known_answers_with_format_named(path: Path) -> None:
+    want = expected_of(path)
+    options = {**want.get("options", {}), "format": want["format"]}
+    check(iomimic.read_trace(path, **options), want)
+
+
+@pytest.mark.parametrize("compress", ["gz", "zst"])
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_compressed_input_reads_the_same(path: Path, compress: str, tmp_path: Path) -> None:
+    want = expected_of(path)
+    raw = path.read_bytes()
+    packed = gzip.compress(raw) if compress == "gz" else zstandard.ZstdCompressor().compress(raw)
+    target = tmp_path / f"{path.name}.{compress}"
+    target.write_bytes(packed)
+    trace = iomimic.read_trace(target, **want.get("options", {}))
+    assert trace.report["compression"] == {"gz": "gzip", "zst": "zstd"}[compress]
+    # the volume named after the file must not take the compression suffix
+    check(trace, want)
+
+
+def vscsi_v1(sn: int, length: int, cmd: int, lbn: int, ts: int) -> bytes:
+    return struct.pack("<IIIHHQQ", sn, length, 1, cmd, 1 << 8, lbn, ts)
+
+
+def vscsi_v2(cmd: int, sn: int, length: int, lbn: int, ts: int, rt: int) -> bytes:
+    return struct.pack("<HHIIIQQQ", cmd, 2 << 8, sn, length, 1, lbn, ts, rt)
+
+
+def test_vscsi_binary_v1(tmp_path: Path) -> None:
+    path = tmp_path / "w05.vscsi"
+    records = [
+        vscsi_v1(1, 4096, 0x28, 10, 1_000_000),
+        vscsi_v1(2, 8192, 0x2A, 20, 1_000_500),
+        vscsi_v1(3, 0, 0x00, 0, 1_000_600),  # TEST UNIT READY: no data, ignored
+        vscsi_v1(4, 512, 0x88, 1 << 30, 999_000),  # READ(16), earlier than the rest
+    ]
+    assert all(len(r) == 32 for r in records)
+    path.write_bytes(b"".join(records))
+    t = iomimic.read_trace(path)
+    assert t.report["format"] == "vscsi"
+    assert t.ts_ns.tolist() == [0, 1_000_000, 1_500_000]
+    assert t.offset.tolist() == [(1 << 30) * 512, 5120, 10240]
+    assert t.size.tolist() == [512, 4096, 8192]
+    assert t.op.tolist() == [0, 0, 1]
+    assert t.latency_ns is None  # v1 records carry no response time
+    assert t.volumes == ["w05"]
+    assert t.report["out_of_order"] == 1
+    assert dict(t.report["ignored"]) == {"scsi_not_io": 1}
+
+
+def test_vscsi_binary_v2_has_latency(tmp_path: Path) -> None:
+    path = tmp_path / "w06.vscsi.gz"
+    records = [vscsi_v2(0xA8, 1, 65536, 7, 5, 120), vscsi_v2(0xAA, 2, 4096, 8, 9, 33)]
+    assert all(len(r) == 40 for r in records)
+    path.write_bytes(gzip.compress(b"".join(records)))
+    t = iomimic.read_trace(path)
+    assert t.report["format"] == "vscsi"
+    assert t.ts_ns.tolist() == [0, 4000]
+    assert t.op.tolist() == [0, 1]
+    assert t.latency_ns.tolist() == [120_000, 33_000]
+    assert t.volumes == ["w06"]
+
+
+def test_vscsi_binary_truncated_record_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "cut.vscsi"
+    path.write_bytes(vscsi_v2(0x28, 1, 512, 1, 1, 1) + b"\x00" * 12)
+    with pytest.raises(iomimic.TraceParseError, match=r"cut.vscsi:2: 12 bytes at the end"):
+        iomimic.read_trace(path)
+
+
+def test_cross_format_equivalence(tmp_path: Path) -> None:
+    """The same requests written as MSR, SPC, MQSim and canonical CSV read to equal columns."""
+    rows = [(0, 0, 4096, 0), (1_000_000, 8192, 512, 1), (2_500_000, 4096, 8192, 0)]  # ns, bytes, bytes, op
+    msr = "".join(
+        f"{128166372000000000 + t // 100},hm,0,{'Read' if op == 0 else 'Write'},{o},{s},0\n"
+        for t, o, s, op in rows
+    )
+    spc = "".join(f"0,{o // 512},{s},{'rw'[op]},{t / 1e9:.6f}\n" for t, o, s, op in rows)
+    mqsim = "".join(f"{t} 0 {o // 512} {s // 512} {1 - op}\n" for t, o, s, op in rows)
+    traces = []
+    for name, text in [("a.csv", msr), ("b.spc", spc), ("c.mqsim", mqsim)]:
+        (tmp_path / name).write_text(text)
+        traces.append(iomimic.read_trace(tmp_path / name))
+    assert [t.report["format"] for t in traces] == ["msr", "spc", "mqsim"]
+    for t in traces:
+        for col in ("ts_ns", "offset", "size", "op", "volume", "stream"):
+            assert np.array_equal(getattr(t, col), getattr(traces[0], col)), (t.report["format"], col)
+
+
+def test_large_file_parallel_read_matches_known_rows(tmp_path: Path) -> None:
+    """Enough lines for several blocks, so the multi-threaded path and its merge are exercised:
+    volume ids must agree across blocks and rows stay in file order."""
+    n = 120_000
+    lines = [
+        f"{128166372000000000 + i * 10},{'ab'[i % 2]}host,{i % 3},"
+        f"{'Read' if i % 5 else 'Write'},{i * 4096},4096,{i}\n"
+        for i in range(n)
+    ]
+    path = tmp_path / "big.csv"
+    path.write_text("".join(lines))
+    t = iomimic.read_trace(path)
+    assert len(t) == n
+    assert t.ts_ns.tolist() == [i * 1000 for i in range(n)]
+    assert t.offset.tolist() == [i * 4096 for i in range(n)]
+    names = [f"{'ab'[i % 2]}host_{i % 3}" for i in range(n)]
+    assert [t.volumes[v] for v in t.volume.tolist()] == names
+    assert int((t.op == 1).sum()) == n // 5
+    assert t.latency_ns.tolist() == [i * 100 for i in range(n)]
+
+
+def test_detection_note_for_ambiguous_ascii(tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("100 0 8 8 1\n")
+    t = iomimic.read_trace(path)
+    assert t.report["format"] == "mqsim"
+    assert any("disksim" in note for note in t.report["notes"])
+    assert iomimic.read_trace(path, time_unit="ms").ts_ns.tolist() == [0]
+
+
+def test_blkparse_queue_events(tmp_path: Path) -> None:
+    t = iomimic.read_trace(FIXTURES / "formats" / "sda.blkparse.txt", event="Q")
+    assert t.ts_ns.tolist() == [0]
+    assert t.latency_ns.tolist() == [412_000]
+
+
+def test_formats_lists_every_reader() -> None:
+    names = [n for n, _ in iomimic.formats()]
+    expected = "msr spc mqsim disksim vscsi vscsi-csv blkparse fio alibaba tencent generic csv parquet"
+    for name in expected.split():
+        assert name in names

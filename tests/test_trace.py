@@ -1,0 +1,121 @@
+"""The Trace: normalisation, validation, polars/arrow views and lossless round trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import iomimic
+from iomimic import LATENCY_UNKNOWN, Trace
+
+
+def test_constructor_sorts_stably_and_makes_times_relative() -> None:
+    t = Trace(ts_ns=[50, 20, 20, 90], offset=[1, 2, 3, 4], size=[512] * 4, op=[0, 1, 0, 1])
+    assert t.ts_ns.tolist() == [0, 0, 30, 70]
+    assert t.offset.tolist() == [2, 3, 1, 4]
+    assert t.volumes == ["0"]
+
+
+def test_constructor_refuses_what_columns_cannot_hold() -> None:
+    with pytest.raises(iomimic.InputError, match="column offset has a negative value"):
+        Trace(ts_ns=[0], offset=[-1], size=[512], op=[0])
+    with pytest.raises(iomimic.InputError, match=r"op 7 is not 0\.\.=3"):
+        Trace(ts_ns=[0], offset=[0], size=[512], op=[7])
+    with pytest.raises(iomimic.InputError, match="volume 2 has no name"):
+        Trace(ts_ns=[0], offset=[0], size=[512], op=[0], volume=[2], volumes=["a"])
+    with pytest.raises(iomimic.InputError, match="passes 2"):
+        Trace(ts_ns=[0], offset=[2**63 - 1], size=[512], op=[0])
+    with pytest.raises(iomimic.InputError, match="column size has a value too large"):
+        Trace(ts_ns=[0], offset=[0], size=[2**32], op=[0])
+
+
+def test_to_polars_has_nulls_for_unknown_latency() -> None:
+    t = Trace(ts_ns=[0, 1], offset=[0, 0], size=[1, 1], op=[0, 0], latency_ns=[5, LATENCY_UNKNOWN])
+    df = t.to_polars()
+    assert df["latency_ns"].to_list() == [5, None]
+    assert df.columns == ["ts_ns", "offset", "size", "op", "volume", "stream", "latency_ns"]
+    assert Trace.from_arrow(t.to_arrow()) == t
+
+
+def test_from_arrow_turns_string_volumes_into_a_name_table() -> None:
+    import pyarrow as pa
+
+    table = pa.table({"ts_ns": [0, 1, 2], "offset": [0, 1, 2], "size": [8, 8, 8], "op": [0, 0, 1],
+                      "volume": ["sdb", "sda", "sdb"]})  # fmt: skip
+    t = Trace.from_arrow(table)
+    assert [t.volumes[v] for v in t.volume] == ["sdb", "sda", "sdb"]
+
+
+names = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8)
+
+
+@st.composite
+def traces(draw) -> Trace:
+    n = draw(st.integers(1, 30))
+    volumes = draw(st.lists(names, min_size=1, max_size=4))
+    files = draw(st.lists(names, min_size=1, max_size=3))
+    col = lambda lo, hi: draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))  # noqa: E731
+    kwargs = {}
+    if draw(st.booleans()):
+        kwargs["latency_ns"] = col(0, 2**64 - 1)
+    if draw(st.booleans()):
+        kwargs["file"] = col(0, len(files) - 1)
+        kwargs["files"] = files
+    return Trace(
+        ts_ns=col(0, 2**64 - 1),
+        offset=col(0, 2**62),
+        size=col(1, 2**32 - 1),
+        op=col(0, 3),
+        volume=col(0, len(volumes) - 1),
+        stream=col(0, 2**32 - 1),
+        volumes=volumes,
+        **kwargs,
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trace=traces(), fmt=st.sampled_from(["parquet", "csv"]))
+def test_any_trace_survives_write_and_read(trace: Trace, fmt: str, tmp_path: Path) -> None:
+    path = tmp_path / f"t.{fmt}"
+    iomimic.write_trace(trace, path)
+    back = iomimic.read_trace(path)
+    assert back == trace
+    assert back.report["format"] == fmt
+
+
+def test_write_is_atomic_and_leaves_nothing_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = Trace(ts_ns=[0], offset=[0], size=[512], op=[0])
+    import pyarrow.parquet as pq
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pq, "write_table", broken)
+    with pytest.raises(OSError, match="disk full"):
+        iomimic.write_trace(t, tmp_path / "out.parquet")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_trace_progress_callback(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("128166372003061629,hm,0,Read,3216723968,4096,1557\n" * 10)
+    calls = []
+    t = iomimic.read_trace(path, progress=lambda done, total: calls.append((done, total)))
+    assert len(t) == 10
+    assert calls[-1] == (path.stat().st_size, path.stat().st_size)
+
+
+def test_summary_counts() -> None:
+    t = Trace(
+        ts_ns=[0, 10**9, 2 * 10**9], offset=[0] * 3, size=[512, 1024, 0], op=[0, 1, 3], stream=[1, 2, 2]
+    )
+    s = iomimic.summary(t)
+    assert (s["reads"], s["writes"], s["flushes"], s["trims"]) == (1, 1, 1, 0)
+    assert (s["bytes_read"], s["bytes_written"], s["streams"], s["span_s"]) == (512, 1024, 2, 2.0)
+    assert np.isclose(s["span_s"], 2.0)
