@@ -8,7 +8,8 @@
 //! ts_ns,offset,size,op,volume,stream,latency_ns,file
 //! 0,3216723968,4096,0,0,0,155700,0
 //! ```
-//! Name lines define the name tables in id order (backslash and newline escaped as `\\`, `\n`);
+//! Name lines define the name tables in id order (backslash, newline and other control
+//! characters escaped as `\\`, `\n`, `\xHH`);
 //! the header names the columns, of which `latency_ns` and `file` are optional.
 //!
 //! ## Fields
@@ -28,22 +29,43 @@ use crate::trace::{Op, TraceView, LATENCY_UNKNOWN};
 const MAGIC: &str = "# iomimic trace v1";
 const REQUIRED: [&str; 6] = ["ts_ns", "offset", "size", "op", "volume", "stream"];
 
+/// Names go on one line of text: backslash, newline and other control characters are escaped
+/// (`\\`, `\n`, `\xHH`) so any name survives, NUL included.
 fn escape(name: &str) -> String {
-    name.replace('\\', "\\\\").replace('\n', "\\n")
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_ascii_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('n') => out.push('\n'),
-                Some(other) => out.push(other),
-                None => out.push('\\'),
-            }
-        } else {
+        if c != '\\' {
             out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('x') => {
+                let hex: String = chars.by_ref().take(2).collect();
+                match u8::from_str_radix(&hex, 16) {
+                    Ok(b) => out.push(char::from(b)),
+                    Err(_) => {
+                        out.push_str("\\x");
+                        out.push_str(&hex);
+                    }
+                }
+            }
+            Some(other) => out.push(other),
+            None => out.push('\\'),
         }
     }
     out
@@ -264,7 +286,7 @@ mod tests {
     }
 
     prop_compose! {
-        fn any_trace()(n in 0usize..40, with_latency in any::<bool>(), with_file in any::<bool>(), names in prop::collection::vec("[a-z\\\\\n ,]{0,6}", 1..4))
+        fn any_trace()(n in 0usize..40, with_latency in any::<bool>(), with_file in any::<bool>(), names in prop::collection::vec("[a-z\\\\\n\x00\x1f ,é]{0,6}", 1..4))
             (ts in prop::collection::vec(any::<u64>(), n), offset in prop::collection::vec(0u64..(1 << 62), n),
              size in prop::collection::vec(1u32.., n), op in prop::collection::vec(0u8..3, n),
              volume in prop::collection::vec(0..names.len() as u32, n), stream in prop::collection::vec(any::<u32>(), n),
