@@ -20,6 +20,7 @@
 //! ## Source
 //! iomimic's own.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::builder::{Builder, LineError, Outcome, Request};
@@ -37,7 +38,9 @@ fn escape(name: &str) -> String {
         match c {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
-            c if c.is_ascii_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_ascii_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32); // writing to a String cannot fail
+            }
             c => out.push(c),
         }
     }
