@@ -18,6 +18,13 @@ use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
 use crate::trace::Op;
 
+const OPS: &[(&[u8], Op)] = &[
+    (b"R", Op::Read),
+    (b"W", Op::Write),
+    (b"r", Op::Read),
+    (b"w", Op::Write),
+];
+
 #[derive(Clone)]
 pub struct AlibabaParser;
 
@@ -30,19 +37,7 @@ impl super::RecordParser for AlibabaParser {
         lex::expect_fields(lex::split(line, b',', &mut f), 5, false)?;
         let device = lex::trim(f[0]);
         lex::u64_field(device, "device_id")?;
-        let op = match lex::trim(f[1]) {
-            b"R" | b"r" => Op::Read,
-            b"W" | b"w" => Op::Write,
-            other => {
-                return Err(LineError::new(
-                    "bad_op",
-                    format!(
-                        "opcode must be R or W, found {:?}",
-                        String::from_utf8_lossy(other)
-                    ),
-                ))
-            }
-        };
+        let op = lex::op_field(f[1], OPS, "opcode must be R or W")?;
         let offset = lex::u64_field(f[2], "offset")?;
         let size = lex::u64_field(f[3], "length")?;
         let ts_ns = lex::scaled(lex::u64_field(f[4], "timestamp")?, 1000, "timestamp")?;
@@ -53,17 +48,19 @@ impl super::RecordParser for AlibabaParser {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Builder, RecordParser};
     use super::*;
 
     #[test]
     fn known_lines() {
-        let mut b = Builder::new(false, false);
         let mut p = AlibabaParser;
-        p.parse(b"0,R,126703644672,4096,1577808000000047", &mut b)
-            .unwrap();
-        p.parse(b"7,W,512,8192,1577808000000050", &mut b).unwrap();
-        let t = b.take();
+        let t = super::super::parse_ok(
+            &mut p,
+            false,
+            &[
+                "0,R,126703644672,4096,1577808000000047",
+                "7,W,512,8192,1577808000000050",
+            ],
+        );
         assert_eq!(
             t.ts_ns,
             [1_577_808_000_000_047_000, 1_577_808_000_000_050_000]

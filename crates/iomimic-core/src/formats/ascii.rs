@@ -19,6 +19,8 @@ use super::builder::{Builder, LineError, Outcome, Request};
 use super::{lex, TimeUnit};
 use crate::trace::Op;
 
+const OPS: &[(&[u8], Op)] = &[(b"1", Op::Read), (b"0", Op::Write)];
+
 #[derive(Clone)]
 pub struct AsciiParser {
     unit: TimeUnit,
@@ -56,19 +58,7 @@ impl super::RecordParser for AsciiParser {
         lex::u64_field(device, "device")?;
         let offset = lex::to_bytes(lex::u64_field(f[2], "lba")?, 512, "lba")?;
         let size = lex::to_bytes(lex::u64_field(f[3], "size")?, 512, "size")?;
-        let op = match f[4] {
-            b"1" => Op::Read,
-            b"0" => Op::Write,
-            other => {
-                return Err(LineError::new(
-                    "bad_op",
-                    format!(
-                        "type must be 1 (read) or 0 (write), found {:?}",
-                        String::from_utf8_lossy(other)
-                    ),
-                ))
-            }
-        };
+        let op = lex::op_field(f[4], OPS, "type must be 1 (read) or 0 (write)")?;
         let volume = out.volumes.intern(device);
         out.push(Request::new(ts_ns, offset, size, op, volume))
     }

@@ -367,6 +367,27 @@ fn scaled_float(text: &[u8], scale_exp: u32, _what: &str) -> Result<u64, ()> {
     Ok(scaled.round() as u64)
 }
 
+/// The op named by `field` (blanks trimmed) in `choices`, or a `bad_op` error saying what was
+/// expected (`rule`, e.g. "Opcode must be r or w") and what was found.
+#[inline]
+pub fn op_field(
+    field: &[u8],
+    choices: &[(&[u8], crate::trace::Op)],
+    rule: &str,
+) -> Result<crate::trace::Op, LineError> {
+    let value = trim(field);
+    choices
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|&(_, op)| op)
+        .ok_or_else(|| {
+            LineError::new(
+                "bad_op",
+                format!("{rule}, found {:?}", String::from_utf8_lossy(value)),
+            )
+        })
+}
+
 /// Multiplies a count of units into bytes, failing past 2^63 (`what` names the field).
 #[inline]
 pub fn to_bytes(count: u64, unit_bytes: u64, what: &str) -> Result<u64, LineError> {

@@ -275,6 +275,22 @@ macro_rules! stateless_fork {
 }
 pub(crate) use stateless_fork;
 
+/// Test helper: parses `lines`, each of which must succeed, and returns the trace built.
+#[cfg(test)]
+pub(crate) fn parse_ok(
+    parser: &mut dyn RecordParser,
+    with_latency: bool,
+    lines: &[&str],
+) -> crate::trace::Trace {
+    let mut b = Builder::new(with_latency, false);
+    for line in lines {
+        parser
+            .parse(line.as_bytes(), &mut b)
+            .unwrap_or_else(|e| panic!("{line}: {}", e.message));
+    }
+    b.take()
+}
+
 /// Builds the parser for `format`. `stem` is the file name without extensions, used as the
 /// volume name by formats that record no device.
 pub(crate) fn make_parser(

@@ -8,7 +8,7 @@
 //! ## Fields
 //! - `Timestamp`: Windows FILETIME, 100 ns ticks since 1601-01-01 → `ts_ns` (relative).
 //! - `Hostname`, `DiskNumber` → volume `Hostname_DiskNumber` (e.g. `hm_0`).
-//! - `Type`: `Read` or `Write` (any case) → `op`.
+//! - `Type`: `Read` or `Write` (also all lower or upper case) → `op`.
 //! - `Offset`, `Size`: bytes.
 //! - `ResponseTime`: 100 ns ticks → `latency_ns`.
 //!
@@ -21,6 +21,14 @@ use super::lex;
 use crate::trace::Op;
 
 const TICK_NS: u64 = 100;
+const OPS: &[(&[u8], Op)] = &[
+    (b"Read", Op::Read),
+    (b"Write", Op::Write),
+    (b"read", Op::Read),
+    (b"write", Op::Write),
+    (b"READ", Op::Read),
+    (b"WRITE", Op::Write),
+];
 
 #[derive(Default, Clone)]
 pub struct MsrParser;
@@ -48,21 +56,7 @@ fn parse_fields(
     let disk = c.raw()?;
     // Key on the raw `Hostname,DiskNumber` bytes so the common case is one slice compare.
     let key = &line[key_start..c.position() - 1];
-    let op = match c.raw()? {
-        b"Read" => Op::Read,
-        b"Write" => Op::Write,
-        other if lex::trim(other).eq_ignore_ascii_case(b"read") => Op::Read,
-        other if lex::trim(other).eq_ignore_ascii_case(b"write") => Op::Write,
-        other => {
-            return Err(LineError::new(
-                "bad_op",
-                format!(
-                    "Type must be Read or Write, found {:?}",
-                    String::from_utf8_lossy(other)
-                ),
-            ))
-        }
-    };
+    let op = lex::op_field(c.raw()?, OPS, "Type must be Read or Write")?;
     let offset = c.u64("Offset")?;
     let size = c.u64("Size")?;
     let response = c.u64("ResponseTime")?;

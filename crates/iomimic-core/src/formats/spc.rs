@@ -19,6 +19,13 @@ use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
 use crate::trace::Op;
 
+const OPS: &[(&[u8], Op)] = &[
+    (b"r", Op::Read),
+    (b"w", Op::Write),
+    (b"R", Op::Read),
+    (b"W", Op::Write),
+];
+
 #[derive(Clone)]
 pub struct SpcParser;
 
@@ -33,19 +40,7 @@ impl super::RecordParser for SpcParser {
         lex::u64_field(asu, "ASU")?;
         let offset = lex::to_bytes(lex::u64_field(f[1], "LBA")?, 512, "LBA")?;
         let size = lex::u64_field(f[2], "Size")?;
-        let op = match lex::trim(f[3]) {
-            b"r" | b"R" => Op::Read,
-            b"w" | b"W" => Op::Write,
-            other => {
-                return Err(LineError::new(
-                    "bad_op",
-                    format!(
-                        "Opcode must be r or w, found {:?}",
-                        String::from_utf8_lossy(other)
-                    ),
-                ))
-            }
-        };
+        let op = lex::op_field(f[3], OPS, "Opcode must be r or w")?;
         let ts_ns = lex::scaled_decimal(f[4], 9, "Timestamp")?;
         let volume = out.volumes.intern(asu);
         out.push(Request::new(ts_ns, offset, size, op, volume))
@@ -59,16 +54,18 @@ mod tests {
 
     #[test]
     fn known_lines() {
-        let mut b = Builder::new(false, false);
         let mut p = SpcParser;
-        p.parse(b"0,303567,3584,w,0.000000", &mut b).unwrap();
-        p.parse(b"1,55590,512,R,0.026214,extra", &mut b).unwrap();
-        let t = b.take();
+        let t = super::super::parse_ok(
+            &mut p,
+            false,
+            &["0,303567,3584,w,0.000000", "1,55590,512,R,0.026214,extra"],
+        );
         assert_eq!(t.offset, [303_567 * 512, 55_590 * 512]);
         assert_eq!(t.size, [3584, 512]);
         assert_eq!(t.op, [1, 0]);
         assert_eq!(t.ts_ns, [0, 26_214_000]);
         assert_eq!(t.volumes, ["0", "1"]);
+        let mut b = Builder::new(false, false);
         assert_eq!(p.parse(b"0,1,512,x,0.1", &mut b).unwrap_err().key, "bad_op");
     }
 }

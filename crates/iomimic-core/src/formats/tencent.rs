@@ -18,6 +18,8 @@ use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
 use crate::trace::Op;
 
+const OPS: &[(&[u8], Op)] = &[(b"0", Op::Read), (b"1", Op::Write)];
+
 #[derive(Clone)]
 pub struct TencentParser;
 
@@ -31,19 +33,7 @@ impl super::RecordParser for TencentParser {
         let ts_ns = lex::scaled_decimal(f[0], 9, "Timestamp")?;
         let offset = lex::to_bytes(lex::u64_field(f[1], "Offset")?, 512, "Offset")?;
         let size = lex::to_bytes(lex::u64_field(f[2], "Size")?, 512, "Size")?;
-        let op = match lex::trim(f[3]) {
-            b"0" => Op::Read,
-            b"1" => Op::Write,
-            other => {
-                return Err(LineError::new(
-                    "bad_op",
-                    format!(
-                        "IOType must be 0 (read) or 1 (write), found {:?}",
-                        String::from_utf8_lossy(other)
-                    ),
-                ))
-            }
-        };
+        let op = lex::op_field(f[3], OPS, "IOType must be 0 (read) or 1 (write)")?;
         let vol = lex::trim(f[4]);
         lex::u64_field(vol, "VolumeID")?;
         let volume = out.volumes.intern(vol);
@@ -53,16 +43,16 @@ impl super::RecordParser for TencentParser {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Builder, RecordParser};
     use super::*;
 
     #[test]
     fn known_lines() {
-        let mut b = Builder::new(false, false);
         let mut p = TencentParser;
-        p.parse(b"1538323200,18876264,8,1,1283", &mut b).unwrap();
-        p.parse(b"1538323201,100,16,0,77", &mut b).unwrap();
-        let t = b.take();
+        let t = super::super::parse_ok(
+            &mut p,
+            false,
+            &["1538323200,18876264,8,1,1283", "1538323201,100,16,0,77"],
+        );
         assert_eq!(
             t.ts_ns,
             [1_538_323_200_000_000_000, 1_538_323_201_000_000_000]
