@@ -8,6 +8,7 @@
 
 from iomimic.errors import EmptyTraceError, InputError, IomimicError, TraceParseError, UnknownFormatError
 from iomimic.io import formats, read_trace, summary, write_trace
+from iomimic.profile import Profile, characterize
 from iomimic.trace import LATENCY_UNKNOWN, Trace
 
 __version__ = "0.1.0"
@@ -17,9 +18,11 @@ __all__ = [
     "EmptyTraceError",
     "InputError",
     "IomimicError",
+    "Profile",
     "Trace",
     "TraceParseError",
     "UnknownFormatError",
+    "characterize",
     "formats",
     "read_trace",
     "summary",

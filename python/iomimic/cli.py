@@ -123,10 +123,10 @@ def _mib(n: int) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from iomimic.io import summary
+    from iomimic.report import make_console
 
     trace = _read(args)
     s = summary(trace)
@@ -160,7 +160,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     ]
     for row in rows:
         table.add_row(*row)
-    console = Console(highlight=False)
+    console = make_console()
     console.print(table)
     vols = Table(title="volumes", title_justify="left")
     vols.add_column("id", justify="right")
@@ -189,18 +189,41 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_characterize(args: argparse.Namespace) -> int:
+    from iomimic.io import summary
+    from iomimic.profile import characterize
+    from iomimic.report import make_console, render_profile
+
+    trace = _read(args)
+    _report_reading(summary(trace))
+    profile = characterize(
+        trace,
+        ranges=args.ranges,
+        window=args.window,
+        by=args.by,
+        mrc=args.mrc,
+        mrc_sampling=args.mrc_sampling,
+    )
+    if args.json:
+        _write_json(args.json, profile)
+        if args.json == "-":
+            return EXIT_OK
+    render_profile(profile, make_console())
+    return EXIT_OK
+
+
 def cmd_formats(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from iomimic.io import formats
+    from iomimic.report import make_console
 
     table = Table(title="trace formats (name for --format)", title_justify="left")
     table.add_column("name", style="bold")
     table.add_column("what it is")
     for name, description in formats():
         table.add_row(name, description)
-    Console(highlight=False).print(table)
+    make_console().print(table)
     return EXIT_OK
 
 
@@ -256,6 +279,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="trace file (plain, .gz or .zst)")
     p.add_argument("-o", "--output", required=True, help="output file: .parquet or .csv")
     p.add_argument("--to", choices=["parquet", "csv"], help="output format (default: from the extension)")
+    _add_read_options(p)
+
+    p = command(
+        "characterize",
+        cmd_characterize,
+        "Every figure of a trace: mix, sizes, inter-arrival fit, sequentiality, spatial and temporal "
+        "locality (miss-ratio curve), fluctuation, latency; per volume and stream; thread types.",
+        "  iomimic characterize trace.csv\n"
+        "  iomimic characterize trace.csv --json profile.json\n"
+        "  iomimic characterize trace.csv --by stream --ranges 4 --window 60s\n"
+        "  iomimic characterize big.csv --mrc trace           # skip per-volume/stream curves\n",
+    )
+    p.add_argument("trace", help="trace file (any format iomimic reads, or Parquet)")
+    p.add_argument("--json", metavar="PATH", help="write every figure as JSON (- for stdout only)")
+    p.add_argument("--by", choices=["stream", "volume"], help="classify streams or volumes into thread types")
+    p.add_argument("--ranges", type=int, default=4, help="equal ranges of each volume's span (default 4)")
+    p.add_argument("--window", help="fluctuation window, e.g. 60s or 500ms (default min(60s, span/100))")
+    p.add_argument(
+        "--mrc",
+        choices=["all", "trace", "none"],
+        default="all",
+        help="miss-ratio curves for every group, the whole trace only, or none (default all)",
+    )
+    p.add_argument(
+        "--mrc-sampling", type=float, help="SHARDS sampling rate in (0, 1] (default exact to 10 M)"
+    )
     _add_read_options(p)
 
     command("formats", cmd_formats, "List the trace formats iomimic reads.", "  iomimic formats\n")

@@ -3,6 +3,7 @@
 //! Nothing here knows about Python; the `iomimic-py` crate converts arrays and errors at the
 //! boundary.
 
+pub mod analyze;
 pub mod error;
 pub mod formats;
 pub mod trace;

@@ -13,6 +13,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use iomimic_core::analyze;
 use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
 use iomimic_core::{Trace, TraceView};
 
@@ -241,6 +242,64 @@ fn write_csv(
     })
 }
 
+/// Every characterization figure of a trace, as the JSON text of a Profile.
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, ranges=4, window_ns=None, by=None, mrc="all", mrc_sampling=None))]
+fn characterize(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    ranges: usize,
+    window_ns: Option<u64>,
+    by: Option<&str>,
+    mrc: &str,
+    mrc_sampling: Option<f64>,
+) -> PyResult<String> {
+    let by = match by {
+        None => None,
+        Some("stream") => Some(analyze::GroupBy::Stream),
+        Some("volume") => Some(analyze::GroupBy::Volume),
+        Some(other) => {
+            return Err(InputError::new_err(format!(
+                "--by must be stream or volume, found {other:?}"
+            )))
+        }
+    };
+    let mrc = match mrc {
+        "all" => analyze::MrcScope::All,
+        "trace" => analyze::MrcScope::Trace,
+        "none" => analyze::MrcScope::None,
+        other => {
+            return Err(InputError::new_err(format!(
+                "mrc must be all, trace or none, found {other:?}"
+            )))
+        }
+    };
+    if ranges == 0 {
+        return Err(InputError::new_err("--ranges must be at least 1"));
+    }
+    if let Some(rate) = mrc_sampling.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
+        return Err(InputError::new_err(format!(
+            "the MRC sampling rate must be in (0, 1], found {rate}"
+        )));
+    }
+    let opts = analyze::Options {
+        ranges,
+        window_ns,
+        by,
+        mrc,
+        mrc_sampling,
+    };
+    with_view(&columns, &volumes, &files, |view| {
+        view.validate().map_err(InputError::new_err)?;
+        if view.is_empty() {
+            return Err(InputError::new_err("cannot characterize an empty trace"));
+        }
+        Ok(py.detach(|| analyze::characterize(view, &opts).to_json()))
+    })
+}
+
 /// [(name, description)] of every format.
 #[pyfunction]
 fn format_table() -> Vec<(&'static str, &'static str)> {
@@ -256,6 +315,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(write_csv, m)?)?;
     m.add_function(wrap_pyfunction!(format_table, m)?)?;
+    m.add_function(wrap_pyfunction!(characterize, m)?)?;
     errors::register(m)?;
     m.add("LATENCY_UNKNOWN", iomimic_core::LATENCY_UNKNOWN)?;
     Ok(())

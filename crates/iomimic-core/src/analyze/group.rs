@@ -1,0 +1,337 @@
+//! The figures of one group of requests (the whole trace, a volume or a stream): accumulated in
+//! the single pass over the columns, finished into [`Figures`].
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use super::distfit::{self, Fit};
+use super::mrc::Mrc;
+use super::sequentiality::{SeqCounts, Sequentiality};
+use super::stats::{self, Percentiles};
+use crate::trace::LATENCY_UNKNOWN;
+
+/// Most request sizes listed in a size distribution; the rest are summed in `other_fraction`.
+pub const SIZES_LISTED: usize = 32;
+
+#[derive(Debug, Default)]
+pub struct GroupAcc {
+    pub ops: [u64; 4],
+    pub bytes: [u64; 4],
+    /// Request counts by size, for reads and writes.
+    sizes: [FxHashMap<u32, u64>; 2],
+    last_ts: Option<u64>,
+    gaps: Vec<u64>,
+    pub seq: SeqCounts,
+    /// Requests per fluctuation window.
+    pub windows: Vec<u32>,
+    latency: Vec<u64>,
+    /// Requests per spatial range: all, reads, writes.
+    spatial: [Vec<u64>; 3],
+}
+
+impl GroupAcc {
+    pub fn new(windows: usize, ranges: usize) -> Self {
+        Self {
+            windows: vec![0; windows],
+            spatial: std::array::from_fn(|_| vec![0; ranges]),
+            ..Self::default()
+        }
+    }
+
+    /// Counts one request (everything but sequentiality, which needs per-key state, and the
+    /// spatial range, which needs the volume's span).
+    #[inline]
+    pub fn observe(&mut self, ts: u64, size: u32, op: u8, window: usize, latency: Option<u64>) {
+        let o = usize::from(op);
+        self.ops[o] += 1;
+        self.bytes[o] += u64::from(size);
+        if o < 2 {
+            *self.sizes[o].entry(size).or_default() += 1;
+        }
+        if let Some(prev) = self.last_ts {
+            self.gaps.push(ts - prev);
+        }
+        self.last_ts = Some(ts);
+        self.windows[window] += 1;
+        if let Some(l) = latency.filter(|&l| l != LATENCY_UNKNOWN) {
+            self.latency.push(l);
+        }
+    }
+
+    #[inline]
+    pub fn observe_range(&mut self, range: usize, op: u8) {
+        self.spatial[0][range] += 1;
+        if op < 2 {
+            self.spatial[1 + usize::from(op)][range] += 1;
+        }
+    }
+
+    /// Finishes the figures. `duration_ns` is the whole trace's span (rates of all groups are
+    /// over the same time, so they add up); `window_ns` is the fluctuation window.
+    pub fn finish(
+        mut self,
+        duration_ns: u64,
+        window_ns: u64,
+        has_latency: bool,
+        mrc: Option<Mrc>,
+    ) -> Figures {
+        let requests: u64 = self.ops.iter().sum();
+        let duration_s = duration_ns as f64 / 1e9;
+        let rate = |x: f64| {
+            if duration_s > 0.0 {
+                x / duration_s
+            } else {
+                0.0
+            }
+        };
+        let data_bytes = self.bytes[0] + self.bytes[1];
+        let fraction = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        let size_of = |maps: &[&FxHashMap<u32, u64>]| size_figures(maps);
+        let [reads, writes] = &self.sizes;
+        Figures {
+            requests,
+            reads: self.ops[0],
+            writes: self.ops[1],
+            trims: self.ops[2],
+            flushes: self.ops[3],
+            read_fraction: fraction(self.ops[0], self.ops[0] + self.ops[1]),
+            bytes_read: self.bytes[0],
+            bytes_written: self.bytes[1],
+            duration_s,
+            iops: rate(requests as f64),
+            mb_per_s: rate(data_bytes as f64 / 1e6),
+            interarrival: interarrival(&mut self.gaps),
+            size: Sizes {
+                all: size_of(&[reads, writes]),
+                read: size_of(&[reads]),
+                write: size_of(&[writes]),
+            },
+            sequential_fraction: fraction(self.seq.sequential, self.seq.requests),
+            sequentiality: self.seq.figures(),
+            spatial: Spatial {
+                ranges: self.spatial[0].len(),
+                fractions: normalise(&self.spatial[0]),
+                read_fractions: normalise(&self.spatial[1]),
+                write_fractions: normalise(&self.spatial[2]),
+            },
+            fluctuation: fluctuation(&self.windows, window_ns),
+            latency: if has_latency {
+                latency(&mut self.latency)
+            } else {
+                None
+            },
+            mrc,
+        }
+    }
+}
+
+fn normalise(counts: &[u64]) -> Vec<f64> {
+    let total: u64 = counts.iter().sum();
+    counts
+        .iter()
+        .map(|&c| {
+            if total == 0 {
+                0.0
+            } else {
+                c as f64 / total as f64
+            }
+        })
+        .collect()
+}
+
+fn size_figures(maps: &[&FxHashMap<u32, u64>]) -> SizeFigures {
+    let mut merged: FxHashMap<u32, u64> = FxHashMap::default();
+    for map in maps {
+        for (&size, &count) in *map {
+            *merged.entry(size).or_default() += count;
+        }
+    }
+    let total: u64 = merged.values().sum();
+    let bytes: u128 = merged
+        .iter()
+        .map(|(&s, &c)| u128::from(s) * u128::from(c))
+        .sum();
+    let mut entries: Vec<(u32, u64)> = merged.into_iter().collect();
+    // most common first; equal counts by size so the order is deterministic
+    entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let share = |c: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            c as f64 / total as f64
+        }
+    };
+    let listed: u64 = entries.iter().take(SIZES_LISTED).map(|e| e.1).sum();
+    SizeFigures {
+        mean_bytes: if total == 0 {
+            0.0
+        } else {
+            bytes as f64 / total as f64
+        },
+        distinct_sizes: entries.len(),
+        distribution: entries
+            .iter()
+            .take(SIZES_LISTED)
+            .map(|&(bytes, c)| SizeShare {
+                bytes,
+                fraction: share(c),
+            })
+            .collect(),
+        other_fraction: share(total - listed),
+    }
+}
+
+fn interarrival(gaps: &mut [u64]) -> Interarrival {
+    let (mean_ns, cv) = stats::mean_cv(gaps.iter().map(|&g| g as f64));
+    let zeros = gaps.iter().filter(|&&g| g == 0).count();
+    // Fits describe the positive gaps (a log or a gamma cannot take 0); zero_fraction says
+    // how many requests share their predecessor's instant.
+    let positive: Vec<f64> = gaps
+        .iter()
+        .filter(|&&g| g > 0)
+        .map(|&g| g as f64 / 1e3)
+        .collect();
+    Interarrival {
+        count: gaps.len(),
+        mean_us: mean_ns / 1e3,
+        cv,
+        zero_fraction: if gaps.is_empty() {
+            0.0
+        } else {
+            zeros as f64 / gaps.len() as f64
+        },
+        percentiles_us: stats::percentiles(gaps, 1e-3),
+        fit: distfit::fit(&positive),
+    }
+}
+
+fn latency(values: &mut [u64]) -> Option<Latency> {
+    if values.is_empty() {
+        return None;
+    }
+    let (mean, cv) = stats::mean_cv(values.iter().map(|&v| v as f64));
+    Some(Latency {
+        count: values.len(),
+        mean_us: mean / 1e3,
+        cv,
+        percentiles_us: stats::percentiles(values, 1e-3)?,
+    })
+}
+
+/// Peaks are windows whose rate exceeds the mean by more than this many standard deviations.
+pub const PEAK_SIGMAS: f64 = 3.0;
+
+fn fluctuation(windows: &[u32], window_ns: u64) -> Fluctuation {
+    let window_s = window_ns as f64 / 1e9;
+    let iops: Vec<f64> = windows.iter().map(|&c| f64::from(c) / window_s).collect();
+    let (mean, cv) = stats::mean_cv(iops.iter().copied());
+    let threshold = mean * (1.0 + PEAK_SIGMAS * cv);
+    let peaks = iops
+        .iter()
+        .enumerate()
+        .filter(|&(_, &r)| cv > 0.0 && r > threshold)
+        .map(|(i, &r)| Peak {
+            start_s: i as f64 * window_s,
+            iops: r,
+        })
+        .collect();
+    Fluctuation {
+        window_s,
+        iops,
+        mean_iops: mean,
+        cv,
+        peak_rule: "iops > mean + 3 sd",
+        peak_threshold_iops: threshold,
+        peaks,
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub flushes: u64,
+    /// reads / (reads + writes).
+    pub read_fraction: f64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub duration_s: f64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub interarrival: Interarrival,
+    pub size: Sizes,
+    pub sequential_fraction: f64,
+    pub sequentiality: Sequentiality,
+    pub spatial: Spatial,
+    pub fluctuation: Fluctuation,
+    pub latency: Option<Latency>,
+    pub mrc: Option<Mrc>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Interarrival {
+    /// Gaps measured (requests of the group minus one).
+    pub count: usize,
+    pub mean_us: f64,
+    pub cv: f64,
+    pub zero_fraction: f64,
+    pub percentiles_us: Option<Percentiles>,
+    pub fit: Option<Fit>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeShare {
+    pub bytes: u32,
+    pub fraction: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeFigures {
+    pub mean_bytes: f64,
+    pub distinct_sizes: usize,
+    pub distribution: Vec<SizeShare>,
+    pub other_fraction: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Sizes {
+    #[serde(flatten)]
+    pub all: SizeFigures,
+    pub read: SizeFigures,
+    pub write: SizeFigures,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Spatial {
+    pub ranges: usize,
+    pub fractions: Vec<f64>,
+    pub read_fractions: Vec<f64>,
+    pub write_fractions: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Peak {
+    pub start_s: f64,
+    pub iops: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Fluctuation {
+    pub window_s: f64,
+    pub iops: Vec<f64>,
+    pub mean_iops: f64,
+    pub cv: f64,
+    pub peak_rule: &'static str,
+    pub peak_threshold_iops: f64,
+    pub peaks: Vec<Peak>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    pub count: usize,
+    pub mean_us: f64,
+    pub cv: f64,
+    pub percentiles_us: Percentiles,
+}

@@ -1,0 +1,78 @@
+"""Characterization: every figure of a trace, for the whole trace, each volume and each stream."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from iomimic import _core
+from iomimic.trace import Trace, _Columns
+from iomimic.units import parse_duration_ns
+
+
+class Profile(dict):
+    """A trace's figures: a dict (keys as in ``docs/characterize.md``) with :meth:`to_json`.
+
+    >>> t = Trace(ts_ns=[0, 10**6, 2 * 10**6], offset=[0, 4096, 8192], size=[4096] * 3, op=[0, 0, 1])
+    >>> p = characterize(t, mrc="none")
+    >>> p["requests"], round(p["read_fraction"], 3), p["sequential_fraction"]
+    (3, 0.667, 0.6666666666666666)
+    >>> p["volumes"]["0"]["requests"]
+    3
+    """
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self, indent=indent)
+
+
+def characterize(
+    trace: Trace,
+    *,
+    ranges: int = 4,
+    window: str | float | None = None,
+    by: str | None = None,
+    mrc: str = "all",
+    mrc_sampling: float | None = None,
+) -> Profile:
+    """Computes every characterization figure of ``trace``.
+
+    Parameters
+    ----------
+    ranges
+        Equal ranges of each volume's address span in the spatial histogram (the seeds use 4).
+    window
+        Fluctuation window (``"60s"``, ``"500ms"`` or seconds); default min(60 s, span/100).
+    by
+        ``"stream"`` or ``"volume"``: also classify those groups into thread types.
+    mrc
+        Miss-ratio curves for ``"all"`` groups, the whole ``"trace"`` only, or ``"none"``.
+    mrc_sampling
+        Force a SHARDS sampling rate in (0, 1]; default exact up to 10 M requests.
+    """
+    window_ns = None if window is None else parse_duration_ns(window)
+    text = _core.characterize(
+        _Columns(trace.columns),
+        trace.volumes,
+        trace.files,
+        ranges=ranges,
+        window_ns=window_ns,
+        by=by,
+        mrc=mrc,
+        mrc_sampling=mrc_sampling,
+    )
+    profile = Profile(json.loads(text))
+    profile["source"] = {k: trace.report.get(k) for k in ("path", "format") if k in trace.report}
+    return profile
+
+
+def summary_row(name: str, f: dict[str, Any]) -> dict[str, Any]:
+    """The few figures shown per volume or stream in the report."""
+    return {
+        "name": name,
+        "requests": f["requests"],
+        "read_fraction": f["read_fraction"],
+        "sequential_fraction": f["sequential_fraction"],
+        "iops": f["iops"],
+        "mean_bytes": f["size"]["mean_bytes"],
+        "mean_interarrival_us": f["interarrival"]["mean_us"],
+    }

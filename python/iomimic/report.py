@@ -1,0 +1,210 @@
+"""Readable tables for a Profile, laid out like the seeds' tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from iomimic.profile import summary_row
+
+#: Rows of the per-volume / per-stream tables before they are cut short.
+MAX_GROUP_ROWS = 20
+#: Width of tables written to a pipe or file (a terminal's own width is used otherwise).
+PIPE_WIDTH = 120
+
+
+def make_console() -> Console:
+    """A console for tables: the terminal's width, or a fixed wide one when output is piped."""
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=PIPE_WIDTH)
+    return console
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def _table(title: str, *columns: str, **kw: Any) -> Table:
+    t = Table(title=title, title_justify="left", **kw)
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right")
+    return t
+
+
+def render_profile(p: dict[str, Any], console: Console) -> None:
+    src = p.get("source", {})
+    head = _table(
+        f"{src.get('path', 'trace')} ({src.get('format', '?')})", "figure", "value", show_header=False
+    )
+    rw = p["reads"] + p["writes"]
+    rows = [
+        ("requests", f"{p['requests']:,}"),
+        (
+            "reads : writes",
+            f"{p['reads']:,} : {p['writes']:,}  ({_pct(p['read_fraction'])} reads)" if rw else "-",
+        ),
+        ("trims, flushes", f"{p['trims']:,}, {p['flushes']:,}"),
+        ("duration", f"{p['duration_s']:,.3f} s"),
+        ("throughput", f"{p['iops']:,.1f} IOPS, {p['mb_per_s']:,.2f} MB/s"),
+        ("bytes read / written", f"{_bytes(p['bytes_read'])} / {_bytes(p['bytes_written'])}"),
+        ("sequential", _pct(p["sequential_fraction"])),
+        ("random", _pct(1 - p["sequential_fraction"])),
+    ]
+    for row in rows:
+        head.add_row(*row)
+    console.print(head)
+    _interarrival(p["interarrival"], console)
+    _sizes(p["size"], console)
+    _sequentiality(p["sequentiality"], console)
+    _spatial(p["spatial"], console)
+    if p.get("mrc"):
+        _mrc(p["mrc"], console)
+    _fluctuation(p["fluctuation"], console)
+    if p.get("latency"):
+        lat = p["latency"]
+        pc = lat["percentiles_us"]
+        t = _table("latency (µs)", "mean", "p50", "p90", "p99", "p99.9", "max")
+        t.add_row(
+            *(f"{v:,.1f}" for v in (lat["mean_us"], pc["p50"], pc["p90"], pc["p99"], pc["p999"], pc["max"]))
+        )
+        console.print(t)
+    for key, label in (("volumes", "volume"), ("streams", "stream")):
+        if len(p[key]) > 1:
+            _groups(p[key], label, console)
+    if p.get("threads"):
+        _threads(p["threads"], p["thread_thresholds"], console)
+    if p.get("peak_correlation"):
+        _correlation(p["peak_correlation"], console)
+
+
+def _interarrival(ia: dict[str, Any], console: Console) -> None:
+    pc = ia.get("percentiles_us") or {}
+    t = _table("inter-arrival time (µs)", "mean", "cv", "same instant", "p50", "p90", "p99", "p99.9", "max")
+    if pc:
+        t.add_row(
+            f"{ia['mean_us']:,.1f}",
+            f"{ia['cv']:.2f}",
+            _pct(ia["zero_fraction"]),
+            *(f"{pc[k]:,.1f}" for k in ("p50", "p90", "p99", "p999", "max")),
+        )
+    console.print(t)
+    fit = ia.get("fit")
+    if fit:
+        f = _table(f"distribution fit (positive gaps, µs; by KS distance on {fit['sample_size']:,} values)",
+                   "candidate", "parameters", "KS")  # fmt: skip
+        for c in fit["candidates"]:
+            params = ", ".join(f"{k}={v:,.4g}" for k, v in c["params"])
+            f.add_row(("* " if c["name"] == fit["best"] else "  ") + c["name"], params, f"{c['ks']:.4f}")
+        console.print(f)
+
+
+def _sizes(size: dict[str, Any], console: Console) -> None:
+    t = _table("request sizes", "", "mean", "most common")
+    for label, s in (("all", size), ("reads", size["read"]), ("writes", size["write"])):
+        common = "  ".join(f"{_bytes(d['bytes'])} ({_pct(d['fraction'])})" for d in s["distribution"][:4])
+        t.add_row(label, _bytes(s["mean_bytes"]) if s["distinct_sizes"] else "-", common)
+    console.print(t)
+
+
+def _sequentiality(s: dict[str, Any], console: Console) -> None:
+    t = _table("sequentiality (Keeton et al.)", "P(backward)", "P(sequential)", "P(forward)", "run count",
+               "interference", "detangled run", "relaxed detangled")  # fmt: skip
+    t.add_row(
+        f"{s['p_backward']:.2f}",
+        f"{s['p_sequential']:.2f}",
+        f"{s['p_forward']:.2f}",
+        f"{s['run_count']:.2f}",
+        f"{s['interference_frequency']:.1f}",
+        f"{s['detangled_run_count']:.2f}",
+        f"{s['relaxed_detangled_run_count']:.2f}",
+    )
+    console.print(t)
+
+
+def _spatial(sp: dict[str, Any], console: Console) -> None:
+    n = sp["ranges"]
+    t = _table(
+        f"spatial locality ({n} equal ranges of each volume's span)", "", *(f"St{i + 1}" for i in range(n))
+    )
+    for label, key in (("all", "fractions"), ("reads", "read_fractions"), ("writes", "write_fractions")):
+        t.add_row(label, *(f"{100 * x:.1f}" for x in sp[key]))
+    console.print(t)
+
+
+def _mrc(m: dict[str, Any], console: Console) -> None:
+    sampled = "" if m["sampling_rate"] >= 1 else f", SHARDS sampled at {m['sampling_rate']:.3g}"
+    t = _table(f"LRU miss ratio, 4 KiB blocks (footprint {_bytes(m['footprint_bytes'])}{sampled})",
+               "cache", "miss ratio")  # fmt: skip
+    curve = m["curve"]
+    step = max(1, len(curve) // 12)
+    shown = curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
+    for point in shown:
+        t.add_row(_bytes(point["cache_bytes"]), f"{point['miss_ratio']:.4f}")
+    console.print(t)
+
+
+def _fluctuation(fl: dict[str, Any], console: Console) -> None:
+    peaks = fl["peaks"]
+    listed = ", ".join(f"{pk['start_s']:,.0f}s ({pk['iops']:,.0f})" for pk in peaks[:5])
+    more = f" and {len(peaks) - 5} more" if len(peaks) > 5 else ""
+    t = _table(f"fluctuation ({fl['window_s']:g} s windows)", "mean IOPS", "cv", f"peaks ({fl['peak_rule']})")
+    t.add_row(f"{fl['mean_iops']:,.1f}", f"{fl['cv']:.2f}", f"{len(peaks)}: {listed}{more}" if peaks else "0")
+    console.print(t)
+
+
+def _groups(groups: dict[str, Any], label: str, console: Console) -> None:
+    rows = sorted((summary_row(name, f) for name, f in groups.items()), key=lambda r: -r["requests"])
+    t = _table(
+        f"{label}s ({len(rows)})",
+        label,
+        "requests",
+        "reads",
+        "sequential",
+        "IOPS",
+        "mean size",
+        "mean gap µs",
+    )
+    for r in rows[:MAX_GROUP_ROWS]:
+        t.add_row(r["name"], f"{r['requests']:,}", _pct(r["read_fraction"]), _pct(r["sequential_fraction"]),
+                  f"{r['iops']:,.1f}", _bytes(r["mean_bytes"]), f"{r['mean_interarrival_us']:,.1f}")  # fmt: skip
+    if len(rows) > MAX_GROUP_ROWS:
+        t.add_row(f"… {len(rows) - MAX_GROUP_ROWS} more (see --json)", "", "", "", "", "", "")
+    console.print(t)
+
+
+def _threads(threads: list[dict[str, Any]], th: dict[str, Any], console: Console) -> None:
+    t = _table("thread types", "thread", "functionality", "intensity", "fluctuation", "weight")
+    kinds = {"log": "Log", "data": "Data"}
+    t.add_row("Total", " + ".join(sorted({kinds[x["functionality"]] for x in threads})), "", "", "1.00")
+    for i, x in enumerate(threads[:MAX_GROUP_ROWS]):
+        name = f"{kinds[x['functionality']]} #{i} ({x['group']})"
+        t.add_row(name, kinds[x["functionality"]], x["intensity"].capitalize(), x["fluctuation"].capitalize(),
+                  f"{x['weight']:.3g}")  # fmt: skip
+    console.print(t)
+    console.print(
+        f"  log: ≥ {th['log_min_write_fraction']:.0%} writes, mean ≤ {_bytes(th['log_max_mean_bytes'])}, "
+        f"≥ {th['log_min_relaxed_sequential_fraction']:.0%} relaxed-sequential; high intensity: weight ≥ "
+        f"{th['high_intensity_min_weight']:.3g}; high fluctuation: window IOPS cv ≥ {th['high_fluctuation_min_cv']}"
+    )
+
+
+def _correlation(pc: dict[str, Any], console: Console) -> None:
+    names, m = pc["volumes"], pc["matrix"]
+    off = [m[a][b] for a in range(len(names)) for b in range(len(names)) if a != b and m[a][b] is not None]
+    mean = sum(off) / len(off) if off else float("nan")
+    if len(names) <= 8:
+        t = _table("peak correlation (per-window IOPS, Pearson)", "", *names)
+        for a, name in enumerate(names):
+            t.add_row(name, *("-" if v is None else f"{v:.2f}" for v in m[a]))
+        console.print(t)
+    console.print(f"  mean correlation between volumes: {mean:.2f} ({len(names)} volumes)")
