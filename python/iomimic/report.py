@@ -100,8 +100,12 @@ def _interarrival(ia: dict[str, Any], console: Console) -> None:
     console.print(t)
     fit = ia.get("fit")
     if fit:
-        f = _table(f"distribution fit (positive gaps, µs; by KS distance on {fit['sample_size']:,} values)",
-                   "candidate", "parameters", "KS")  # fmt: skip
+        f = _table(
+            f"distribution fit (positive gaps, µs; by KS distance on {fit['sample_size']:,} values)",
+            "candidate",
+            "parameters",
+            "KS",
+        )
         for c in fit["candidates"]:
             params = ", ".join(f"{k}={v:,.4g}" for k, v in c["params"])
             f.add_row(("* " if c["name"] == fit["best"] else "  ") + c["name"], params, f"{c['ks']:.4f}")
@@ -117,8 +121,16 @@ def _sizes(size: dict[str, Any], console: Console) -> None:
 
 
 def _sequentiality(s: dict[str, Any], console: Console) -> None:
-    t = _table("sequentiality (Keeton et al.)", "P(backward)", "P(sequential)", "P(forward)", "run count",
-               "interference", "detangled run", "relaxed detangled")  # fmt: skip
+    t = _table(
+        "sequentiality (Keeton et al.)",
+        "P(backward)",
+        "P(sequential)",
+        "P(forward)",
+        "run count",
+        "interference",
+        "detangled run",
+        "relaxed detangled",
+    )
     t.add_row(
         f"{s['p_backward']:.2f}",
         f"{s['p_sequential']:.2f}",
@@ -143,8 +155,11 @@ def _spatial(sp: dict[str, Any], console: Console) -> None:
 
 def _mrc(m: dict[str, Any], console: Console) -> None:
     sampled = "" if m["sampling_rate"] >= 1 else f", SHARDS sampled at {m['sampling_rate']:.3g}"
-    t = _table(f"LRU miss ratio, 4 KiB blocks (footprint {_bytes(m['footprint_bytes'])}{sampled})",
-               "cache", "miss ratio")  # fmt: skip
+    t = _table(
+        f"LRU miss ratio, 4 KiB blocks (footprint {_bytes(m['footprint_bytes'])}{sampled})",
+        "cache",
+        "miss ratio",
+    )
     curve = m["curve"]
     step = max(1, len(curve) // 12)
     shown = curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
@@ -175,8 +190,15 @@ def _groups(groups: dict[str, Any], label: str, console: Console) -> None:
         "mean gap µs",
     )
     for r in rows[:MAX_GROUP_ROWS]:
-        t.add_row(r["name"], f"{r['requests']:,}", _pct(r["read_fraction"]), _pct(r["sequential_fraction"]),
-                  f"{r['iops']:,.1f}", _bytes(r["mean_bytes"]), f"{r['mean_interarrival_us']:,.1f}")  # fmt: skip
+        t.add_row(
+            r["name"],
+            f"{r['requests']:,}",
+            _pct(r["read_fraction"]),
+            _pct(r["sequential_fraction"]),
+            f"{r['iops']:,.1f}",
+            _bytes(r["mean_bytes"]),
+            f"{r['mean_interarrival_us']:,.1f}",
+        )
     if len(rows) > MAX_GROUP_ROWS:
         t.add_row(f"… {len(rows) - MAX_GROUP_ROWS} more (see --json)", "", "", "", "", "", "")
     console.print(t)
@@ -188,13 +210,19 @@ def _threads(threads: list[dict[str, Any]], th: dict[str, Any], console: Console
     t.add_row("Total", " + ".join(sorted({kinds[x["functionality"]] for x in threads})), "", "", "1.00")
     for i, x in enumerate(threads[:MAX_GROUP_ROWS]):
         name = f"{kinds[x['functionality']]} #{i} ({x['group']})"
-        t.add_row(name, kinds[x["functionality"]], x["intensity"].capitalize(), x["fluctuation"].capitalize(),
-                  f"{x['weight']:.3g}")  # fmt: skip
+        t.add_row(
+            name,
+            kinds[x["functionality"]],
+            x["intensity"].capitalize(),
+            x["fluctuation"].capitalize(),
+            f"{x['weight']:.3g}",
+        )
     console.print(t)
     console.print(
         f"  log: ≥ {th['log_min_write_fraction']:.0%} writes, mean ≤ {_bytes(th['log_max_mean_bytes'])}, "
         f"≥ {th['log_min_relaxed_sequential_fraction']:.0%} relaxed-sequential; high intensity: weight ≥ "
-        f"{th['high_intensity_min_weight']:.3g}; high fluctuation: window IOPS cv ≥ {th['high_fluctuation_min_cv']}"
+        f"{th['high_intensity_min_weight']:.3g}; "
+        f"high fluctuation: window IOPS cv ≥ {th['high_fluctuation_min_cv']}"
     )
 
 

@@ -12,8 +12,8 @@ fn main() {
         Some("trace") => MrcScope::Trace,
         _ => MrcScope::All,
     };
-    let (trace, _) = iomimic_core::read_trace(&path, &iomimic_core::ReadOptions::default())
-        .unwrap_or_else(|e| {
+    let (trace, _) =
+        iomimic_core::read_trace(&path, &iomimic_core::ReadOptions::default()).unwrap_or_else(|e| {
             eprintln!("error: {e}");
             std::process::exit(2)
         });
@@ -24,7 +24,8 @@ fn main() {
             mrc,
             ..Options::default()
         },
-    );
+    )
+    .expect("default options suit every trace");
     let secs = start.elapsed().as_secs_f64();
     let json = profile.to_json();
     eprintln!(

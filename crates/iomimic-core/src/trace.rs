@@ -171,11 +171,7 @@ impl TraceView<'_> {
         if let Some(i) = self.op.iter().position(|&o| Op::from_code(o).is_none()) {
             return Err(format!("row {i}: op {} is not 0..=3", self.op[i]));
         }
-        if let Some(i) = self
-            .volume
-            .iter()
-            .position(|&v| v as usize >= self.volumes.len())
-        {
+        if let Some(i) = self.volume.iter().position(|&v| v as usize >= self.volumes.len()) {
             return Err(format!(
                 "row {i}: volume {} has no name ({} volume names)",
                 self.volume[i],

@@ -1,9 +1,7 @@
 //! The Python exception hierarchy and the mapping from core errors onto it.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{
-    PyException, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
-};
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
 
 use iomimic_core::Error;
@@ -59,9 +57,7 @@ pub fn to_py(e: Error) -> PyErr {
             std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
             _ => PyOSError::new_err(message),
         },
-        Error::Parse {
-            path, line, key, ..
-        } => Python::attach(|py| {
+        Error::Parse { path, line, key, .. } => Python::attach(|py| {
             let err = TraceParseError::new_err(message);
             let value = err.value(py);
             // Attribute setting on a fresh exception cannot fail in practice; ignore if it does.

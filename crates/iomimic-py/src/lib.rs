@@ -19,9 +19,7 @@ use iomimic_core::{Trace, TraceView};
 
 use errors::{to_py, InputError};
 
-fn parse_opt<T: std::str::FromStr<Err = iomimic_core::Error>>(
-    value: Option<&str>,
-) -> PyResult<Option<T>> {
+fn parse_opt<T: std::str::FromStr<Err = iomimic_core::Error>>(value: Option<&str>) -> PyResult<Option<T>> {
     value.map(str::parse).transpose().map_err(to_py)
 }
 
@@ -32,10 +30,7 @@ struct PyTraceReader {
 }
 
 impl PyTraceReader {
-    fn with<R>(
-        &self,
-        f: impl FnOnce(&mut iomimic_core::TraceReader) -> PyResult<R>,
-    ) -> PyResult<R> {
+    fn with<R>(&self, f: impl FnOnce(&mut iomimic_core::TraceReader) -> PyResult<R>) -> PyResult<R> {
         let mut guard = self
             .inner
             .lock()
@@ -127,10 +122,7 @@ fn trace_to_py(py: Python<'_>, t: Trace) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("op", PyArray1::from_vec(py, t.op))?;
     d.set_item("volume", PyArray1::from_vec(py, t.volume))?;
     d.set_item("stream", PyArray1::from_vec(py, t.stream))?;
-    d.set_item(
-        "latency_ns",
-        t.latency_ns.map(|v| PyArray1::from_vec(py, v)),
-    )?;
+    d.set_item("latency_ns", t.latency_ns.map(|v| PyArray1::from_vec(py, v)))?;
     d.set_item("file", t.file.map(|v| PyArray1::from_vec(py, v)))?;
     d.set_item("volumes", PyList::new(py, t.volumes)?)?;
     d.set_item("files", PyList::new(py, t.files)?)?;
@@ -232,13 +224,12 @@ fn write_csv(
                 source,
             })
         })?;
-        py.detach(|| formats::write_csv(view, file))
-            .map_err(|source| {
-                to_py(iomimic_core::Error::Io {
-                    path: path.clone(),
-                    source,
-                })
+        py.detach(|| formats::write_csv(view, file)).map_err(|source| {
+            to_py(iomimic_core::Error::Io {
+                path: path.clone(),
+                source,
             })
+        })
     })
 }
 
@@ -296,17 +287,15 @@ fn characterize(
         if view.is_empty() {
             return Err(InputError::new_err("cannot characterize an empty trace"));
         }
-        Ok(py.detach(|| analyze::characterize(view, &opts).to_json()))
+        let profile = py.detach(|| analyze::characterize(view, &opts)).map_err(to_py)?;
+        Ok(profile.to_json())
     })
 }
 
 /// [(name, description)] of every format.
 #[pyfunction]
 fn format_table() -> Vec<(&'static str, &'static str)> {
-    Format::ALL
-        .iter()
-        .map(|f| (f.name(), f.description()))
-        .collect()
+    Format::ALL.iter().map(|f| (f.name(), f.description())).collect()
 }
 
 #[pymodule]

@@ -322,11 +322,7 @@ mod tests {
         let data: Vec<f64> = lcg(50_000).map(|u| -200.0 * u.ln()).collect();
         let f = fit(&data).unwrap();
         assert!(matches!(f.best, "exponential" | "gamma"), "{f:?}");
-        let expo = f
-            .candidates
-            .iter()
-            .find(|c| c.name == "exponential")
-            .unwrap();
+        let expo = f.candidates.iter().find(|c| c.name == "exponential").unwrap();
         assert!(expo.ks < 0.01);
         assert!((expo.params[0].1 - 200.0).abs() < 4.0);
         let gamma = f.candidates.iter().find(|c| c.name == "gamma").unwrap();
@@ -342,9 +338,7 @@ mod tests {
         let u: Vec<f64> = lcg(40_000).collect();
         let data: Vec<f64> = u
             .chunks(2)
-            .map(|p| {
-                (2.0 + 0.5 * (-2.0 * p[0].ln()).sqrt() * (std::f64::consts::TAU * p[1]).cos()).exp()
-            })
+            .map(|p| (2.0 + 0.5 * (-2.0 * p[0].ln()).sqrt() * (std::f64::consts::TAU * p[1]).cos()).exp())
             .collect();
         let f = fit(&data).unwrap();
         assert_eq!(f.best, "lognormal");

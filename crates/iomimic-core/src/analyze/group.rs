@@ -129,13 +129,7 @@ fn normalise(counts: &[u64]) -> Vec<f64> {
     let total: u64 = counts.iter().sum();
     counts
         .iter()
-        .map(|&c| {
-            if total == 0 {
-                0.0
-            } else {
-                c as f64 / total as f64
-            }
-        })
+        .map(|&c| if total == 0 { 0.0 } else { c as f64 / total as f64 })
         .collect()
 }
 
@@ -147,10 +141,7 @@ fn size_figures(maps: &[&FxHashMap<u32, u64>]) -> SizeFigures {
         }
     }
     let total: u64 = merged.values().sum();
-    let bytes: u128 = merged
-        .iter()
-        .map(|(&s, &c)| u128::from(s) * u128::from(c))
-        .sum();
+    let bytes: u128 = merged.iter().map(|(&s, &c)| u128::from(s) * u128::from(c)).sum();
     let mut entries: Vec<(u32, u64)> = merged.into_iter().collect();
     // most common first; equal counts by size so the order is deterministic
     entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -186,11 +177,7 @@ fn interarrival(gaps: &mut [u64]) -> Interarrival {
     let zeros = gaps.iter().filter(|&&g| g == 0).count();
     // Fits describe the positive gaps (a log or a gamma cannot take 0); zero_fraction says
     // how many requests share their predecessor's instant.
-    let positive: Vec<f64> = gaps
-        .iter()
-        .filter(|&&g| g > 0)
-        .map(|&g| g as f64 / 1e3)
-        .collect();
+    let positive: Vec<f64> = gaps.iter().filter(|&&g| g > 0).map(|&g| g as f64 / 1e3).collect();
     Interarrival {
         count: gaps.len(),
         mean_us: mean_ns / 1e3,

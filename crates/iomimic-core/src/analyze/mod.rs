@@ -4,11 +4,7 @@
 
 // Numerical code: float-to-count casts are of non-negative values by construction, exact float
 // equality is wanted where ties are grouped, and the formulas keep their textbook letters.
-#![allow(
-    clippy::cast_sign_loss,
-    clippy::float_cmp,
-    clippy::many_single_char_names
-)]
+#![allow(clippy::cast_sign_loss, clippy::float_cmp, clippy::many_single_char_names)]
 
 pub mod distfit;
 mod group;
@@ -27,6 +23,7 @@ pub use group::{Figures, PEAK_SIGMAS};
 use sequentiality::KeyState;
 pub use threads::{Thread, Thresholds};
 
+use crate::error::{Error, Result};
 use crate::trace::TraceView;
 
 /// Above this many requests the miss-ratio curve is sampled (SHARDS) instead of exact.
@@ -108,21 +105,42 @@ impl Profile {
     }
 }
 
-/// The fluctuation window actually used for a trace spanning `span_ns`.
-pub fn window_for(span_ns: u64, requested: Option<u64>) -> u64 {
-    requested
-        .unwrap_or((span_ns / 100).min(60_000_000_000))
-        .max(1_000_000)
+/// Most fluctuation windows a trace may be cut into (each group keeps a counter per window).
+pub const MAX_WINDOWS: u64 = 1_000_000;
+
+/// The fluctuation window for a trace spanning `span_ns`: the one requested, else
+/// min(60 s, span / 100) but at least 1 ms.
+pub fn window_for(span_ns: u64, requested: Option<u64>) -> Result<u64> {
+    let window = match requested {
+        Some(0) => {
+            return Err(Error::Usage(
+                "the fluctuation window must be longer than 0".into(),
+            ))
+        }
+        Some(w) => w,
+        None => (span_ns / 100).clamp(1_000_000, 60_000_000_000),
+    };
+    let windows = span_ns / window + 1;
+    if windows > MAX_WINDOWS {
+        return Err(Error::Usage(format!(
+            "a {window} ns window cuts this {:.3} s trace into {windows} windows; at most {MAX_WINDOWS} \
+             are kept, so use a window of at least {} ns",
+            span_ns as f64 / 1e9,
+            span_ns / (MAX_WINDOWS - 1) + 1
+        )));
+    }
+    Ok(window)
 }
 
-/// Computes the profile of `t` (rows in time order, as every Trace is).
-pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Profile {
+/// Computes the profile of `t` (rows in time order, as every Trace is). Fails only on options
+/// that cannot apply to this trace (a window too small for its span).
+pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
     let n = t.len();
     let ranges = opts.ranges.max(1);
     let start = t.ts_ns.first().copied().unwrap_or(0);
     let span = t.ts_ns.last().map_or(0, |&last| last - start);
-    let window_ns = window_for(span, opts.window_ns);
-    let n_windows = usize::try_from(span / window_ns).unwrap_or(usize::MAX - 1) + 1;
+    let window_ns = window_for(span, opts.window_ns)?;
+    let n_windows = (span / window_ns + 1) as usize;
 
     // dense ids for streams, in order of first appearance
     let mut stream_ids: FxHashMap<u32, usize> = FxHashMap::default();
@@ -145,20 +163,13 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Profile {
     } else {
         Vec::new()
     };
-    let mut volume_keys: Vec<KeyState> =
-        (0..t.volumes.len()).map(|_| KeyState::default()).collect();
+    let mut volume_keys: Vec<KeyState> = (0..t.volumes.len()).map(|_| KeyState::default()).collect();
     let mut stream_keys: FxHashMap<(u32, u32), KeyState> = FxHashMap::default();
     let mut max_end = vec![0u64; t.volumes.len()];
 
     // Pass 1: everything but the spatial ranges.
     for i in 0..n {
-        let (ts, offset, size, op, v) = (
-            t.ts_ns[i],
-            t.offset[i],
-            t.size[i],
-            t.op[i],
-            t.volume[i] as usize,
-        );
+        let (ts, offset, size, op, v) = (t.ts_ns[i], t.offset[i], t.size[i], t.op[i], t.volume[i] as usize);
         let window = ((ts - start) / window_ns) as usize;
         let latency = t.latency_ns.map(|l| l[i]);
         whole.observe(ts, size, op, window, latency);
@@ -182,8 +193,7 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Profile {
     // Pass 2: spatial ranges of [0, max end offset) of each volume.
     for i in 0..n {
         let v = t.volume[i] as usize;
-        let range =
-            (u128::from(t.offset[i]) * ranges as u128 / u128::from(max_end[v].max(1))) as usize;
+        let range = (u128::from(t.offset[i]) * ranges as u128 / u128::from(max_end[v].max(1))) as usize;
         let range = range.min(ranges - 1);
         let op = t.op[i];
         whole.observe_range(range, op);
@@ -248,10 +258,7 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Profile {
             .enumerate()
             .map(|(s, acc)| {
                 let mrc = per_group_mrc.then(|| mrc_of(&stream_rows[s]));
-                (
-                    dense_to_stream[s],
-                    acc.finish(span, window_ns, has_latency, mrc),
-                )
+                (dense_to_stream[s], acc.finish(span, window_ns, has_latency, mrc))
             })
             .collect()
     } else {
@@ -261,16 +268,13 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Profile {
 
     let (threads, thread_thresholds) = match opts.by {
         Some(GroupBy::Stream) => {
-            let groups: Vec<(String, &Figures)> = stream_figures
-                .iter()
-                .map(|(id, f)| (id.to_string(), f))
-                .collect();
+            let groups: Vec<(String, &Figures)> =
+                stream_figures.iter().map(|(id, f)| (id.to_string(), f)).collect();
             let (t, th) = threads::classify(&groups, n as u64);
             (Some(t), Some(th))
         }
         Some(GroupBy::Volume) => {
-            let groups: Vec<(String, &Figures)> =
-                t.volumes.iter().cloned().zip(&volume_figures).collect();
+            let groups: Vec<(String, &Figures)> = t.volumes.iter().cloned().zip(&volume_figures).collect();
             let (t, th) = threads::classify(&groups, n as u64);
             (Some(t), Some(th))
         }
@@ -278,7 +282,7 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Profile {
     };
 
     let peak_correlation = multi_volume.then(|| peak_correlation(t.volumes, &window_series));
-    Profile {
+    Ok(Profile {
         format_version: 1,
         options: Options {
             window_ns: Some(window_ns),
@@ -291,7 +295,7 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Profile {
         threads,
         thread_thresholds,
         peak_correlation,
-    }
+    })
 }
 
 /// Correlation of per-window request counts between the busiest volumes.

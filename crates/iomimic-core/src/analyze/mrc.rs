@@ -90,14 +90,9 @@ fn mix(volume: u32, block: u64) -> u64 {
 
 /// The miss-ratio curve of the requests `rows` (indices into `t`, in time order), sampling
 /// blocks at `rate` (1.0 = exact).
-pub fn miss_ratio_curve(
-    t: &TraceView<'_>,
-    rows: impl Iterator<Item = usize> + Clone,
-    rate: f64,
-) -> Mrc {
+pub fn miss_ratio_curve(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone, rate: f64) -> Mrc {
     let threshold = (rate.clamp(0.0, 1.0) * SHARDS_MODULUS as f64) as u64;
-    let sampled =
-        |volume: u32, block: u64| rate >= 1.0 || mix(volume, block) % SHARDS_MODULUS < threshold;
+    let sampled = |volume: u32, block: u64| rate >= 1.0 || mix(volume, block) % SHARDS_MODULUS < threshold;
     let blocks_of = |i: usize| {
         let op = t.op[i];
         if op != Op::Read as u8 && op != Op::Write as u8 || t.size[i] == 0 {
@@ -177,9 +172,7 @@ fn finish(distances: &[u64], cold: u64, sampled_footprint: u64, rate: f64) -> Mr
         if blocks >= footprint_blocks {
             break;
         }
-        cache = (cache * 2)
-            .min(footprint_blocks.max(1) * BLOCK)
-            .max(cache + 1);
+        cache = (cache * 2).min(footprint_blocks.max(1) * BLOCK).max(cache + 1);
     }
     let mut reuse_histogram: Vec<ReuseBucket> = Vec::new();
     for (d, &count) in distances.iter().enumerate() {
@@ -234,10 +227,7 @@ mod tests {
         // a b c a b c: every reuse has 2 distinct blocks in between
         let t = reads(&[0, 1, 2, 0, 1, 2]);
         let m = miss_ratio_curve(&t.view(), 0..6, 1.0);
-        assert_eq!(
-            (m.accesses, m.cold_misses, m.footprint_bytes),
-            (6, 3, 3 * 4096)
-        );
+        assert_eq!((m.accesses, m.cold_misses, m.footprint_bytes), (6, 3, 3 * 4096));
         assert_eq!(m.reuse_histogram.len(), 1);
         assert_eq!(
             (m.reuse_histogram[0].from_blocks, m.reuse_histogram[0].count),
@@ -282,9 +272,7 @@ mod tests {
         let mut state = 7u64;
         let blocks: Vec<u64> = (0..200_000)
             .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1);
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
                 let u = (state >> 33) as f64 / (1u64 << 31) as f64;
                 (u * u * 20_000.0) as u64 // skewed popularity over 20k blocks
             })

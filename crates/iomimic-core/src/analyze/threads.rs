@@ -88,11 +88,7 @@ pub fn classify(groups: &[(String, &Figures)], total: u64) -> (Vec<Thread>, Thre
             }
         })
         .collect();
-    threads.sort_by(|a, b| {
-        b.weight
-            .total_cmp(&a.weight)
-            .then_with(|| a.group.cmp(&b.group))
-    });
+    threads.sort_by(|a, b| b.weight.total_cmp(&a.weight).then_with(|| a.group.cmp(&b.group)));
     let thresholds = Thresholds {
         log_min_write_fraction: LOG_WRITE_FRACTION,
         log_max_mean_bytes: LOG_MAX_MEAN_BYTES,

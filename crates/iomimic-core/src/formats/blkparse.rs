@@ -103,10 +103,7 @@ impl super::RecordParser for BlkparseParser {
         }
         let ts_ns = lex::scaled_decimal(f[3], 9, "time")?;
         let (sector, sectors) = if n >= 10 && f[8] == b"+" {
-            (
-                lex::u64_field(f[7], "sector")?,
-                lex::u64_field(f[9], "nsectors")?,
-            )
+            (lex::u64_field(f[7], "sector")?, lex::u64_field(f[9], "nsectors")?)
         } else {
             (0, 0)
         };

@@ -185,10 +185,7 @@ impl Builder {
     #[inline]
     pub fn push(&mut self, r: Request) -> Result<Outcome, LineError> {
         if r.size == 0 && r.op.needs_size() {
-            return Err(LineError::new(
-                "zero_size",
-                format!("{} of size 0", r.op.name()),
-            ));
+            return Err(LineError::new("zero_size", format!("{} of size 0", r.op.name())));
         }
         let size = super::lex::size_u32(r.size)?;
         if r.offset >= MAX_OFFSET || MAX_OFFSET - r.offset < r.size {
@@ -220,14 +217,12 @@ impl Builder {
     /// Appends the rows of `other` (a later stretch of the same file, parsed separately),
     /// translating its volume and file ids into this builder's tables.
     pub fn append(&mut self, other: &mut Builder) {
-        let (Some(&first), Some(&last)) = (other.trace.ts_ns.first(), other.trace.ts_ns.last())
-        else {
+        let (Some(&first), Some(&last)) = (other.trace.ts_ns.first(), other.trace.ts_ns.last()) else {
             return;
         };
         let volumes = self.volumes.absorb(&other.volumes);
         let files = self.files.absorb(&other.files);
-        self.out_of_order +=
-            other.out_of_order + u64::from(!self.is_empty() && first < self.last_ts);
+        self.out_of_order += other.out_of_order + u64::from(!self.is_empty() && first < self.last_ts);
         self.last_ts = last;
         let (t, o) = (&mut self.trace, &mut other.trace);
         t.ts_ns.append(&mut o.ts_ns);
@@ -235,8 +230,7 @@ impl Builder {
         t.size.append(&mut o.size);
         t.op.append(&mut o.op);
         t.stream.append(&mut o.stream);
-        t.volume
-            .extend(o.volume.drain(..).map(|v| volumes[v as usize]));
+        t.volume.extend(o.volume.drain(..).map(|v| volumes[v as usize]));
         if let (Some(mine), Some(theirs)) = (&mut t.latency_ns, &mut o.latency_ns) {
             mine.append(theirs);
         }

@@ -175,15 +175,12 @@ impl CanonicalParser {
         ];
         let mut columns = [None; 8];
         for (pos, name) in names.iter().enumerate() {
-            let role = all
-                .iter()
-                .position(|r| r.as_bytes() == *name)
-                .ok_or_else(|| {
-                    LineError::new(
-                        "bad_header",
-                        format!("unknown column {:?}", String::from_utf8_lossy(name)),
-                    )
-                })?;
+            let role = all.iter().position(|r| r.as_bytes() == *name).ok_or_else(|| {
+                LineError::new(
+                    "bad_header",
+                    format!("unknown column {:?}", String::from_utf8_lossy(name)),
+                )
+            })?;
             columns[role] = Some(pos);
         }
         if let Some(missing) = REQUIRED.iter().zip(columns).find(|(_, c)| c.is_none()) {
@@ -222,15 +219,12 @@ impl super::RecordParser for CanonicalParser {
         lex::expect_fields(lex::split(line, b',', &mut f), self.width, false)?;
         let col = |role: usize| columns[role].map_or(&b""[..], |i| f[i]);
         let code = lex::u64_field(col(3), "op")?;
-        let op = u8::try_from(code)
-            .ok()
-            .and_then(Op::from_code)
-            .ok_or_else(|| {
-                LineError::new(
-                    "bad_op",
-                    format!("op must be 0 (read), 1 (write), 2 (trim) or 3 (flush), found {code}"),
-                )
-            })?;
+        let op = u8::try_from(code).ok().and_then(Op::from_code).ok_or_else(|| {
+            LineError::new(
+                "bad_op",
+                format!("op must be 0 (read), 1 (write), 2 (trim) or 3 (flush), found {code}"),
+            )
+        })?;
         let id = |role: usize, what: &str| -> Result<u32, LineError> {
             let v = lex::u64_field(col(role), what)?;
             u32::try_from(v)

@@ -69,10 +69,7 @@ pub(crate) fn detect(
     let mut order: Vec<Format> = TEXT_ORDER.to_vec();
     order.sort_by_key(|f| !name.split(['.', '_', '-']).any(|part| part == f.name()));
 
-    let trials: Vec<Trial> = order
-        .iter()
-        .filter_map(|&f| trial(f, &lines, opts))
-        .collect();
+    let trials: Vec<Trial> = order.iter().filter_map(|&f| trial(f, &lines, opts)).collect();
     let clean: Vec<&Trial> = trials
         .iter()
         .filter(|t| t.requests > 0 && t.errors == 0)
@@ -103,11 +100,7 @@ pub(crate) fn detect(
                 .iter()
                 .map(|t| match &t.first_error {
                     Some(e) => format!("{} ({e})", t.format),
-                    None => format!(
-                        "{} (no request in the first {} lines)",
-                        t.format,
-                        lines.len()
-                    ),
+                    None => format!("{} (no request in the first {} lines)", t.format, lines.len()),
                 })
                 .chain(std::iter::once("vscsi (not a binary file)".to_string()))
                 .collect();

@@ -97,10 +97,7 @@ impl super::RecordParser for FioParser {
             (0, 0)
         } else {
             lex::expect_fields(n, 4, false)?;
-            (
-                lex::u64_field(f[2], "offset")?,
-                lex::u64_field(f[3], "length")?,
-            )
+            (lex::u64_field(f[2], "offset")?, lex::u64_field(f[3], "length")?)
         };
         let size = if op == Op::Flush { 0 } else { size };
         let volume = out.volumes.intern(file);

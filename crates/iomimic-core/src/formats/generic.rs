@@ -61,9 +61,7 @@ fn usage(msg: impl Into<String>) -> Error {
 
 fn time_exp(unit: Option<&str>, default: Option<TimeUnit>, role: &str) -> Result<u64> {
     let unit = match (unit, default) {
-        (Some(u), _) => u
-            .parse::<TimeUnit>()
-            .map_err(|e| usage(format!("{role}: {e}")))?,
+        (Some(u), _) => u.parse::<TimeUnit>().map_err(|e| usage(format!("{role}: {e}")))?,
         (None, Some(d)) => d,
         (None, None) => {
             return Err(usage(format!(
@@ -125,16 +123,38 @@ impl GenericParser {
             let unit = parts.next();
             parser.width = parser.width.max(index + 1);
             match role.trim() {
-                "ts" | "time" => ts = Some(Col { index, scale: time_exp(unit, time_unit, "ts")? }),
-                "offset" => offset = Some(Col { index, scale: byte_scale(unit, "offset")? }),
-                "size" => size = Some(Col { index, scale: byte_scale(unit, "size")? }),
-                "latency" => parser.latency = Some(Col { index, scale: time_exp(unit, time_unit, "latency")? }),
+                "ts" | "time" => {
+                    ts = Some(Col {
+                        index,
+                        scale: time_exp(unit, time_unit, "ts")?,
+                    });
+                }
+                "offset" => {
+                    offset = Some(Col {
+                        index,
+                        scale: byte_scale(unit, "offset")?,
+                    });
+                }
+                "size" => {
+                    size = Some(Col {
+                        index,
+                        scale: byte_scale(unit, "size")?,
+                    });
+                }
+                "latency" => {
+                    parser.latency = Some(Col {
+                        index,
+                        scale: time_exp(unit, time_unit, "latency")?,
+                    });
+                }
                 "op" => {
                     let rule = match unit.map(|u| u.split_once('=')) {
                         None => OpRule::Words,
                         Some(Some(("read", v))) => OpRule::ReadIs(v.as_bytes().to_vec()),
                         Some(Some(("write", v))) => OpRule::WriteIs(v.as_bytes().to_vec()),
-                        Some(_) => return Err(usage("op takes op=COL, op=COL:read=VALUE or op=COL:write=VALUE")),
+                        Some(_) => {
+                            return Err(usage("op takes op=COL, op=COL:read=VALUE or op=COL:write=VALUE"))
+                        }
                     };
                     parser.op = Some((index, rule));
                 }
@@ -143,8 +163,8 @@ impl GenericParser {
                 "file" => parser.file = Some(index),
                 other => {
                     return Err(usage(format!(
-                        "unknown role {other:?}; roles are ts, offset, size, op, volume, stream, latency, file"
-                    )))
+                    "unknown role {other:?}; roles are ts, offset, size, op, volume, stream, latency, file"
+                )))
                 }
             }
         }
@@ -167,24 +187,13 @@ impl GenericParser {
         let bad = || {
             LineError::new(
                 "bad_op",
-                format!(
-                    "op {:?} is not a known operation",
-                    String::from_utf8_lossy(v)
-                ),
+                format!("op {:?} is not a known operation", String::from_utf8_lossy(v)),
             )
         };
         match &self.op {
             None => Ok(Op::Read),
-            Some((_, OpRule::ReadIs(r))) => Ok(if v == r.as_slice() {
-                Op::Read
-            } else {
-                Op::Write
-            }),
-            Some((_, OpRule::WriteIs(w))) => Ok(if v == w.as_slice() {
-                Op::Write
-            } else {
-                Op::Read
-            }),
+            Some((_, OpRule::ReadIs(r))) => Ok(if v == r.as_slice() { Op::Read } else { Op::Write }),
+            Some((_, OpRule::WriteIs(w))) => Ok(if v == w.as_slice() { Op::Write } else { Op::Read }),
             Some((_, OpRule::Words)) => match v.to_ascii_lowercase().as_slice() {
                 b"r" | b"read" | b"rs" | b"0" => Ok(Op::Read),
                 b"w" | b"write" | b"ws" | b"1" => Ok(Op::Write),
@@ -238,9 +247,8 @@ impl super::RecordParser for GenericParser {
         let mut r = Request::new(ts_ns, offset, size, op, volume);
         if let Some(i) = self.stream {
             let s = lex::u64_field(fields[i], "stream")?;
-            r.stream = u32::try_from(s).map_err(|_| {
-                LineError::new("number_too_large", format!("stream {s} is too large"))
-            })?;
+            r.stream = u32::try_from(s)
+                .map_err(|_| LineError::new("number_too_large", format!("stream {s} is too large")))?;
         }
         if let Some(c) = self.latency {
             r.latency_ns = lex::scaled_decimal(fields[c.index], c.scale as u32, "latency")?;
@@ -291,11 +299,7 @@ mod tests {
 
     #[test]
     fn spec_errors_name_the_role() {
-        let e = |s: &str| {
-            GenericParser::new(s, None, None, "t")
-                .unwrap_err()
-                .to_string()
-        };
+        let e = |s: &str| GenericParser::new(s, None, None, "t").unwrap_err().to_string();
         assert!(e("offset=1,size=2").contains("ts is required"));
         assert!(e("ts=0,offset=1,size=2").contains("ts needs a unit"));
         assert!(e("ts=0:us,offset=1:parsecs,size=2").contains("unknown unit \"parsecs\""));

@@ -84,14 +84,10 @@ pub fn open(path: &Path) -> Result<Input> {
         Compression::None => Box::new(buffered),
         // MultiGzDecoder: `cat a.gz b.gz` and bgzip files are several members back to back.
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
-        Compression::Zstd => Box::new(ruzstd::decoding::StreamingDecoder::new(buffered).map_err(
-            |e| {
-                Error::Usage(format!(
-                    "{}: not a readable zstd stream: {e}",
-                    path.display()
-                ))
-            },
-        )?),
+        Compression::Zstd => Box::new(
+            ruzstd::decoding::StreamingDecoder::new(buffered)
+                .map_err(|e| Error::Usage(format!("{}: not a readable zstd stream: {e}", path.display())))?,
+        ),
     };
     Ok(Input {
         reader,

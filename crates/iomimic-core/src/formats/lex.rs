@@ -109,10 +109,7 @@ impl<'a> Cursor<'a> {
             return Err(self.field_count_error());
         }
         let rest = &self.line[self.pos..];
-        let len = rest
-            .iter()
-            .position(|&b| b == self.sep)
-            .unwrap_or(rest.len());
+        let len = rest.iter().position(|&b| b == self.sep).unwrap_or(rest.len());
         self.pos += len + 1;
         Ok(&rest[..len])
     }
@@ -231,10 +228,7 @@ fn number_error(what: &str, field: &[u8]) -> LineError {
             format!("{what} is too large: {}", show(field)),
         )
     } else {
-        LineError::new(
-            "bad_number",
-            format!("{what} is not a number: {:?}", show(field)),
-        )
+        LineError::new("bad_number", format!("{what} is not a number: {:?}", show(field)))
     }
 }
 
@@ -244,8 +238,7 @@ fn number_error(what: &str, field: &[u8]) -> LineError {
 fn eight_digits(chunk: &[u8]) -> Option<u64> {
     let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
     let is_digits = (word & 0xf0f0_f0f0_f0f0_f0f0) == 0x3030_3030_3030_3030
-        && (word.wrapping_add(0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0)
-            == 0x3030_3030_3030_3030;
+        && (word.wrapping_add(0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0) == 0x3030_3030_3030_3030;
     if !is_digits {
         return None;
     }
@@ -277,10 +270,7 @@ pub fn u64_field(field: &[u8], what: &str) -> Result<u64, LineError> {
         match eight_digits(chunk) {
             Some(v) if n < 20 => value = value.wrapping_mul(100_000_000).wrapping_add(v),
             Some(v) => {
-                value = match value
-                    .checked_mul(100_000_000)
-                    .and_then(|x| x.checked_add(v))
-                {
+                value = match value.checked_mul(100_000_000).and_then(|x| x.checked_add(v)) {
                     Some(x) => x,
                     None => return Err(number_error(what, field)),
                 }
@@ -454,10 +444,7 @@ mod tests {
         let mut c = Cursor::new(b"1,2", b',', 3);
         c.u64("a").unwrap();
         c.u64("b").unwrap();
-        assert_eq!(
-            c.u64("c").unwrap_err().message,
-            "expected 3 fields, found 2"
-        );
+        assert_eq!(c.u64("c").unwrap_err().message, "expected 3 fields, found 2");
         let mut c = Cursor::new(b"1,2,3", b',', 2);
         c.u64("a").unwrap();
         c.u64("b").unwrap();
@@ -529,20 +516,14 @@ mod tests {
         assert_eq!(scaled_decimal(b"0.0000000015", 9, "t").unwrap(), 2);
         assert_eq!(scaled_decimal(b"1.5e-3", 9, "t").unwrap(), 1_500_000);
         assert_eq!(scaled_decimal(b"-1.0", 9, "t").unwrap_err().key, "negative");
-        assert_eq!(
-            scaled_decimal(b"abc", 9, "t").unwrap_err().key,
-            "bad_number"
-        );
+        assert_eq!(scaled_decimal(b"abc", 9, "t").unwrap_err().key, "bad_number");
         assert_eq!(scaled_decimal(b".", 9, "t").unwrap_err().key, "bad_number");
     }
 
     #[test]
     fn byte_conversions_stop_at_2_pow_63() {
         assert_eq!(to_bytes(3, 512, "lba").unwrap(), 1536);
-        assert_eq!(
-            to_bytes(1 << 54, 512, "lba").unwrap_err().key,
-            "offset_overflow"
-        );
+        assert_eq!(to_bytes(1 << 54, 512, "lba").unwrap_err().key, "offset_overflow");
         assert_eq!(size_u32(1 << 32).unwrap_err().key, "size_too_large");
     }
 }

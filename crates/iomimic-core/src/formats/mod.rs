@@ -302,28 +302,50 @@ pub(crate) fn make_parser(
         Format::Msr => (Box::new(msr::MsrParser), Builder::new(true, false)),
         Format::Spc => (Box::new(spc::SpcParser), Builder::new(false, false)),
         Format::Mqsim | Format::Disksim => {
-            let default = if format == Format::Mqsim { TimeUnit::Ns } else { TimeUnit::Ms };
+            let default = if format == Format::Mqsim {
+                TimeUnit::Ns
+            } else {
+                TimeUnit::Ms
+            };
             let unit = opts.time_unit.unwrap_or(default);
-            (Box::new(ascii::AsciiParser::new(unit)), Builder::new(false, false))
+            (
+                Box::new(ascii::AsciiParser::new(unit)),
+                Builder::new(false, false),
+            )
         }
-        Format::VscsiCsv => (Box::new(vscsi::VscsiCsvParser::new(stem)), Builder::new(false, false)),
-        Format::Vscsi => (Box::new(vscsi::VscsiBinParser::new(stem)), Builder::new(true, false)),
-        Format::Blkparse => (Box::new(blkparse::BlkparseParser::new(opts.blk_event)), Builder::new(true, false)),
+        Format::VscsiCsv => (
+            Box::new(vscsi::VscsiCsvParser::new(stem)),
+            Builder::new(false, false),
+        ),
+        Format::Vscsi => (
+            Box::new(vscsi::VscsiBinParser::new(stem)),
+            Builder::new(true, false),
+        ),
+        Format::Blkparse => (
+            Box::new(blkparse::BlkparseParser::new(opts.blk_event)),
+            Builder::new(true, false),
+        ),
         Format::Fio => (Box::new(fio::FioParser::default()), Builder::new(false, false)),
         Format::Alibaba => (Box::new(alibaba::AlibabaParser), Builder::new(false, false)),
         Format::Tencent => (Box::new(tencent::TencentParser), Builder::new(false, false)),
         Format::Generic => {
             let spec = opts.columns.as_deref().ok_or_else(|| {
-                Error::Usage("format generic needs --columns, e.g. ts=0:us,offset=1:bytes,size=2:bytes,op=3".into())
+                Error::Usage(
+                    "format generic needs --columns, e.g. ts=0:us,offset=1:bytes,size=2:bytes,op=3".into(),
+                )
             })?;
             let parser = generic::GenericParser::new(spec, opts.delimiter, opts.time_unit, stem)?;
             let builder = Builder::new(parser.has_latency(), parser.has_file());
             (Box::new(parser), builder)
         }
-        Format::Csv => (Box::new(canonical::CanonicalParser::default()), Builder::new(false, false)),
+        Format::Csv => (
+            Box::new(canonical::CanonicalParser::default()),
+            Builder::new(false, false),
+        ),
         Format::Parquet => {
             return Err(Error::Usage(
-                "Parquet traces are read by the Python package (iomimic.read_trace), not the core reader".into(),
+                "Parquet traces are read by the Python package (iomimic.read_trace), not the core reader"
+                    .into(),
             ))
         }
     })

@@ -45,11 +45,7 @@ impl super::RecordParser for MsrParser {
 
 /// The fields of one line, left to right; errors are refined by the caller.
 #[inline]
-fn parse_fields(
-    line: &[u8],
-    c: &mut lex::Cursor<'_>,
-    out: &mut Builder,
-) -> Result<Outcome, LineError> {
+fn parse_fields(line: &[u8], c: &mut lex::Cursor<'_>, out: &mut Builder) -> Result<Outcome, LineError> {
     let ts_ns = lex::scaled(c.u64("Timestamp")?, TICK_NS, "Timestamp")?;
     let key_start = c.position();
     let host = c.raw()?;
@@ -87,10 +83,7 @@ mod tests {
         p.parse(b"128166372016382155,hm,1,write,3216756736,512,10", &mut b)
             .unwrap();
         let t = b.take();
-        assert_eq!(
-            t.ts_ns,
-            [12_816_637_200_306_162_900, 12_816_637_201_638_215_500]
-        );
+        assert_eq!(t.ts_ns, [12_816_637_200_306_162_900, 12_816_637_201_638_215_500]);
         assert_eq!(t.offset, [3_216_723_968, 3_216_756_736]);
         assert_eq!(t.size, [4096, 512]);
         assert_eq!(t.op, [0, 1]);
@@ -115,9 +108,6 @@ mod tests {
             err(&mut p, &mut b, b"1,hm,0,Read,9223372036854775808,512,1").key,
             "offset_overflow"
         );
-        assert_eq!(
-            err(&mut p, &mut b, b"1,hm,0,Read,x,512,1").key,
-            "bad_number"
-        );
+        assert_eq!(err(&mut p, &mut b, b"1,hm,0,Read,x,512,1").key, "bad_number");
     }
 }

@@ -188,9 +188,8 @@ impl TraceReader {
     pub fn read_some(&mut self, max_rows: usize) -> Result<bool> {
         let target = self.builder.len().saturating_add(max_rows);
         while self.builder.len() < target {
-            let forks: Vec<Box<dyn RecordParser>> = (1..self.workers)
-                .map_while(|_| self.parser.fork())
-                .collect();
+            let forks: Vec<Box<dyn RecordParser>> =
+                (1..self.workers).map_while(|_| self.parser.fork()).collect();
             let mut blocks = std::mem::take(&mut self.prefetched);
             self.source.fill(&mut blocks, forks.len() + 1)?;
             if blocks.is_empty() {
@@ -218,11 +217,7 @@ impl TraceReader {
 
     /// Parses the first block into the trace on this thread and every other block on a thread
     /// of its own, reads the next batch meanwhile, then appends the others' rows in file order.
-    fn parse_parallel(
-        &mut self,
-        blocks: &[Vec<u8>],
-        forks: Vec<Box<dyn RecordParser>>,
-    ) -> Result<()> {
+    fn parse_parallel(&mut self, blocks: &[Vec<u8>], forks: Vec<Box<dyn RecordParser>>) -> Result<()> {
         let (framing, skip_bad) = (self.framing, self.skip_bad);
         let template = self.builder.empty_like();
         let batch = forks.len() + 1;
@@ -236,14 +231,7 @@ impl TraceReader {
                     let mut out = template.empty_like();
                     scope.spawn(move || {
                         let mut stats = BlockStats::default();
-                        parse_block(
-                            block,
-                            framing,
-                            parser.as_mut(),
-                            &mut out,
-                            &mut stats,
-                            skip_bad,
-                        );
+                        parse_block(block, framing, parser.as_mut(), &mut out, &mut stats, skip_bad);
                         (out, stats)
                     })
                 })
@@ -291,11 +279,8 @@ impl TraceReader {
         }
         for (line, message) in stats.examples {
             if r.skipped_examples.len() < EXAMPLES {
-                r.skipped_examples.push(format!(
-                    "{}:{}: {message}",
-                    self.path.display(),
-                    before + line
-                ));
+                r.skipped_examples
+                    .push(format!("{}:{}: {message}", self.path.display(), before + line));
             }
         }
         match stats.error {
@@ -324,11 +309,7 @@ impl TraceReader {
                     report.skipped_total()
                 )
             } else if report.records > 0 {
-                let kinds: Vec<String> = report
-                    .ignored
-                    .iter()
-                    .map(|(k, n)| format!("{n} {k}"))
-                    .collect();
+                let kinds: Vec<String> = report.ignored.iter().map(|(k, n)| format!("{n} {k}")).collect();
                 format!(
                     "{} lines read, none a request: {}",
                     report.records,
@@ -337,10 +318,7 @@ impl TraceReader {
             } else {
                 "the file is empty".into()
             };
-            return Err(Error::Empty {
-                path: self.path,
-                why,
-            });
+            return Err(Error::Empty { path: self.path, why });
         }
         // A format that can carry response times but whose file had none (vscsi v1, blkparse
         // with no completions) gets no latency column rather than a column of unknowns.
@@ -393,11 +371,9 @@ impl BlockSource {
                 let start = block.len();
                 block.resize(want, 0);
                 let n =
-                    input::read_full(&mut self.input, &mut block[start..]).map_err(|source| {
-                        Error::Io {
-                            path: self.path.clone(),
-                            source,
-                        }
+                    input::read_full(&mut self.input, &mut block[start..]).map_err(|source| Error::Io {
+                        path: self.path.clone(),
+                        source,
                     })?;
                 block.truncate(start + n);
                 self.eof = start + n < want;
@@ -482,9 +458,7 @@ pub(crate) fn file_stem(path: &Path) -> String {
         .file_name()
         .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
     let mut stem = name.as_str();
-    for ext in [
-        ".gz", ".zst", ".zstd", ".csv", ".txt", ".trace", ".bin", ".vscsi",
-    ] {
+    for ext in [".gz", ".zst", ".zstd", ".csv", ".txt", ".trace", ".bin", ".vscsi"] {
         if let Some(s) = stem.strip_suffix(ext) {
             stem = s;
         }

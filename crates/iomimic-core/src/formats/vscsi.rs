@@ -87,13 +87,7 @@ impl super::RecordParser for VscsiBinParser {
 
     fn parse(&mut self, r: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let (cmd, len, lbn, ts_us, rt_us) = match r.len() {
-            V1_SIZE => (
-                u16_at(r, 12),
-                u32_at(r, 4),
-                u64_at(r, 16),
-                u64_at(r, 24),
-                None,
-            ),
+            V1_SIZE => (u16_at(r, 12), u32_at(r, 4), u64_at(r, 16), u64_at(r, 24), None),
             V2_SIZE => (
                 u16_at(r, 0),
                 u32_at(r, 8),
@@ -101,12 +95,7 @@ impl super::RecordParser for VscsiBinParser {
                 u64_at(r, 24),
                 Some(u64_at(r, 32)),
             ),
-            n => {
-                return Err(LineError::new(
-                    "truncated_record",
-                    format!("record of {n} bytes"),
-                ))
-            }
+            n => return Err(LineError::new("truncated_record", format!("record of {n} bytes"))),
         };
         let Some(op) = scsi_op(u64::from(cmd & 0xff)) else {
             return Ok(Outcome::Ignored("scsi_not_io"));
@@ -226,9 +215,6 @@ mod tests {
         assert_eq!(t.ts_ns, [3_000_000_000, 4_000_000_000]);
         assert_eq!(t.op, [0, 1]);
         assert_eq!(t.offset, [4096, 8192]);
-        assert_eq!(
-            p.parse(b"2,4,zz,512,16", &mut b).unwrap_err().key,
-            "bad_number"
-        );
+        assert_eq!(p.parse(b"2,4,zz,512,16", &mut b).unwrap_err().key, "bad_number");
     }
 }
