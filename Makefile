@@ -46,6 +46,7 @@ format:
 ## bench: the speed benchmarks, printing ratios against references measured in the same run
 bench: install
 	$(PY) benches/read_msr.py
+	$(PY) benches/characterize.py
 
 clean:
 	rm -rf target $(VENV)
