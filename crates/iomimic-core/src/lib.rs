@@ -6,6 +6,7 @@
 pub mod analyze;
 pub mod error;
 pub mod formats;
+pub mod model;
 pub mod trace;
 
 pub use error::{Error, Result};
