@@ -259,8 +259,21 @@ def test_cli_characterize_table_and_json(tmp_path: Path) -> None:
     ):
         assert words in r.stdout
     p = json.loads(out.read_text())
-    for key in ("requests", "interarrival", "size", "sequential_fraction", "sequentiality", "spatial", "mrc",
-                "fluctuation", "latency", "volumes", "streams", "threads", "peak_correlation"):  # fmt: skip
+    for key in (
+        "requests",
+        "interarrival",
+        "size",
+        "sequential_fraction",
+        "sequentiality",
+        "spatial",
+        "mrc",
+        "fluctuation",
+        "latency",
+        "volumes",
+        "streams",
+        "threads",
+        "peak_correlation",
+    ):
         assert key in p
     assert p["options"]["window_ns"] == 10_000
     assert len(p["fluctuation"]["iops"]) == 3  # a 29 us trace in 10 us windows

@@ -7,7 +7,15 @@ import importlib
 
 import pytest
 
-MODULES = ["iomimic", "iomimic.trace", "iomimic.io"]
+MODULES = [
+    "iomimic",
+    "iomimic.trace",
+    "iomimic.io",
+    "iomimic.profile",
+    "iomimic.units",
+    "iomimic.model",
+    "iomimic.presets",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

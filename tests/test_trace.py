@@ -44,8 +44,15 @@ def test_to_polars_has_nulls_for_unknown_latency() -> None:
 def test_from_arrow_turns_string_volumes_into_a_name_table() -> None:
     import pyarrow as pa
 
-    table = pa.table({"ts_ns": [0, 1, 2], "offset": [0, 1, 2], "size": [8, 8, 8], "op": [0, 0, 1],
-                      "volume": ["sdb", "sda", "sdb"]})  # fmt: skip
+    table = pa.table(
+        {
+            "ts_ns": [0, 1, 2],
+            "offset": [0, 1, 2],
+            "size": [8, 8, 8],
+            "op": [0, 0, 1],
+            "volume": ["sdb", "sda", "sdb"],
+        }
+    )
     t = Trace.from_arrow(table)
     assert [t.volumes[v] for v in t.volume] == ["sdb", "sda", "sdb"]
 

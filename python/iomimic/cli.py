@@ -212,6 +212,104 @@ def cmd_characterize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _save_model(model, path: str) -> None:
+    model.save(path)
+    d = model.data
+    print(
+        f"wrote model {d['name']!r} to {path}: {len(d['threads'])} thread(s), {d['levels']} level(s) x "
+        f"{d['states']} states, {len(d['volumes'])} volume(s)"
+    )
+
+
+def cmd_model_train(args: argparse.Namespace) -> int:
+    from iomimic.io import summary
+    from iomimic.model import train
+
+    trace = _read(args)
+    _report_reading(summary(trace))
+    model = train(
+        trace,
+        levels=args.levels,
+        states=args.states,
+        by=args.by,
+        reuse=not args.no_reuse,
+        name=args.name,
+        seed=args.seed,
+    )
+    _save_model(model, args.output)
+    return EXIT_OK
+
+
+def cmd_model_show(args: argparse.Namespace) -> int:
+    from iomimic.model import Model
+    from iomimic.model_show import render_model
+    from iomimic.report import make_console
+
+    render_model(Model.load(args.model), make_console(), max_states=args.max_states)
+    return EXIT_OK
+
+
+def cmd_model_preset(args: argparse.Namespace) -> int:
+    from iomimic.presets import preset
+
+    _save_model(preset(args.name), args.output)
+    return EXIT_OK
+
+
+def cmd_model_mix(args: argparse.Namespace) -> int:
+    from iomimic.model import Model, mix
+
+    parts = []
+    for spec in args.parts:
+        path, _, weight = spec.rpartition(":")
+        if not path:
+            path, weight = spec, "1"
+        try:
+            parts.append((Model.load(path), float(weight)))
+        except ValueError:
+            raise UsageError(f"{spec!r}: the weight after ':' must be a number") from None
+    _save_model(mix(parts, name=args.name), args.output)
+    return EXIT_OK
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from iomimic.io import output_format, write_trace
+    from iomimic.model import Model
+
+    fmt = output_format(args.output, args.to)
+    model = Model.load(args.model)
+    trace = model.generate(
+        args.requests,
+        duration=args.duration,
+        intensity=args.intensity,
+        seed=args.seed,
+        reuse=not args.no_reuse,
+    )
+    write_trace(trace, args.output, fmt)
+    span = trace.ts_ns[-1] / 1e9 if len(trace) else 0.0
+    print(f"wrote {len(trace):,} requests over {span:,.3f} s to {args.output}")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from iomimic.io import read_trace
+    from iomimic.report import make_console
+    from iomimic.validate import plot_report, render, validate
+
+    original = read_trace(args.original, format=args.format, skip_bad=args.skip_bad)
+    synthetic = read_trace(args.synthetic)
+    result = validate(original, synthetic, baseline=args.baseline, seed=args.seed, ranges=args.ranges)
+    if args.json:
+        _write_json(args.json, result)
+        if args.json == "-":
+            return EXIT_OK
+    render(result, make_console())
+    if args.report:
+        for path in plot_report(result, args.report):
+            print(f"wrote {path}")
+    return EXIT_OK
+
+
 def cmd_formats(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -306,6 +404,110 @@ def build_parser() -> argparse.ArgumentParser:
         "--mrc-sampling", type=float, help="SHARDS sampling rate in (0, 1] (default exact to 10 M)"
     )
     _add_read_options(p)
+
+    model_cmd = sub.add_parser(
+        "model",
+        help="Train, show, assemble or load preset workload models.",
+        description="The hierarchical state-diagram model: train | show | preset | mix.",
+    )
+    model_sub = model_cmd.add_subparsers(
+        dest="model_command", metavar="ACTION", parser_class=_Parser, required=True
+    )
+
+    def model_action(name: str, handler, help: str, examples: str):
+        p = model_sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog="examples:\n" + examples,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.set_defaults(handler=handler)
+        return p
+
+    p = model_action(
+        "train",
+        cmd_model_train,
+        "Train a model of a trace (levels and states chosen automatically unless given).",
+        "  iomimic model train trace.csv -o model.json\n"
+        "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n",
+    )
+    p.add_argument("trace", help="trace file")
+    p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
+    p.add_argument("--levels", type=int, help="levels of the state hierarchy (default: chosen)")
+    p.add_argument("--states", type=int, help="states per level (default: chosen among 4, 8, 16)")
+    p.add_argument(
+        "--by",
+        choices=["stream", "none"],
+        help="one thread model per stream, or one for all (default: per stream when there are 2 to 256)",
+    )
+    p.add_argument(
+        "--no-reuse", action="store_true", help="leave out the temporal-locality (reuse) extension"
+    )
+    p.add_argument("--name", help="model name (default: the trace's file name)")
+    p.add_argument("--seed", type=int, default=1, help="seed for the generation runs of level selection")
+    _add_read_options(p)
+
+    p = model_action(
+        "show",
+        cmd_model_show,
+        "Print a model: threads, states, transitions, distributions.",
+        "  iomimic model show model.json\n",
+    )
+    p.add_argument("model", help="model file")
+    p.add_argument("--max-states", type=int, default=16, help="states listed per chain (default 16)")
+
+    p = model_action(
+        "preset",
+        cmd_model_preset,
+        "Write a model built from the seeds' published figures: tpcc, tpce, tpch, messenger.",
+        "  iomimic model preset tpch -o tpch.json\n",
+    )
+    p.add_argument("name", choices=["tpcc", "tpce", "tpch", "messenger"])
+    p.add_argument("-o", "--output", required=True, help="model file to write")
+
+    p = model_action(
+        "mix",
+        cmd_model_mix,
+        "Assemble a workload from thread models, each with a share of the requests.",
+        "  iomimic model mix data.json:0.9 log.json:0.1 -o mix.json\n",
+    )
+    p.add_argument("parts", nargs="+", help="MODEL.json[:SHARE] (share default 1)")
+    p.add_argument("-o", "--output", required=True, help="model file to write")
+    p.add_argument("--name", default="mix", help="name of the mixed model")
+
+    p = command(
+        "generate",
+        cmd_generate,
+        "Generate a synthetic trace from a model.",
+        "  iomimic generate model.json -o synth.parquet -n 1000000 --seed 7\n"
+        "  iomimic generate model.json -o fast.parquet --duration 60s --intensity 4  # 4x the rate\n",
+    )
+    p.add_argument("model", help="model file")
+    p.add_argument("-o", "--output", required=True, help="trace to write: .parquet or .csv")
+    p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
+    p.add_argument("--duration", help="generate this long a trace, e.g. 60s or 10m")
+    p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
+    p.add_argument("--seed", type=int, default=1, help="random seed; the same seed gives the same trace")
+    p.add_argument("--no-reuse", action="store_true", help="turn the temporal-locality extension off")
+    p.add_argument("--to", choices=["parquet", "csv"], help="output format (default: from the extension)")
+
+    p = command(
+        "validate",
+        cmd_validate,
+        "Compare a synthetic trace with the original: the seed's validation table, and more.",
+        "  iomimic validate trace.csv synth.parquet\n"
+        "  iomimic validate trace.csv synth.parquet --baseline locality-free --report plots/\n",
+    )
+    p.add_argument("original", help="the original trace")
+    p.add_argument("synthetic", help="the synthetic trace")
+    p.add_argument("--baseline", choices=["locality-free"], help="also score an IOMeter-like workload")
+    p.add_argument("--json", metavar="PATH", help="write the comparison as JSON (- for stdout only)")
+    p.add_argument("--report", metavar="DIR", help="also write plots (PNG) to DIR")
+    p.add_argument("--ranges", type=int, default=4, help="spatial ranges (default 4)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the baseline")
+    p.add_argument("-f", "--format", help="format of the original (default: detected)")
+    p.add_argument("--skip-bad", action="store_true", help="skip malformed lines of the original")
 
     command("formats", cmd_formats, "List the trace formats iomimic reads.", "  iomimic formats\n")
     command("demo", cmd_demo, "Run iomimic on its built-in example trace.", "  iomimic demo\n")

@@ -109,9 +109,19 @@ def _read_parquet(path: Path) -> Trace:
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(f"{path}: not a readable Parquet file: {e}") from None
     trace = Trace.from_arrow(table)
-    trace.report = {"path": str(path), "format": "parquet", "compression": None, "records": len(trace),
-                    "requests": len(trace), "out_of_order": 0, "start_ns": 0, "skipped": [],
-                    "skipped_examples": [], "ignored": [], "notes": []}  # fmt: skip
+    trace.report = {
+        "path": str(path),
+        "format": "parquet",
+        "compression": None,
+        "records": len(trace),
+        "requests": len(trace),
+        "out_of_order": 0,
+        "start_ns": 0,
+        "skipped": [],
+        "skipped_examples": [],
+        "ignored": [],
+        "notes": [],
+    }
     return trace
 
 

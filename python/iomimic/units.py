@@ -7,8 +7,16 @@ import re
 from iomimic.errors import InputError
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s|m|min|h)?\s*$")
-_NS_PER = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000,
-           "min": 60_000_000_000, "h": 3_600_000_000_000}  # fmt: skip
+_NS_PER = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "min": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
 
 
 def parse_duration_ns(text: str | float | int) -> int:

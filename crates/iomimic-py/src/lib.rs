@@ -13,8 +13,8 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use iomimic_core::analyze;
 use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
+use iomimic_core::{analyze, model};
 use iomimic_core::{Trace, TraceView};
 
 use errors::{to_py, InputError};
@@ -292,6 +292,85 @@ fn characterize(
     })
 }
 
+/// Trains a model; returns its JSON.
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name="model".to_string(), source=None, seed=1))]
+fn train_model(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    levels: Option<u32>,
+    states: Option<u32>,
+    by_stream: Option<bool>,
+    reuse: bool,
+    name: String,
+    source: Option<String>,
+    seed: u64,
+) -> PyResult<String> {
+    let opts = model::TrainOptions {
+        levels,
+        states,
+        by_stream,
+        reuse,
+        name,
+        source,
+        seed,
+    };
+    with_view(&columns, &volumes, &files, |view| {
+        view.validate().map_err(InputError::new_err)?;
+        let m = py.detach(|| model::train(view, &opts)).map_err(to_py)?;
+        Ok(m.to_json())
+    })
+}
+
+/// Parses and validates model JSON; returns it re-serialised (or raises InputError naming the field).
+#[pyfunction]
+fn check_model(text: &str) -> PyResult<String> {
+    Ok(model::Model::from_json(text).map_err(to_py)?.to_json())
+}
+
+/// Generates a synthetic trace from model JSON.
+#[pyfunction]
+#[pyo3(signature = (model_json, requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true))]
+fn generate<'py>(
+    py: Python<'py>,
+    model_json: &str,
+    requests: Option<u64>,
+    duration_ns: Option<u64>,
+    intensity: f64,
+    seed: u64,
+    reuse: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let m = model::Model::from_json(model_json).map_err(to_py)?;
+    let opts = model::GenerateOptions {
+        requests,
+        duration_ns,
+        intensity,
+        seed,
+        reuse,
+    };
+    let trace = py.detach(|| model::generate(&m, &opts)).map_err(to_py)?;
+    trace_to_py(py, trace)
+}
+
+/// The locality-free baseline for a trace: same mix, sizes and gaps, uniform offsets.
+#[pyfunction]
+fn generate_locality_free<'py>(
+    py: Python<'py>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    requests: u64,
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let trace = with_view(&columns, &volumes, &files, |view| {
+        py.detach(|| model::generate_locality_free(view, requests, seed))
+            .map_err(to_py)
+    })?;
+    trace_to_py(py, trace)
+}
+
 /// [(name, description)] of every format.
 #[pyfunction]
 fn format_table() -> Vec<(&'static str, &'static str)> {
@@ -305,6 +384,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_csv, m)?)?;
     m.add_function(wrap_pyfunction!(format_table, m)?)?;
     m.add_function(wrap_pyfunction!(characterize, m)?)?;
+    m.add_function(wrap_pyfunction!(train_model, m)?)?;
+    m.add_function(wrap_pyfunction!(check_model, m)?)?;
+    m.add_function(wrap_pyfunction!(generate, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_locality_free, m)?)?;
     errors::register(m)?;
     m.add("LATENCY_UNKNOWN", iomimic_core::LATENCY_UNKNOWN)?;
     Ok(())

@@ -23,6 +23,8 @@ use serde::Serialize;
 
 /// Most values the KS distance is computed on.
 pub const KS_SAMPLE: usize = 20_000;
+/// Above this λ the Poisson CDF is taken from its normal approximation.
+pub const POISSON_NORMAL_ABOVE: f64 = 1000.0;
 
 /// A fitted candidate: its name, parameters and KS distance to the data.
 #[derive(Debug, Clone, Serialize)]
@@ -66,6 +68,10 @@ impl Dist {
             Dist::Poisson { lambda } => {
                 if x < 0.0 {
                     0.0
+                } else if lambda > POISSON_NORMAL_ABOVE {
+                    // continuity-corrected normal: exact to well under the KS resolution here,
+                    // and the exact form costs hundreds of iterations per point at such λ
+                    normal_cdf((x.floor() + 0.5 - lambda) / lambda.sqrt())
                 } else {
                     // P(X <= k) = Q(k + 1, λ)
                     1.0 - gamma_p(x.floor() + 1.0, lambda)

@@ -26,6 +26,8 @@ use crate::trace::{Trace, TraceView};
 
 /// Requests each thread remembers for reuse.
 pub const REUSE_MEMORY: usize = 1 << 22;
+/// Threads with at least this many requests are generated in parallel segments.
+pub const SEGMENT_MIN: u64 = 1 << 20;
 
 #[derive(Debug, Clone)]
 pub struct GenerateOptions {
@@ -42,7 +44,13 @@ pub struct GenerateOptions {
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        Self { requests: None, duration_ns: None, intensity: 1.0, seed: 1, reuse: true }
+        Self {
+            requests: None,
+            duration_ns: None,
+            intensity: 1.0,
+            seed: 1,
+            reuse: true,
+        }
     }
 }
 
@@ -54,7 +62,11 @@ struct Ready {
 
 impl Ready {
     fn new(s: &Stats) -> Self {
-        Self { stats: s.clone(), sizes: SizeSampler::new(&s.sizes), gap: Sampler::new(&s.interarrival) }
+        Self {
+            stats: s.clone(),
+            sizes: SizeSampler::new(&s.sizes),
+            gap: Sampler::new(&s.interarrival),
+        }
     }
 }
 
@@ -74,14 +86,24 @@ impl ChainRt {
             edges: c
                 .transitions
                 .iter()
-                .map(|row| row.iter().map(|e| (e.to as usize, e.p, e.stats.as_ref().map(Ready::new))).collect())
+                .map(|row| {
+                    row.iter()
+                        .map(|e| (e.to as usize, e.p, e.stats.as_ref().map(Ready::new)))
+                        .collect()
+                })
                 .collect(),
-            children: c.states.iter().map(|s| s.children.as_deref().map(ChainRt::new)).collect(),
+            children: c
+                .states
+                .iter()
+                .map(|s| s.children.as_deref().map(ChainRt::new))
+                .collect(),
         }
     }
 
     fn locate(&self, volume: u32, offset: u64) -> usize {
-        self.states.partition_point(|&(v, start, _)| (v, start) <= (volume, offset)).saturating_sub(1)
+        self.states
+            .partition_point(|&(v, start, _)| (v, start) <= (volume, offset))
+            .saturating_sub(1)
     }
 }
 
@@ -90,8 +112,10 @@ struct ThreadRt {
     root: ChainRt,
     defaults: Ready,
     reuse: Option<ReuseSampler>,
+    /// depth samplers for continuations (from 2) and near requests (from 1), and near holes
+    continuation_depth: Option<Vec<f64>>,
+    near: Option<(Vec<f64>, SizeSampler)>,
     alignment: u64,
-    stream: u32,
     spans: Vec<u64>,
 }
 
@@ -109,20 +133,25 @@ impl Used {
         Self { bits: vec![0; words] }
     }
 
-    fn probes(&self, volume: u32, offset: u64) -> [usize; 3] {
-        let h = splitmix(offset ^ (u64::from(volume) << 48));
-        let mask = self.bits.len() * 64 - 1;
-        [h as usize & mask, (h >> 21) as usize & mask, (h >> 42) as usize & mask]
+    /// A word and three bits in it: one cache line per lookup (a blocked Bloom filter).
+    #[inline]
+    fn probe(&self, volume: u32, block: u64) -> (usize, u64) {
+        let h = splitmix(block ^ (u64::from(volume) << 48));
+        let word = (h as usize) & (self.bits.len() - 1);
+        let bits = (1u64 << ((h >> 40) & 63)) | (1u64 << ((h >> 46) & 63)) | (1u64 << ((h >> 52) & 63));
+        (word, bits)
     }
 
+    #[inline]
     fn contains(&self, volume: u32, block: u64) -> bool {
-        self.probes(volume, block).iter().all(|&b| self.bits[b / 64] & (1 << (b % 64)) != 0)
+        let (word, bits) = self.probe(volume, block);
+        self.bits[word] & bits == bits
     }
 
+    #[inline]
     fn insert(&mut self, volume: u32, block: u64) {
-        for b in self.probes(volume, block) {
-            self.bits[b / 64] |= 1 << (b % 64);
-        }
+        let (word, bits) = self.probe(volume, block);
+        self.bits[word] |= bits;
     }
 
     /// 4 KiB blocks a request covers (the unit the miss-ratio curve counts).
@@ -149,7 +178,8 @@ struct ThreadState {
     used: Used,
     rng: Prng,
     path: Vec<usize>,
-    last_end: Vec<Option<u64>>,
+    /// The most recent request ends of each volume, newest last.
+    ends: Vec<VecDeque<u64>>,
     recent: VecDeque<(u32, u64, u32)>,
     u: f64,
     left: u64,
@@ -241,11 +271,50 @@ impl ThreadState {
         let mut size = ready.sizes.draw(&mut self.rng);
         let gap = ready.gap.draw(&mut self.rng);
         let kind = self.rng.f64();
-        let (volume, start, end) = rt.chain_at(&self.path[..self.path.len() - 1]).states[self.path[self.path.len() - 1]];
+        let (volume, start, end) =
+            rt.chain_at(&self.path[..self.path.len() - 1]).states[self.path[self.path.len() - 1]];
+        let st = &ready.stats;
+        let ends = &self.ends[volume as usize];
+        let span = rt.spans[volume as usize];
+        // the end `depth` requests back on this volume, if there is one
+        let head = |depth: usize| (depth >= 1 && depth <= ends.len()).then(|| ends[ends.len() - depth]);
+        // the `depth`-th most recent head inside the chosen state: continuations and near
+        // requests stay where the state diagram put them, so streams cannot drift off its map
+        // (a depth past the heads the state has takes its oldest)
+        let head_in = |depth: usize, skip_latest: bool| {
+            let inside: Vec<(usize, u64)> = ends
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(i, &e)| (ends.len() - i, e))
+                .filter(|&(at, e)| e >= start && e < end && !(skip_latest && at == 1))
+                .collect();
+            inside.get(depth.clamp(1, inside.len().max(1)) - 1).copied()
+        };
         let mut placed = None;
-        if kind < ready.stats.sequential {
-            placed = self.last_end[volume as usize].filter(|&e| e < rt.spans[volume as usize]).map(|e| (volume, e));
-        } else if kind < ready.stats.sequential + ready.stats.reuse {
+        // the head a run-continuing request follows is used up (it no longer ends a run)
+        let mut consumed = None;
+        if kind < st.sequential {
+            placed = head(1).filter(|&e| e < span).map(|e| (volume, e));
+            consumed = placed.map(|_| 1);
+        } else if kind < st.sequential + st.continuation {
+            if let Some(p) = &rt.continuation_depth {
+                let depth = pick(p.iter().copied(), &mut self.rng) + 2;
+                if let Some((at, e)) = head_in(depth - 1, true) {
+                    placed = Some((volume, e));
+                    consumed = Some(at);
+                }
+            }
+        } else if kind < st.sequential + st.continuation + st.near {
+            if let Some((p, gaps)) = &rt.near {
+                let depth = pick(p.iter().copied(), &mut self.rng) + 1;
+                let hole = u64::from(gaps.draw(&mut self.rng));
+                if let Some((at, e)) = head_in(depth, false).filter(|&(_, e)| e + hole < span) {
+                    placed = Some((volume, e + hole));
+                    consumed = Some(at);
+                }
+            }
+        } else if kind < st.sequential + st.continuation + st.near + st.reuse {
             if let Some(r) = &rt.reuse {
                 let back = r.draw(&mut self.rng) as usize;
                 if back <= self.recent.len() {
@@ -275,7 +344,14 @@ impl ThreadState {
             }
         };
         self.used.insert_request(volume, offset, size);
-        self.last_end[volume as usize] = Some(offset + u64::from(size));
+        let ends = &mut self.ends[volume as usize];
+        if let Some(depth) = consumed {
+            ends.remove(ends.len() - depth);
+        }
+        if ends.len() == super::HEADS {
+            ends.pop_front();
+        }
+        ends.push_back(offset + u64::from(size));
         if rt.reuse.is_some() {
             if self.recent.len() == REUSE_MEMORY {
                 self.recent.pop_front();
@@ -284,7 +360,13 @@ impl ThreadState {
         }
         self.u += gap;
         self.left -= 1;
-        Request { u: self.u, offset, size, op, volume }
+        Request {
+            u: self.u,
+            offset,
+            size,
+            op,
+            volume,
+        }
     }
 }
 
@@ -293,16 +375,29 @@ impl ThreadGen {
         let rt = ThreadRt {
             root: ChainRt::new(&thread.chain),
             defaults: Ready::new(&thread.defaults),
-            reuse: if reuse { thread.reuse.as_ref().map(ReuseSampler::new) } else { None },
+            reuse: if reuse {
+                thread.reuse.as_ref().map(ReuseSampler::new)
+            } else {
+                None
+            },
+            continuation_depth: thread
+                .streams
+                .as_ref()
+                .map(|s| s.continuation_depth.clone())
+                .filter(|p| !p.is_empty()),
+            near: thread
+                .streams
+                .as_ref()
+                .filter(|s| !s.near_depth.is_empty() && !s.near_gap.bytes.is_empty())
+                .map(|s| (s.near_depth.clone(), SizeSampler::new(&s.near_gap))),
             alignment: thread.alignment,
-            stream: thread.stream,
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
         };
         let mut st = ThreadState {
             used: Used::new(count),
             rng: Prng::new(seed),
             path: Vec::new(),
-            last_end: vec![None; model.volumes.len()],
+            ends: vec![VecDeque::new(); model.volumes.len()],
             recent: VecDeque::new(),
             u: 0.0,
             left: count,
@@ -345,28 +440,49 @@ impl Warp {
         for s in &model.rate.shares {
             cumulative.push(cumulative.last().expect("non-empty") + s);
         }
-        Self { duration: model.duration_ns as f64, window: model.rate.window_ns as f64, cumulative }
+        Self {
+            duration: model.duration_ns as f64,
+            window: model.rate.window_ns as f64,
+            cumulative,
+        }
     }
 
     fn apply(&self, u: f64) -> f64 {
         let x = u / self.duration;
         let cycle = x.floor();
         let f = x - cycle;
-        let w = self.cumulative.partition_point(|&c| c <= f).clamp(1, self.cumulative.len() - 1) - 1;
+        let w = self
+            .cumulative
+            .partition_point(|&c| c <= f)
+            .clamp(1, self.cumulative.len() - 1)
+            - 1;
         let share = self.cumulative[w + 1] - self.cumulative[w];
-        let within = if share > 0.0 { (f - self.cumulative[w]) / share } else { 0.0 };
+        let within = if share > 0.0 {
+            (f - self.cumulative[w]) / share
+        } else {
+            0.0
+        };
         let last = self.cumulative.len() - 2;
-        let length = if w == last { (self.duration - w as f64 * self.window).max(0.0) } else { self.window };
+        let length = if w == last {
+            (self.duration - w as f64 * self.window).max(0.0)
+        } else {
+            self.window
+        };
         cycle * self.duration + w as f64 * self.window + within * length
     }
 }
 
 fn check(opts: &GenerateOptions) -> Result<()> {
     if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
-        return Err(Error::Usage(format!("--intensity must be a positive number, found {}", opts.intensity)));
+        return Err(Error::Usage(format!(
+            "--intensity must be a positive number, found {}",
+            opts.intensity
+        )));
     }
     if opts.requests == Some(0) || opts.duration_ns == Some(0) {
-        return Err(Error::Usage("asked to generate nothing: -n and --duration must be positive".into()));
+        return Err(Error::Usage(
+            "asked to generate nothing: -n and --duration must be positive".into(),
+        ));
     }
     Ok(())
 }
@@ -382,39 +498,78 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
         (None, None) => model.requests,
     };
     let counts = apportion(total, &model.threads.iter().map(|t| t.weight).collect::<Vec<_>>());
-    let mut gens: Vec<ThreadGen> = model
-        .threads
-        .iter()
-        .zip(&counts)
-        .enumerate()
-        .map(|(i, (t, &c))| ThreadGen::new(model, t, splitmix(opts.seed ^ splitmix(i as u64)), c, opts.reuse))
-        .collect();
     let warp = Warp::new(model);
-    let mut out = Trace { volumes: model.volumes.iter().map(|v| v.name.clone()).collect(), ..Trace::default() };
+    let mut out = Trace {
+        volumes: model.volumes.iter().map(|v| v.name.clone()).collect(),
+        ..Trace::default()
+    };
+    // Long threads are cut into independent segments generated on all cores and joined in
+    // model time; each segment starts its walk afresh (reuse reaches back within a segment).
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let jobs: Vec<(usize, u64, u64)> = counts
+        .iter()
+        .enumerate()
+        .flat_map(|(t, &c)| {
+            let parts = if c >= SEGMENT_MIN {
+                (cores as u64).min(c / (SEGMENT_MIN / 2)).max(1)
+            } else {
+                1
+            };
+            let sizes = apportion(c, &vec![1.0 / parts as f64; usize::try_from(parts).unwrap_or(1)]);
+            sizes.into_iter().enumerate().map(move |(k, n)| (t, k as u64, n))
+        })
+        .collect();
+    let next_job = std::sync::atomic::AtomicUsize::new(0);
+    let done: std::sync::Mutex<Vec<Option<Vec<Request>>>> =
+        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..cores.min(jobs.len()) {
+            scope.spawn(|| loop {
+                let j = next_job.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(t, k, n)) = jobs.get(j) else { break };
+                let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
+                let mut g = ThreadGen::new(model, &model.threads[t], seed, n, opts.reuse);
+                let mut reqs = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+                while g.st.left > 0 {
+                    reqs.push(g.next());
+                }
+                done.lock().expect("no generator panics")[j] = Some(reqs);
+            });
+        }
+    });
+    let done = done.into_inner().expect("no generator panics");
     // Each thread in full, its model times scaled so it keeps the model's rate exactly: the
     // thread issued requests × weight requests over duration_ns, so n of them span
     // duration_ns × n / (requests × weight). Gap shapes are kept; only their scale is pinned.
-    let buffers: Vec<Vec<Request>> = gens
-        .iter_mut()
-        .zip(&model.threads)
-        .map(|(g, thread)| {
-            let mut reqs: Vec<Request> = Vec::with_capacity(usize::try_from(g.st.left).unwrap_or(0));
-            while g.st.left > 0 {
-                reqs.push(g.next());
+    let mut segments = jobs.iter().zip(done).peekable();
+    let mut buffers: Vec<Vec<Request>> = Vec::with_capacity(model.threads.len());
+    for (t, thread) in model.threads.iter().enumerate() {
+        let mut reqs: Vec<Request> = Vec::new();
+        while let Some((_, seg)) = segments.next_if(|((jt, _, _), _)| *jt == t) {
+            let mut seg = seg.expect("every job ran");
+            let base = reqs.last().map_or(0.0, |r| r.u);
+            for r in &mut seg {
+                r.u += base;
             }
-            let expected = model.requests as f64 * thread.weight;
-            if let (Some(last), true) = (reqs.last().map(|r| r.u), expected > 0.0) {
-                let target = model.duration_ns as f64 * reqs.len() as f64 / expected;
-                if last > 0.0 {
-                    let scale = target / last;
-                    for r in &mut reqs {
-                        r.u *= scale;
-                    }
+            if reqs.is_empty() {
+                reqs = seg;
+            } else {
+                reqs.append(&mut seg);
+            }
+        }
+        let expected = model.requests as f64 * thread.weight;
+        if let (Some(last), true) = (reqs.last().map(|r| r.u), expected > 0.0) {
+            let target = model.duration_ns as f64 * reqs.len() as f64 / expected;
+            if last > 0.0 {
+                let scale = target / last;
+                for r in &mut reqs {
+                    r.u *= scale;
                 }
             }
-            reqs
-        })
-        .collect();
+        }
+        buffers.push(reqs);
+    }
+    let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
     let reserve = buffers.iter().map(Vec::len).sum();
     out.ts_ns.reserve(reserve);
     out.offset.reserve(reserve);
@@ -422,26 +577,44 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
     out.op.reserve(reserve);
     out.volume.reserve(reserve);
     out.stream.reserve(reserve);
-    // threads merged by model time
-    let mut next = vec![0usize; buffers.len()];
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> =
-        buffers.iter().enumerate().filter(|(_, b)| !b.is_empty()).map(|(i, b)| Reverse((b[0].u.to_bits(), i))).collect();
     let limit = opts.duration_ns.map(|d| d as f64);
-    while let Some(Reverse((_, i))) = heap.pop() {
-        let r = &buffers[i][next[i]];
-        next[i] += 1;
+    let mut push = |r: &Request, stream: u32| -> bool {
         let t = warp.apply(r.u) / opts.intensity;
         if limit.is_some_and(|l| t > l) {
-            break;
+            return false;
         }
         out.ts_ns.push(t as u64);
         out.offset.push(r.offset);
         out.size.push(r.size);
         out.op.push(r.op);
         out.volume.push(r.volume);
-        out.stream.push(gens[i].rt.stream);
-        if let Some(n) = buffers[i].get(next[i]) {
-            heap.push(Reverse((n.u.to_bits(), i)));
+        out.stream.push(stream);
+        true
+    };
+    if buffers.len() == 1 {
+        for r in &buffers[0] {
+            if !push(r, streams[0]) {
+                break;
+            }
+        }
+    } else {
+        // threads merged by model time
+        let mut next = vec![0usize; buffers.len()];
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, b)| Reverse((b[0].u.to_bits(), i)))
+            .collect();
+        while let Some(Reverse((_, i))) = heap.pop() {
+            let r = &buffers[i][next[i]];
+            next[i] += 1;
+            if !push(r, streams[i]) {
+                break;
+            }
+            if let Some(n) = buffers[i].get(next[i]) {
+                heap.push(Reverse((n.u.to_bits(), i)));
+            }
         }
     }
     out.sort_by_time();
@@ -462,7 +635,9 @@ fn splitmix(x: u64) -> u64 {
 pub fn generate_locality_free(original: &TraceView<'_>, requests: u64, seed: u64) -> Result<Trace> {
     let n = original.len();
     if n < 2 {
-        return Err(Error::Usage("the baseline needs an original trace of at least two requests".into()));
+        return Err(Error::Usage(
+            "the baseline needs an original trace of at least two requests".into(),
+        ));
     }
     let mut spans = vec![1u64; original.volumes.len()];
     for i in 0..n {
@@ -470,7 +645,10 @@ pub fn generate_locality_free(original: &TraceView<'_>, requests: u64, seed: u64
         spans[v] = spans[v].max(original.offset[i] + u64::from(original.size[i]));
     }
     let mut rng = Prng::new(seed);
-    let mut out = Trace { volumes: original.volumes.to_vec(), ..Trace::default() };
+    let mut out = Trace {
+        volumes: original.volumes.to_vec(),
+        ..Trace::default()
+    };
     let mut t = 0u64;
     for _ in 0..requests {
         let i = 1 + rng.below((n - 1) as u64) as usize;

@@ -8,6 +8,15 @@
 //! op mix, sequential and reuse probabilities, a size distribution and an inter-arrival
 //! distribution. See `docs/model.md` for the semantics.
 
+// Numerical code: float-to-count casts are of non-negative values by construction, and the
+// training helpers take the trace's columns and options one by one.
+#![allow(
+    clippy::cast_sign_loss,
+    clippy::many_single_char_names,
+    clippy::too_many_arguments,
+    clippy::float_cmp
+)]
+
 mod generate;
 mod sample;
 mod train;
@@ -16,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use generate::{generate, generate_locality_free, GenerateOptions};
 pub use train::{train, TrainOptions};
+pub use train::{HEADS, NEAR_GAP};
 
 use crate::error::{Error, Result};
 
@@ -70,6 +80,21 @@ pub struct Thread {
     /// Temporal-locality extension: how far back re-used addresses were last used.
     #[serde(default)]
     pub reuse: Option<Reuse>,
+    /// Interleaved streams: which earlier request of the volume a continuation continues.
+    #[serde(default)]
+    pub streams: Option<Streams>,
+}
+
+/// How interleaved streams continue (Keeton's detangled runs).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Streams {
+    /// P(a continuation continues the request d back on its volume), for d = 2, 3, ...
+    pub continuation_depth: Vec<f64>,
+    /// P(a near request follows the request d back on its volume), for d = 1, 2, ...
+    pub near_depth: Vec<f64>,
+    /// Size of the hole a near request leaves, in bytes.
+    pub near_gap: Sizes,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -114,6 +139,14 @@ pub struct Stats {
     pub sequential: f64,
     /// Probability that a request re-uses an address this thread used before.
     pub reuse: f64,
+    /// Probability that it continues an older run of its volume (where one of the last
+    /// requests of the volume, not the last, ended): an interleaved stream.
+    #[serde(default)]
+    pub continuation: f64,
+    /// Probability that it starts a little past where a recent request of its volume ended
+    /// (a forward hole of at most 64 KiB).
+    #[serde(default)]
+    pub near: f64,
     pub sizes: Sizes,
     /// Gap before the request, in ns at the workload's mean rate.
     pub interarrival: Dist,
@@ -129,14 +162,31 @@ pub struct Sizes {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Dist {
-    Fixed { value_ns: f64 },
-    Normal { mean_ns: f64, sd_ns: f64 },
-    Exponential { mean_ns: f64 },
-    Poisson { lambda_ns: f64 },
-    Gamma { shape: f64, scale_ns: f64 },
-    Lognormal { mu: f64, sigma: f64 },
+    Fixed {
+        value_ns: f64,
+    },
+    Normal {
+        mean_ns: f64,
+        sd_ns: f64,
+    },
+    Exponential {
+        mean_ns: f64,
+    },
+    Poisson {
+        lambda_ns: f64,
+    },
+    Gamma {
+        shape: f64,
+        scale_ns: f64,
+    },
+    Lognormal {
+        mu: f64,
+        sigma: f64,
+    },
     /// Equally spaced quantiles (from the minimum to the maximum), linearly interpolated.
-    Empirical { quantiles_ns: Vec<f64> },
+    Empirical {
+        quantiles_ns: Vec<f64>,
+    },
 }
 
 impl Dist {
@@ -153,7 +203,7 @@ impl Dist {
                 if q.len() < 2 {
                     return q.first().copied().unwrap_or(0.0);
                 }
-                q.windows(2).map(|w| (w[0] + w[1]) / 2.0).sum::<f64>() / (q.len() - 1) as f64
+                q.windows(2).map(|w| f64::midpoint(w[0], w[1])).sum::<f64>() / (q.len() - 1) as f64
             }
         }
     }
@@ -191,7 +241,10 @@ fn invalid(path: &str, what: impl std::fmt::Display) -> Error {
 
 fn check_probabilities(path: &str, p: &[f64]) -> Result<()> {
     if let Some(i) = p.iter().position(|x| !(0.0..=1.0).contains(x)) {
-        return Err(invalid(&format!("{path}[{i}]"), format!("{} is not a probability", p[i])));
+        return Err(invalid(
+            &format!("{path}[{i}]"),
+            format!("{} is not a probability", p[i]),
+        ));
     }
     let sum: f64 = p.iter().sum();
     if (sum - 1.0).abs() > SUM_TOLERANCE {
@@ -224,10 +277,16 @@ impl Model {
     /// Checks what the types cannot: probabilities, ranges, ids and distributions.
     pub fn validate(&self) -> Result<()> {
         if self.format != FORMAT {
-            return Err(invalid("format", format!("expected {FORMAT:?}, found {:?}", self.format)));
+            return Err(invalid(
+                "format",
+                format!("expected {FORMAT:?}, found {:?}", self.format),
+            ));
         }
         if self.version != VERSION {
-            return Err(invalid("version", format!("this iomimic reads version {VERSION}, found {}", self.version)));
+            return Err(invalid(
+                "version",
+                format!("this iomimic reads version {VERSION}, found {}", self.version),
+            ));
         }
         if self.threads.is_empty() {
             return Err(invalid("threads", "a model needs at least one thread"));
@@ -235,7 +294,10 @@ impl Model {
         if self.volumes.is_empty() {
             return Err(invalid("volumes", "a model needs at least one volume"));
         }
-        check_probabilities("threads[].weight", &self.threads.iter().map(|t| t.weight).collect::<Vec<_>>())?;
+        check_probabilities(
+            "threads[].weight",
+            &self.threads.iter().map(|t| t.weight).collect::<Vec<_>>(),
+        )?;
         if self.rate.window_ns == 0 {
             return Err(invalid("rate.window_ns", "must be positive"));
         }
@@ -247,10 +309,29 @@ impl Model {
             }
             check_stats(&format!("{path}.defaults"), &t.defaults)?;
             self.check_chain(&format!("{path}.chain"), &t.chain, None)?;
+            if let Some(st) = &t.streams {
+                for (name, p) in [
+                    ("continuation_depth", &st.continuation_depth),
+                    ("near_depth", &st.near_depth),
+                ] {
+                    if !p.is_empty() {
+                        check_probabilities(&format!("{path}.streams.{name}"), p)?;
+                    }
+                }
+                if !st.near_gap.bytes.is_empty() {
+                    check_probabilities(&format!("{path}.streams.near_gap.p"), &st.near_gap.p)?;
+                }
+            }
             if let Some(r) = &t.reuse {
-                check_probabilities(&format!("{path}.reuse.buckets[].p"), &r.buckets.iter().map(|b| b.p).collect::<Vec<_>>())?;
+                check_probabilities(
+                    &format!("{path}.reuse.buckets[].p"),
+                    &r.buckets.iter().map(|b| b.p).collect::<Vec<_>>(),
+                )?;
                 if let Some(j) = r.buckets.iter().position(|b| b.from == 0 || b.to <= b.from) {
-                    return Err(invalid(&format!("{path}.reuse.buckets[{j}]"), "needs 1 <= from < to"));
+                    return Err(invalid(
+                        &format!("{path}.reuse.buckets[{j}]"),
+                        "needs 1 <= from < to",
+                    ));
                 }
             }
         }
@@ -260,24 +341,37 @@ impl Model {
     fn check_chain(&self, path: &str, c: &Chain, parent: Option<&State>) -> Result<()> {
         let n = c.states.len();
         if n == 0 {
-            return Err(invalid(&format!("{path}.states"), "a chain needs at least one state"));
+            return Err(invalid(
+                &format!("{path}.states"),
+                "a chain needs at least one state",
+            ));
         }
         if c.initial.len() != n || c.transitions.len() != n {
             return Err(invalid(
                 path,
-                format!("{n} states but {} initial probabilities and {} transition rows", c.initial.len(), c.transitions.len()),
+                format!(
+                    "{n} states but {} initial probabilities and {} transition rows",
+                    c.initial.len(),
+                    c.transitions.len()
+                ),
             ));
         }
         check_probabilities(&format!("{path}.initial"), &c.initial)?;
         for (s, state) in c.states.iter().enumerate() {
             let sp = format!("{path}.states[{s}]");
             let Some(volume) = self.volumes.get(state.volume as usize) else {
-                return Err(invalid(&format!("{sp}.volume"), format!("no volume {}", state.volume)));
+                return Err(invalid(
+                    &format!("{sp}.volume"),
+                    format!("no volume {}", state.volume),
+                ));
             };
             if state.start >= state.end || state.end > volume.span_bytes.max(1) {
                 return Err(invalid(
                     &sp,
-                    format!("range [{}, {}) is empty or past the volume span {}", state.start, state.end, volume.span_bytes),
+                    format!(
+                        "range [{}, {}) is empty or past the volume span {}",
+                        state.start, state.end, volume.span_bytes
+                    ),
                 ));
             }
             if let Some(p) = parent {
@@ -288,17 +382,26 @@ impl Model {
             if s > 0 {
                 let prev = &c.states[s - 1];
                 if (prev.volume, prev.end) > (state.volume, state.start) {
-                    return Err(invalid(&sp, "states must be sorted by volume and start and must not overlap"));
+                    return Err(invalid(
+                        &sp,
+                        "states must be sorted by volume and start and must not overlap",
+                    ));
                 }
             }
             let edges = &c.transitions[s];
             if !edges.is_empty() {
-                check_probabilities(&format!("{path}.transitions[{s}][].p"), &edges.iter().map(|e| e.p).collect::<Vec<_>>())?;
+                check_probabilities(
+                    &format!("{path}.transitions[{s}][].p"),
+                    &edges.iter().map(|e| e.p).collect::<Vec<_>>(),
+                )?;
             }
             for (e, edge) in edges.iter().enumerate() {
                 let ep = format!("{path}.transitions[{s}][{e}]");
                 if edge.to as usize >= n {
-                    return Err(invalid(&format!("{ep}.to"), format!("no state {} ({n} states)", edge.to)));
+                    return Err(invalid(
+                        &format!("{ep}.to"),
+                        format!("no state {} ({n} states)", edge.to),
+                    ));
                 }
                 if let Some(st) = &edge.stats {
                     check_stats(&format!("{ep}.stats"), st)?;
@@ -316,28 +419,55 @@ fn check_stats(path: &str, s: &Stats) -> Result<()> {
     check_probabilities(&format!("{path}.ops"), &s.ops)?;
     for (name, p) in [("sequential", s.sequential), ("reuse", s.reuse)] {
         if !(0.0..=1.0).contains(&p) {
-            return Err(invalid(&format!("{path}.{name}"), format!("{p} is not a probability")));
+            return Err(invalid(
+                &format!("{path}.{name}"),
+                format!("{p} is not a probability"),
+            ));
         }
     }
-    if s.sequential + s.reuse > 1.0 + SUM_TOLERANCE {
-        return Err(invalid(path, "sequential + reuse exceeds 1"));
+    for (name, p) in [("continuation", s.continuation), ("near", s.near)] {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(invalid(
+                &format!("{path}.{name}"),
+                format!("{p} is not a probability"),
+            ));
+        }
+    }
+    if s.sequential + s.reuse + s.continuation + s.near > 1.0 + SUM_TOLERANCE {
+        return Err(invalid(
+            path,
+            "sequential + continuation + near + reuse exceeds 1",
+        ));
     }
     if s.sizes.bytes.is_empty() || s.sizes.bytes.len() != s.sizes.p.len() {
-        return Err(invalid(&format!("{path}.sizes"), "needs as many probabilities as sizes, at least one"));
+        return Err(invalid(
+            &format!("{path}.sizes"),
+            "needs as many probabilities as sizes, at least one",
+        ));
     }
     check_probabilities(&format!("{path}.sizes.p"), &s.sizes.p)?;
     let bad = |what: &str| Err(invalid(&format!("{path}.interarrival"), what.to_string()));
     let ok = |x: f64| x.is_finite() && x >= 0.0;
     match &s.interarrival {
         Dist::Fixed { value_ns } if !ok(*value_ns) => bad("value_ns must be >= 0"),
-        Dist::Normal { mean_ns, sd_ns } if !ok(*mean_ns) || !ok(*sd_ns) => bad("mean_ns and sd_ns must be >= 0"),
+        Dist::Normal { mean_ns, sd_ns } if !ok(*mean_ns) || !ok(*sd_ns) => {
+            bad("mean_ns and sd_ns must be >= 0")
+        }
         Dist::Exponential { mean_ns } if !(ok(*mean_ns) && *mean_ns > 0.0) => bad("mean_ns must be > 0"),
         Dist::Poisson { lambda_ns } if !(ok(*lambda_ns) && *lambda_ns > 0.0) => bad("lambda_ns must be > 0"),
-        Dist::Gamma { shape, scale_ns } if !(ok(*shape) && *shape > 0.0 && ok(*scale_ns) && *scale_ns > 0.0) => {
+        Dist::Gamma { shape, scale_ns }
+            if !(ok(*shape) && *shape > 0.0 && ok(*scale_ns) && *scale_ns > 0.0) =>
+        {
             bad("shape and scale_ns must be > 0")
         }
-        Dist::Lognormal { mu, sigma } if !(mu.is_finite() && ok(*sigma)) => bad("mu must be finite and sigma >= 0"),
-        Dist::Empirical { quantiles_ns } if quantiles_ns.is_empty() || quantiles_ns.windows(2).any(|w| w[1] < w[0]) || !quantiles_ns.iter().all(|&q| ok(q)) => {
+        Dist::Lognormal { mu, sigma } if !(mu.is_finite() && ok(*sigma)) => {
+            bad("mu must be finite and sigma >= 0")
+        }
+        Dist::Empirical { quantiles_ns }
+            if quantiles_ns.is_empty()
+                || quantiles_ns.windows(2).any(|w| w[1] < w[0])
+                || !quantiles_ns.iter().all(|&q| ok(q)) =>
+        {
             bad("quantiles_ns must be non-empty, non-negative and non-decreasing")
         }
         _ => Ok(()),

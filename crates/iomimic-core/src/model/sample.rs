@@ -105,7 +105,10 @@ pub struct SizeSampler {
 
 impl SizeSampler {
     pub fn new(s: &Sizes) -> Self {
-        Self { bytes: s.bytes.clone(), p: s.p.clone() }
+        Self {
+            bytes: s.bytes.clone(),
+            p: s.p.clone(),
+        }
     }
 
     #[inline]
@@ -122,7 +125,10 @@ pub struct ReuseSampler {
 
 impl ReuseSampler {
     pub fn new(r: &Reuse) -> Self {
-        Self { buckets: r.buckets.iter().map(|b| (b.from, b.to)).collect(), p: r.buckets.iter().map(|b| b.p).collect() }
+        Self {
+            buckets: r.buckets.iter().map(|b| (b.from, b.to)).collect(),
+            p: r.buckets.iter().map(|b| b.p).collect(),
+        }
     }
 
     /// How many of the thread's requests back to re-use (≥ 1).

@@ -28,7 +28,9 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Chain, Dist, Edge, Model, RateProfile, Reuse, ReuseBucket, Sizes, State, Stats, Thread, Volume};
+use super::{
+    Chain, Dist, Edge, Model, RateProfile, Reuse, ReuseBucket, Sizes, State, Stats, Streams, Thread, Volume,
+};
 use crate::analyze::{self, distfit, MrcScope};
 use crate::error::{Error, Result};
 use crate::trace::TraceView;
@@ -37,6 +39,10 @@ pub const MAX_THREADS: usize = 256;
 pub const MAX_LEVELS: u32 = 3;
 pub const STATE_CHOICES: [u32; 3] = [4, 8, 16];
 pub const MAX_SIZES: usize = 32;
+/// Recent request ends per volume that continuations and near requests may follow.
+pub const HEADS: usize = 64;
+/// Largest forward hole of a near request (Keeton's relaxed runs tolerate the same).
+pub const NEAR_GAP: u64 = 64 << 10;
 /// Share of offsets that must be multiples of the alignment random offsets are given.
 pub const ALIGNED_SHARE: f64 = 0.95;
 pub const MIN_STATS: u64 = 8;
@@ -63,7 +69,15 @@ pub struct TrainOptions {
 
 impl Default for TrainOptions {
     fn default() -> Self {
-        Self { levels: None, states: None, by_stream: None, reuse: true, name: "model".into(), source: None, seed: 1 }
+        Self {
+            levels: None,
+            states: None,
+            by_stream: None,
+            reuse: true,
+            name: "model".into(),
+            source: None,
+            seed: 1,
+        }
     }
 }
 
@@ -112,7 +126,10 @@ pub fn train(t: &TraceView<'_>, opts: &TrainOptions) -> Result<Model> {
 fn relative_transition_probability(t: &TraceView<'_>, k: u32, spans: &[u64]) -> f64 {
     let range = |i: usize| {
         let v = t.volume[i] as usize;
-        (v, (u128::from(t.offset[i]) * u128::from(k) / u128::from(spans[v].max(1))) as u64)
+        (
+            v,
+            (u128::from(t.offset[i]) * u128::from(k) / u128::from(spans[v].max(1))) as u64,
+        )
     };
     let mut occupancy: FxHashMap<(usize, u64), u64> = FxHashMap::default();
     let mut changes = 0u64;
@@ -155,7 +172,12 @@ fn choose_states(t: &TraceView<'_>) -> u32 {
 /// The figures level selection watches, from a profile.
 fn watched_figures(p: &analyze::Profile) -> Vec<f64> {
     let f = &p.trace;
-    let mut v = vec![f.read_fraction, f.sequential_fraction, f.size.all.mean_bytes, f.interarrival.mean_us];
+    let mut v = vec![
+        f.read_fraction,
+        f.sequential_fraction,
+        f.size.all.mean_bytes,
+        f.interarrival.mean_us,
+    ];
     v.extend(&f.spatial.fractions);
     if let Some(m) = &f.mrc {
         v.extend(m.curve.iter().map(|c| c.miss_ratio));
@@ -170,7 +192,13 @@ fn deviations(original: &[f64], synthetic: &[f64]) -> Vec<f64> {
         .iter()
         .zip(synthetic)
         .enumerate()
-        .map(|(i, (a, b))| if i == 2 || i == 3 { (a - b).abs() / a.abs().max(f64::MIN_POSITIVE) } else { (a - b).abs() })
+        .map(|(i, (a, b))| {
+            if i == 2 || i == 3 {
+                (a - b).abs() / a.abs().max(f64::MIN_POSITIVE)
+            } else {
+                (a - b).abs()
+            }
+        })
         .collect()
 }
 
@@ -188,15 +216,25 @@ fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<
         volumes: t.volumes,
         files: t.files,
     };
-    let opts_char = analyze::Options { mrc: MrcScope::Trace, ..analyze::Options::default() };
+    let opts_char = analyze::Options {
+        mrc: MrcScope::Trace,
+        ..analyze::Options::default()
+    };
     let original = watched_figures(&analyze::characterize(&sample, &opts_char)?);
     let mut tried = Vec::new();
     let mut previous: Option<f64> = None;
     for levels in 1..=MAX_LEVELS {
         let model = train_fixed(&sample, levels, states, opts);
-        let gen = super::GenerateOptions { requests: Some(n as u64), seed: opts.seed, ..super::GenerateOptions::default() };
+        let gen = super::GenerateOptions {
+            requests: Some(n as u64),
+            seed: opts.seed,
+            ..super::GenerateOptions::default()
+        };
         let synth = super::generate(&model, &gen)?;
-        let dev = deviations(&original, &watched_figures(&analyze::characterize(&synth.view(), &opts_char)?));
+        let dev = deviations(
+            &original,
+            &watched_figures(&analyze::characterize(&synth.view(), &opts_char)?),
+        );
         let worst = dev.iter().copied().fold(0.0, f64::max);
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);
@@ -215,15 +253,20 @@ struct StatsAcc {
     count: u64,
     ops: [u64; 4],
     sequential: u64,
+    continuation: u64,
+    near: u64,
     reuse: u64,
     sizes: FxHashMap<u32, u64>,
     gaps: Vec<f64>,
 }
 
 impl StatsAcc {
-    fn add(&mut self, op: u8, size: u32, sequential: bool, reuse: bool, gap: Option<f64>) {
+    fn add(&mut self, op: u8, size: u32, kind: Kind, gap: Option<f64>) {
         self.count += 1;
         self.ops[usize::from(op.min(3))] += 1;
+        let (sequential, reuse) = (kind == Kind::Sequential, kind == Kind::Reuse);
+        self.continuation += u64::from(kind == Kind::Continuation);
+        self.near += u64::from(kind == Kind::Near);
         self.sequential += u64::from(sequential);
         self.reuse += u64::from(reuse);
         *self.sizes.entry(size).or_default() += 1;
@@ -238,8 +281,14 @@ impl StatsAcc {
             ops: self.ops.map(|c| c as f64 / n),
             sequential: self.sequential as f64 / n,
             reuse: self.reuse as f64 / n,
+            continuation: self.continuation as f64 / n,
+            near: self.near as f64 / n,
             sizes: sizes(&self.sizes),
-            interarrival: if self.gaps.len() >= MIN_STATS as usize { gap_dist(&self.gaps) } else { fallback_gap.clone() },
+            interarrival: if self.gaps.len() >= MIN_STATS as usize {
+                gap_dist(&self.gaps)
+            } else {
+                fallback_gap.clone()
+            },
         }
     }
 }
@@ -253,11 +302,18 @@ fn sizes(counts: &FxHashMap<u32, u64>) -> Sizes {
     for &(size, count) in rest {
         // the nearest kept size takes the count of a rare one
         let i = kept.partition_point(|e| e.0 < size);
-        let j = if i == kept.len() || (i > 0 && size - kept[i - 1].0 < kept[i].0 - size) { i - 1 } else { i };
+        let j = if i == kept.len() || (i > 0 && size - kept[i - 1].0 < kept[i].0 - size) {
+            i - 1
+        } else {
+            i
+        };
         kept[j].1 += count;
     }
     let total: u64 = kept.iter().map(|e| e.1).sum::<u64>().max(1);
-    Sizes { bytes: kept.iter().map(|e| e.0).collect(), p: kept.iter().map(|e| e.1 as f64 / total as f64).collect() }
+    Sizes {
+        bytes: kept.iter().map(|e| e.0).collect(),
+        p: kept.iter().map(|e| e.1 as f64 / total as f64).collect(),
+    }
 }
 
 /// The best parametric fit when it is good, else empirical quantiles.
@@ -271,11 +327,22 @@ fn gap_dist(gaps: &[f64]) -> Dist {
                 let p = |name: &str| best.params.iter().find(|(k, _)| *k == name).map_or(0.0, |x| x.1);
                 return match best.name {
                     "fixed" => Dist::Fixed { value_ns: p("value") },
-                    "normal" => Dist::Normal { mean_ns: p("mean"), sd_ns: p("sd") },
+                    "normal" => Dist::Normal {
+                        mean_ns: p("mean"),
+                        sd_ns: p("sd"),
+                    },
                     "exponential" => Dist::Exponential { mean_ns: p("mean") },
-                    "poisson" => Dist::Poisson { lambda_ns: p("lambda") },
-                    "gamma" => Dist::Gamma { shape: p("shape"), scale_ns: p("scale") },
-                    _ => Dist::Lognormal { mu: p("mu"), sigma: p("sigma") },
+                    "poisson" => Dist::Poisson {
+                        lambda_ns: p("lambda"),
+                    },
+                    "gamma" => Dist::Gamma {
+                        shape: p("shape"),
+                        scale_ns: p("scale"),
+                    },
+                    _ => Dist::Lognormal {
+                        mu: p("mu"),
+                        sigma: p("sigma"),
+                    },
                 };
             }
         }
@@ -283,8 +350,25 @@ fn gap_dist(gaps: &[f64]) -> Dist {
     let mut sorted = gaps.to_vec();
     sorted.sort_by(f64::total_cmp);
     let last = sorted.len() - 1;
-    let quantiles_ns = (0..QUANTILES).map(|q| sorted[q * last / (QUANTILES - 1)]).collect();
+    let quantiles_ns = (0..QUANTILES)
+        .map(|q| sorted[q * last / (QUANTILES - 1)])
+        .collect();
     Dist::Empirical { quantiles_ns }
+}
+
+/// How a request was placed, in the order the checks are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// starts where the volume's previous request ended
+    Sequential,
+    /// starts where an older recent request of the volume ended
+    Continuation,
+    /// starts a little past where a recent request of the volume ended
+    Near,
+    /// touches a block the thread touched before
+    Reuse,
+    /// anywhere else
+    New,
 }
 
 /// Quarter-octave bucket bounds for reuse times: 1, 2, ..., 8, 10, 12, 14, 16, 20, ...
@@ -324,7 +408,13 @@ fn split(volume: u32, start: u64, end: u64, k: u32) -> Vec<(u32, u64, u64)> {
     let width = end - start;
     let k = u64::from(k).min(width).max(1);
     (0..k)
-        .map(|j| (volume, start + (u128::from(width) * u128::from(j) / u128::from(k)) as u64, start + (u128::from(width) * u128::from(j + 1) / u128::from(k)) as u64))
+        .map(|j| {
+            (
+                volume,
+                start + (u128::from(width) * u128::from(j) / u128::from(k)) as u64,
+                start + (u128::from(width) * u128::from(j + 1) / u128::from(k)) as u64,
+            )
+        })
         .collect()
 }
 
@@ -365,15 +455,35 @@ impl ThreadTrainer {
     }
 }
 
-fn train_thread(t: &TraceView<'_>, rows: &[usize], u: &[f64], spans: &[u64], levels: u32, k: u32, reuse_on: bool, bounds: &[u64]) -> (Chain, Stats, Option<Reuse>, u64) {
+fn train_thread(
+    t: &TraceView<'_>,
+    rows: &[usize],
+    u: &[f64],
+    spans: &[u64],
+    levels: u32,
+    k: u32,
+    reuse_on: bool,
+    bounds: &[u64],
+) -> (Chain, Stats, Option<Reuse>, Streams, u64) {
     let mut volumes: Vec<u32> = rows.iter().map(|&i| t.volume[i]).collect();
     volumes.sort_unstable();
     volumes.dedup();
-    let top: Vec<(u32, u64, u64)> = volumes.iter().flat_map(|&v| split(v, 0, spans[v as usize], k)).collect();
-    let mut tr = ThreadTrainer { levels, k, chains: vec![ChainAcc::new(top)] };
+    let top: Vec<(u32, u64, u64)> = volumes
+        .iter()
+        .flat_map(|&v| split(v, 0, spans[v as usize], k))
+        .collect();
+    let mut tr = ThreadTrainer {
+        levels,
+        k,
+        chains: vec![ChainAcc::new(top)],
+    };
     let mut thread_stats = StatsAcc::default();
-    let mut last_end: FxHashMap<u32, u64> = FxHashMap::default();
+    let mut heads: FxHashMap<u32, std::collections::VecDeque<u64>> = FxHashMap::default();
+    let mut continuation_depth = vec![0u64; HEADS + 1];
+    let mut near_depth = vec![0u64; HEADS + 1];
+    let mut near_gaps: FxHashMap<u32, u64> = FxHashMap::default();
     let mut last_seen: FxHashMap<(u32, u64), u64> = FxHashMap::default();
+    last_seen.reserve(rows.len() * 2);
     let mut reuse_hist = vec![0u64; bounds.len()];
     // align_counts[k]: offsets that are multiples of 2^k
     let mut align_counts = [0u64; 21];
@@ -382,28 +492,70 @@ fn train_thread(t: &TraceView<'_>, rows: &[usize], u: &[f64], spans: &[u64], lev
     for (j, &i) in rows.iter().enumerate() {
         let (v, offset, size, op) = (t.volume[i], t.offset[i], t.size[i], t.op[i]);
         tr.path(v, offset, &mut cur);
-        let sequential = last_end.get(&v) == Some(&offset);
+        let ends = heads.entry(v).or_default();
+        let sequential = ends.back() == Some(&offset);
+        // an older run of the volume continued: the most recent head ending exactly here
+        let continued = if sequential {
+            None
+        } else {
+            ends.iter().rev().position(|&e| e == offset).map(|d| d + 1)
+        };
+        // or a small forward hole past the most recent head it follows
+        let near = if sequential || continued.is_some() {
+            None
+        } else {
+            ends.iter()
+                .rev()
+                .position(|&e| e < offset && offset - e <= NEAR_GAP)
+                .map(|d| (d + 1, offset - ends[ends.len() - 1 - d]))
+        };
         // A re-use touches a 4 KiB block the thread touched before (the unit of the miss-ratio
         // curve); its reuse time is counted back to the last request that touched that block.
         let seen = last_seen.get(&(v, offset / 4096)).copied();
         for block in offset / 4096..=(offset + u64::from(size).max(1) - 1) / 4096 {
             last_seen.insert((v, block), j as u64);
         }
-        let reuse = !sequential && seen.is_some();
-        if !sequential && !reuse {
+        let kind = if sequential {
+            Kind::Sequential
+        } else if let Some(d) = continued {
+            continuation_depth[d] += 1;
+            Kind::Continuation
+        } else if let Some((d, gap)) = near {
+            near_depth[d] += 1;
+            *near_gaps.entry(gap as u32).or_default() += 1;
+            Kind::Near
+        } else if seen.is_some() && reuse_on {
+            Kind::Reuse
+        } else {
+            Kind::New
+        };
+        // the head a run-continuing request follows is used up (it no longer ends a run)
+        let consumed = if sequential {
+            Some(1)
+        } else {
+            continued.or(near.map(|n| n.0))
+        };
+        if let Some(depth) = consumed {
+            ends.remove(ends.len() - depth);
+        }
+        if ends.len() == HEADS {
+            ends.pop_front();
+        }
+        ends.push_back(offset + u64::from(size));
+        let reuse = kind == Kind::Reuse;
+        if kind == Kind::New {
             // only requests placed afresh say how the workload aligns new data
             random += 1;
             for (k, count) in align_counts.iter_mut().enumerate() {
                 *count += u64::from(offset.trailing_zeros() as usize >= k);
             }
         }
-        if let (true, Some(at)) = (reuse && reuse_on, seen) {
+        if let (true, Some(at)) = (reuse, seen) {
             let time = j as u64 - at;
             reuse_hist[bounds.partition_point(|&b| b <= time) - 1] += 1;
         }
-        last_end.insert(v, offset + u64::from(size));
         let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
-        thread_stats.add(op, size, sequential, reuse && reuse_on, gap);
+        thread_stats.add(op, size, kind, gap);
         if j == 0 {
             for &(c, s) in &cur {
                 tr.chains[c].initial[s] += 1;
@@ -412,12 +564,15 @@ fn train_thread(t: &TraceView<'_>, rows: &[usize], u: &[f64], spans: &[u64], lev
             let differ = prev.iter().zip(&cur).position(|(a, b)| a != b);
             let decided = differ.unwrap_or(cur.len() - 1);
             for (level, (&(c, a), &(_, b))) in prev.iter().zip(&cur).enumerate() {
-                if level < decided {
-                    tr.chains[c].passes[a] += 1;
-                } else if level == decided {
-                    tr.chains[c].edges[a].entry(b as u32).or_default().add(op, size, sequential, reuse && reuse_on, gap);
-                } else {
-                    tr.chains[cur[level].0].initial[b] += 1;
+                match level.cmp(&decided) {
+                    std::cmp::Ordering::Less => tr.chains[c].passes[a] += 1,
+                    std::cmp::Ordering::Equal => {
+                        tr.chains[c].edges[a]
+                            .entry(b as u32)
+                            .or_default()
+                            .add(op, size, kind, gap);
+                    }
+                    std::cmp::Ordering::Greater => tr.chains[cur[level].0].initial[b] += 1,
                 }
             }
         }
@@ -432,7 +587,11 @@ fn train_thread(t: &TraceView<'_>, rows: &[usize], u: &[f64], spans: &[u64], lev
         occ
     };
     tr.chains[0].initial = top_occupancy;
-    let overall_gap = if thread_stats.gaps.is_empty() { Dist::Fixed { value_ns: 0.0 } } else { gap_dist(&thread_stats.gaps) };
+    let overall_gap = if thread_stats.gaps.is_empty() {
+        Dist::Fixed { value_ns: 0.0 }
+    } else {
+        gap_dist(&thread_stats.gaps)
+    };
     let defaults = thread_stats.finish(&overall_gap);
     let chain = build_chain(&tr.chains, 0, &defaults.interarrival);
     let reuse = reuse_on.then(|| {
@@ -441,15 +600,42 @@ fn train_thread(t: &TraceView<'_>, rows: &[usize], u: &[f64], spans: &[u64], lev
             .iter()
             .enumerate()
             .filter(|&(_, &c)| c > 0)
-            .map(|(b, &c)| ReuseBucket { from: bounds[b], to: bounds[b + 1], p: c as f64 / total as f64 })
+            .map(|(b, &c)| ReuseBucket {
+                from: bounds[b],
+                to: bounds[b + 1],
+                p: c as f64 / total as f64,
+            })
             .collect();
         Reuse { buckets }
     });
     let reuse = reuse.filter(|r| !r.buckets.is_empty());
+    let depth_p = |counts: &[u64], from: usize| -> Vec<f64> {
+        let total: u64 = counts[from..].iter().sum();
+        if total == 0 {
+            return Vec::new();
+        }
+        let last = counts.iter().rposition(|&c| c > 0).unwrap_or(from).max(from);
+        counts[from..=last]
+            .iter()
+            .map(|&c| c as f64 / total as f64)
+            .collect()
+    };
+    let streams = Streams {
+        continuation_depth: depth_p(&continuation_depth, 2),
+        near_depth: depth_p(&near_depth, 1),
+        near_gap: if near_gaps.is_empty() {
+            Sizes {
+                bytes: Vec::new(),
+                p: Vec::new(),
+            }
+        } else {
+            sizes(&near_gaps)
+        },
+    };
     // the largest power of two (up to 1 MiB) that at least 95 % of fresh offsets are multiples of
     let enough = (random as f64 * ALIGNED_SHARE).ceil() as u64;
     let alignment = 1u64 << align_counts.iter().rposition(|&c| c >= enough).unwrap_or(0);
-    (chain, defaults, reuse, alignment)
+    (chain, defaults, reuse, streams, alignment)
 }
 
 fn normalise(counts: &[u64]) -> Vec<f64> {
@@ -481,7 +667,13 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback_gap: &Dist) -> Chain {
         .map(|(s, (edges, &passes))| {
             let mut out: Vec<(u32, u64, Option<Stats>)> = edges
                 .iter()
-                .map(|(&to, st)| (to, st.count, (st.count >= MIN_STATS).then(|| st.finish(fallback_gap))))
+                .map(|(&to, st)| {
+                    (
+                        to,
+                        st.count,
+                        (st.count >= MIN_STATS).then(|| st.finish(fallback_gap)),
+                    )
+                })
                 .collect();
             if passes > 0 {
                 // moves decided below this level stay in the state here
@@ -493,11 +685,20 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback_gap: &Dist) -> Chain {
             out.sort_by_key(|e| e.0);
             let total: u64 = out.iter().map(|e| e.1).sum();
             out.into_iter()
-                .map(|(to, count, stats)| Edge { to, p: count as f64 / total as f64, count, stats })
+                .map(|(to, count, stats)| Edge {
+                    to,
+                    p: count as f64 / total as f64,
+                    count,
+                    stats,
+                })
                 .collect()
         })
         .collect();
-    Chain { states, initial: normalise(&acc.initial), transitions }
+    Chain {
+        states,
+        initial: normalise(&acc.initial),
+        transitions,
+    }
 }
 
 /// Model time of every request: span × cumulative share at its issue time.
@@ -537,14 +738,20 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
     let mut streams: Vec<u32> = t.stream.to_vec();
     streams.sort_unstable();
     streams.dedup();
-    let by_stream = opts.by_stream.unwrap_or(streams.len() > 1 && streams.len() <= MAX_THREADS);
+    let by_stream = opts
+        .by_stream
+        .unwrap_or(streams.len() > 1 && streams.len() <= MAX_THREADS);
     let groups: Vec<(String, u32, Vec<usize>)> = if by_stream {
         let index: FxHashMap<u32, usize> = streams.iter().enumerate().map(|(i, &s)| (s, i)).collect();
         let mut rows = vec![Vec::new(); streams.len()];
         for i in 0..n {
             rows[index[&t.stream[i]]].push(i);
         }
-        streams.iter().zip(rows).map(|(&s, r)| (format!("stream {s}"), s, r)).collect()
+        streams
+            .iter()
+            .zip(rows)
+            .map(|(&s, r)| (format!("stream {s}"), s, r))
+            .collect()
     } else {
         let stream = if streams.len() == 1 { streams[0] } else { 0 };
         vec![("all".to_string(), stream, (0..n).collect())]
@@ -553,8 +760,18 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
     let threads = groups
         .into_iter()
         .map(|(name, stream, rows)| {
-            let (chain, defaults, reuse, alignment) = train_thread(t, &rows, &u, &spans, levels, states, opts.reuse, &bounds);
-            Thread { name, stream, weight: rows.len() as f64 / n as f64, alignment, defaults, chain, reuse }
+            let (chain, defaults, reuse, streams, alignment) =
+                train_thread(t, &rows, &u, &spans, levels, states, opts.reuse, &bounds);
+            Thread {
+                name,
+                stream,
+                weight: rows.len() as f64 / n as f64,
+                alignment,
+                defaults,
+                chain,
+                reuse,
+                streams: Some(streams),
+            }
         })
         .collect();
     Model {
@@ -566,9 +783,20 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
         duration_ns: span.max(1),
         levels,
         states,
-        volumes: t.volumes.iter().zip(&spans).map(|(name, &span_bytes)| Volume { name: name.clone(), span_bytes }).collect(),
+        volumes: t
+            .volumes
+            .iter()
+            .zip(&spans)
+            .map(|(name, &span_bytes)| Volume {
+                name: name.clone(),
+                span_bytes,
+            })
+            .collect(),
         threads,
-        rate: RateProfile { window_ns, shares: normalise(&counts) },
+        rate: RateProfile {
+            window_ns,
+            shares: normalise(&counts),
+        },
         selection: None,
     }
 }

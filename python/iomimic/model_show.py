@@ -1,0 +1,90 @@
+"""`iomimic model show`: a model at a glance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from iomimic.report import _bytes
+
+
+def _dist(d: dict[str, Any]) -> str:
+    kind = d["kind"]
+    if kind == "empirical":
+        q = d["quantiles_ns"]
+        return f"empirical, median {q[len(q) // 2] / 1e3:,.1f} µs ({len(q)} quantiles)"
+    params = ", ".join(f"{k}={v / 1e3 if k.endswith('_ns') else v:,.4g}" for k, v in d.items() if k != "kind")
+    return f"{kind} ({params.replace('_ns', '_us')})"
+
+
+def _stats(s: dict[str, Any] | None) -> str:
+    if not s:
+        return "thread's"
+    sizes = sorted(zip(s["sizes"]["p"], s["sizes"]["bytes"]), reverse=True)[:2]
+    size = ", ".join(f"{_bytes(b)} {100 * p:.0f}%" for p, b in sizes)
+    return (
+        f"rd {100 * s['ops'][0]:.0f}% seq {100 * s['sequential']:.0f}% reuse {100 * s['reuse']:.0f}% · {size}"
+    )
+
+
+def _count(chain: dict[str, Any]) -> tuple[int, int]:
+    states = len(chain["states"])
+    edges = sum(len(r) for r in chain["transitions"])
+    for s in chain["states"]:
+        if s.get("children"):
+            a, b = _count(s["children"])
+            states, edges = states + a, edges + b
+    return states, edges
+
+
+def render_model(model, console, max_states: int = 16) -> None:
+    d = model.data
+    head = Table(title=f"model {d['name']}", title_justify="left", show_header=False)
+    head.add_column("", style="bold")
+    head.add_column("")
+    total_states = total_edges = 0
+    for t in d["threads"]:
+        a, b = _count(t["chain"])
+        total_states, total_edges = total_states + a, total_edges + b
+    for row in (
+        ("source", str(d.get("source") or "-")),
+        ("trained on", f"{d['requests']:,} requests over {d['duration_ns'] / 1e9:,.3f} s"),
+        ("hierarchy", f"{d['levels']} level(s) x {d['states']} states per level"),
+        ("threads", f"{len(d['threads'])}"),
+        ("states / transitions", f"{total_states:,} / {total_edges:,}"),
+        ("volumes", ", ".join(f"{v['name']} ({_bytes(v['span_bytes'])})" for v in d["volumes"])),
+        ("rate profile", f"{len(d['rate']['shares'])} windows of {d['rate']['window_ns'] / 1e9:g} s"),
+    ):
+        head.add_row(*row)
+    console.print(head)
+    threads = Table(title="threads", title_justify="left")
+    for c in ("thread", "stream", "weight", "mix", "inter-arrival", "reuse", "align"):
+        threads.add_column(c)
+    for t in d["threads"]:
+        reuse = f"{len(t['reuse']['buckets'])} buckets" if t.get("reuse") else "off"
+        threads.add_row(
+            t["name"],
+            str(t["stream"]),
+            f"{t['weight']:.4g}",
+            _stats(t["defaults"]),
+            _dist(t["defaults"]["interarrival"]),
+            reuse,
+            _bytes(t["alignment"]),
+        )
+    console.print(threads)
+    for t in d["threads"][:4]:
+        chain = t["chain"]
+        st = Table(title=f"{t['name']}: top-level states", title_justify="left")
+        for c in ("state", "volume", "range", "start share", "top transitions (p: stats)"):
+            st.add_column(c)
+        for i, s in enumerate(chain["states"][:max_states]):
+            edges = sorted(chain["transitions"][i], key=lambda e: -e["p"])[:3]
+            tr = "\n".join(f"→{e['to']} {e['p']:.2f}: {_stats(e.get('stats'))}" for e in edges) or "-"
+            name = d["volumes"][s["volume"]]["name"]
+            st.add_row(
+                str(i), name, f"{_bytes(s['start'])} – {_bytes(s['end'])}", f"{chain['initial'][i]:.3f}", tr
+            )
+        if len(chain["states"]) > max_states:
+            st.add_row("…", f"{len(chain['states']) - max_states} more (--max-states)", "", "", "")
+        console.print(st)
