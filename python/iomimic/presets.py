@@ -185,10 +185,10 @@ def _tpc(name: str) -> Model:
         if read[t] < 1 and sum(write_st) == 0:
             write_st = read_st
         volume, span = (1, log_span) if is_log[t] else (0, data_span)
-        name = f"{'Log' if is_log[t] else 'Data'} {t}"
+        label = f"{'Log' if is_log[t] else 'Data'} {t}"
         threads.append(
             _thread(
-                name,
+                label,
                 i,
                 w,
                 volume,

@@ -259,7 +259,9 @@ def render(result: dict[str, Any], console) -> None:
             target,
         ]
         if has_base:
-            row += ["", var(r["kind"], r.get("baseline_variation"))]
+            b = r.get("baseline")
+            shown = "" if b is None or r["kind"] not in ("scalar", "info") else f"{b:,.4g}"
+            row += [shown, var(r["kind"], r.get("baseline_variation"))]
         t.add_row(*row)
     console.print(t)
     console.print(

@@ -538,12 +538,11 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
         }
     });
     let done = done.into_inner().expect("no generator panics");
-    // Each thread in full, its model times scaled so it keeps the model's rate exactly: the
-    // thread issued requests × weight requests over duration_ns, so n of them span
-    // duration_ns × n / (requests × weight). Gap shapes are kept; only their scale is pinned.
+    // Each thread in full, its model times scaled so the workload keeps the model's rate
+    // exactly. Gap shapes are kept; only their scale is pinned.
     let mut segments = jobs.iter().zip(done).peekable();
     let mut buffers: Vec<Vec<Request>> = Vec::with_capacity(model.threads.len());
-    for (t, thread) in model.threads.iter().enumerate() {
+    for t in 0..model.threads.len() {
         let mut reqs: Vec<Request> = Vec::new();
         while let Some((_, seg)) = segments.next_if(|((jt, _, _), _)| *jt == t) {
             let mut seg = seg.expect("every job ran");
@@ -557,9 +556,10 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
                 reqs.append(&mut seg);
             }
         }
-        let expected = model.requests as f64 * thread.weight;
-        if let (Some(last), true) = (reqs.last().map(|r| r.u), expected > 0.0) {
-            let target = model.duration_ns as f64 * reqs.len() as f64 / expected;
+        // every thread spans the whole generated stretch: the model's duration scaled by how
+        // many requests are generated (rounding a rare thread's count must not stretch it)
+        if let Some(last) = reqs.last().map(|r| r.u) {
+            let target = model.duration_ns as f64 * total as f64 / model.requests.max(1) as f64;
             if last > 0.0 {
                 let scale = target / last;
                 for r in &mut reqs {
