@@ -41,7 +41,9 @@ def run_demo(requests: int = DEMO_REQUESTS, seed: int = 7) -> int:
     step(f"generated {len(original):,} requests over {original.ts_ns[-1] / 1e9:,.1f} s from the preset")
     trained = train(original, name="tpcc-demo", seed=seed)
     d = trained.data
-    step(f"trained a model on them: {len(d['threads'])} threads, {d['levels']} level(s) x {d['states']} states")
+    step(
+        f"trained a model on them: {len(d['threads'])} threads, {d['levels']} level(s) x {d['states']} states"
+    )
     synthetic = trained.generate(requests, seed=seed + 1)
     step(f"generated {len(synthetic):,} synthetic requests from the trained model")
     result = validate(original, synthetic, baseline="locality-free", seed=seed)

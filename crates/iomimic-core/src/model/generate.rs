@@ -6,15 +6,15 @@
 //! instead, and so on down. A move to another state enters its children by their entry
 //! probabilities. The deciding edge's stats (or the thread's) give the op, the size and the
 //! model-time gap; the request is then sequential (it starts at its volume's previous end),
-//! a reuse (it repeats the offset and size of the thread's request that many requests back,
-//! drawn from the reuse distribution) or random (uniform and aligned inside the new leaf).
+//! a reuse (it repeats the offset and size of the request that last started in the block at a
+//! depth of the thread's LRU stack drawn from the reuse distribution) or random (uniform and aligned inside the new leaf).
 //! Threads get request counts by their weights and are merged by model time; model time is
 //! then warped onto the rate profile (cycled when generating past its end) and divided by the
 //! intensity.
 //!
 //! ## Complexity
-//! O(n · levels + n log threads); memory: the output columns plus each thread's recent
-//! requests for reuse (at most [`REUSE_MEMORY`]).
+//! O(n · levels + n log threads), and O(n log n) with the reuse extension (an LRU stack);
+//! memory: the output columns, plus 16 bytes a request and the stack with reuse.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -24,8 +24,10 @@ use super::{Chain, Model, Stats, Thread};
 use crate::error::{Error, Result};
 use crate::trace::{Trace, TraceView};
 
-/// Requests each thread remembers for reuse.
-pub const REUSE_MEMORY: usize = 1 << 22;
+/// Draws of a reuse depth before a reuse gives up and places its request afresh.
+const REUSE_DRAWS: usize = 8;
+/// Stack positions below the drawn depth searched for a block in the chosen state.
+const REUSE_PROBES: u64 = 16;
 /// Threads with at least this many requests are generated in parallel segments.
 pub const SEGMENT_MIN: u64 = 1 << 20;
 
@@ -180,9 +182,28 @@ struct ThreadState {
     path: Vec<usize>,
     /// The most recent request ends of each volume, newest last.
     ends: Vec<VecDeque<u64>>,
-    recent: VecDeque<(u32, u64, u32)>,
+    /// When reuse is on: the LRU stack of the blocks requests started in, and those requests.
+    reuse: Option<ReuseState>,
+    /// Requests generated so far.
+    generated: u64,
     u: f64,
     left: u64,
+}
+
+/// A request as the reuse extension remembers it.
+#[derive(Clone, Copy)]
+struct Touch {
+    volume: u32,
+    offset: u64,
+    size: u32,
+    /// Top-level state the request was in.
+    top: usize,
+}
+
+struct ReuseState {
+    stack: super::lru::Stack,
+    /// Requests in touch order: the stack's times index it.
+    history: Vec<Touch>,
 }
 
 struct ThreadGen {
@@ -315,12 +336,26 @@ impl ThreadState {
                 }
             }
         } else if kind < st.sequential + st.continuation + st.near + st.reuse {
-            if let Some(r) = &rt.reuse {
-                let back = r.draw(&mut self.rng) as usize;
-                if back <= self.recent.len() {
-                    let (v, off, sz) = self.recent[self.recent.len() - back];
-                    size = sz;
-                    placed = Some((v, off));
+            let top = self.path[0];
+            if let (Some(r), Some(ReuseState { stack, history })) = (&rt.reuse, &self.reuse) {
+                // The thread's LRU stack gives the depth (so the miss-ratio curve follows); the
+                // block taken is the first at or below that depth that lies in the state the
+                // diagram chose (so where requests land follows too). A depth past what the
+                // stack holds yet (early in a run) is drawn again: the trained depths were, at
+                // each reuse, at most the stack's size then.
+                let reach = stack.depth() as u64;
+                let depth = (0..REUSE_DRAWS)
+                    .map(|_| r.draw(&mut self.rng))
+                    .find(|&d| d <= reach);
+                if let Some(d) = depth {
+                    let found = (d..=reach.min(d + REUSE_PROBES))
+                        .filter_map(|probe| stack.at_depth(probe))
+                        .find(|&at| history[at].top == top);
+                    if let Some(at) = found {
+                        let t = history[at];
+                        size = t.size;
+                        placed = Some((t.volume, t.offset));
+                    }
                 }
             }
         }
@@ -352,12 +387,16 @@ impl ThreadState {
             ends.pop_front();
         }
         ends.push_back(offset + u64::from(size));
-        if rt.reuse.is_some() {
-            if self.recent.len() == REUSE_MEMORY {
-                self.recent.pop_front();
-            }
-            self.recent.push_back((volume, offset, size));
+        if let Some(state) = &mut self.reuse {
+            state.stack.touch((volume, offset / 4096));
+            state.history.push(Touch {
+                volume,
+                offset,
+                size,
+                top: self.path[0],
+            });
         }
+        self.generated += 1;
         self.u += gap;
         self.left -= 1;
         Request {
@@ -375,6 +414,7 @@ impl ThreadGen {
         let rt = ThreadRt {
             root: ChainRt::new(&thread.chain),
             defaults: Ready::new(&thread.defaults),
+
             reuse: if reuse {
                 thread.reuse.as_ref().map(ReuseSampler::new)
             } else {
@@ -398,7 +438,11 @@ impl ThreadGen {
             rng: Prng::new(seed),
             path: Vec::new(),
             ends: vec![VecDeque::new(); model.volumes.len()],
-            recent: VecDeque::new(),
+            reuse: rt.reuse.as_ref().map(|_| ReuseState {
+                stack: super::lru::Stack::new(usize::try_from(count).unwrap_or(0)),
+                history: Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 26)),
+            }),
+            generated: 0,
             u: 0.0,
             left: count,
         };

@@ -18,6 +18,7 @@
 )]
 
 mod generate;
+mod lru;
 mod sample;
 mod train;
 
@@ -77,7 +78,7 @@ pub struct Thread {
     /// Stats for edges seen too rarely to carry their own.
     pub defaults: Stats,
     pub chain: Chain,
-    /// Temporal-locality extension: how far back re-used addresses were last used.
+    /// Temporal-locality extension: LRU depths of re-used blocks.
     #[serde(default)]
     pub reuse: Option<Reuse>,
     /// Interleaved streams: which earlier request of the volume a continuation continues.
@@ -212,7 +213,8 @@ impl Dist {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Reuse {
-    /// Reuse time in requests of the thread, `[from, to)`, and its probability.
+    /// Depth of the re-used block in the thread's LRU stack of distinct 4 KiB blocks (where
+    /// requests start; 1 is the most recently used), `[from, to)`, and its probability.
     pub buckets: Vec<ReuseBucket>,
 }
 

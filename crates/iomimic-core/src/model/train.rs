@@ -482,8 +482,7 @@ fn train_thread(
     let mut continuation_depth = vec![0u64; HEADS + 1];
     let mut near_depth = vec![0u64; HEADS + 1];
     let mut near_gaps: FxHashMap<u32, u64> = FxHashMap::default();
-    let mut last_seen: FxHashMap<(u32, u64), u64> = FxHashMap::default();
-    last_seen.reserve(rows.len() * 2);
+    let mut stack = super::lru::Stack::new(rows.len());
     let mut reuse_hist = vec![0u64; bounds.len()];
     // align_counts[k]: offsets that are multiples of 2^k
     let mut align_counts = [0u64; 21];
@@ -509,12 +508,9 @@ fn train_thread(
                 .position(|&e| e < offset && offset - e <= NEAR_GAP)
                 .map(|d| (d + 1, offset - ends[ends.len() - 1 - d]))
         };
-        // A re-use touches a 4 KiB block the thread touched before (the unit of the miss-ratio
-        // curve); its reuse time is counted back to the last request that touched that block.
-        let seen = last_seen.get(&(v, offset / 4096)).copied();
-        for block in offset / 4096..=(offset + u64::from(size).max(1) - 1) / 4096 {
-            last_seen.insert((v, block), j as u64);
-        }
+        // A re-use starts in a 4 KiB block (the unit of the miss-ratio curve) where an earlier
+        // request of the thread started; its depth in the LRU stack of such blocks is kept.
+        let seen = stack.touch((v, offset / 4096));
         let kind = if sequential {
             Kind::Sequential
         } else if let Some(d) = continued {
@@ -550,9 +546,8 @@ fn train_thread(
                 *count += u64::from(offset.trailing_zeros() as usize >= k);
             }
         }
-        if let (true, Some(at)) = (reuse, seen) {
-            let time = j as u64 - at;
-            reuse_hist[bounds.partition_point(|&b| b <= time) - 1] += 1;
+        if let (true, Some(depth)) = (reuse, seen) {
+            reuse_hist[bounds.partition_point(|&b| b <= depth) - 1] += 1;
         }
         let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
         thread_stats.add(op, size, kind, gap);
@@ -594,9 +589,9 @@ fn train_thread(
     };
     let defaults = thread_stats.finish(&overall_gap);
     let chain = build_chain(&tr.chains, 0, &defaults.interarrival);
-    let reuse = reuse_on.then(|| {
-        let total: u64 = reuse_hist.iter().sum();
-        let buckets: Vec<ReuseBucket> = reuse_hist
+    let histogram = |hist: &[u64]| {
+        let total: u64 = hist.iter().sum();
+        let buckets: Vec<ReuseBucket> = hist
             .iter()
             .enumerate()
             .filter(|&(_, &c)| c > 0)
@@ -606,9 +601,9 @@ fn train_thread(
                 p: c as f64 / total as f64,
             })
             .collect();
-        Reuse { buckets }
-    });
-    let reuse = reuse.filter(|r| !r.buckets.is_empty());
+        (!buckets.is_empty()).then_some(Reuse { buckets })
+    };
+    let reuse = if reuse_on { histogram(&reuse_hist) } else { None };
     let depth_p = |counts: &[u64], from: usize| -> Vec<f64> {
         let total: u64 = counts[from..].iter().sum();
         if total == 0 {

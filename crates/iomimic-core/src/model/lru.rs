@@ -1,0 +1,136 @@
+//! LRU stack distances over 4 KiB block keys, both ways: the distance of a touch (training)
+//! and the block at a given depth (generation).
+//!
+//! ## Algorithm
+//! A Fenwick tree over touch times holds a 1 at the latest touch of every key. The distance of
+//! a touch is the number of marks between the key's previous touch and now (distinct keys
+//! touched since); the key at depth d is the one whose mark has d marks after it, found by
+//! descending the tree. Both are O(log n).
+//!
+//! ## References
+//! Bennett & Kruskal, "LRU stack processing" (1975); Thiébaut, Wolf & Stone, "Synthetic traces
+//! for trace-driven simulation of cache memories" (1992) for generating by stack depth.
+
+use rustc_hash::FxHashMap;
+
+pub type Key = (u32, u64);
+
+pub struct Stack {
+    /// Fenwick tree, 1-based; grows as touches come (a new node sums the range it covers).
+    tree: Vec<u32>,
+    marks: usize,
+    last: FxHashMap<Key, usize>,
+}
+
+impl Stack {
+    /// A stack expecting about `capacity` touches (it grows past that).
+    pub fn new(capacity: usize) -> Self {
+        let mut last = FxHashMap::default();
+        last.reserve(capacity.min(1 << 24));
+        let mut tree = Vec::with_capacity(capacity + 1);
+        tree.push(0);
+        Self { tree, marks: 0, last }
+    }
+
+    /// Distinct keys on the stack.
+    pub fn depth(&self) -> usize {
+        self.marks
+    }
+
+    /// Touches so far (the next touch's time).
+    pub fn len(&self) -> usize {
+        self.tree.len() - 1
+    }
+
+    fn add(&mut self, at: usize, delta: i32) {
+        let mut i = at + 1;
+        while i < self.tree.len() {
+            self.tree[i] = self.tree[i].wrapping_add_signed(delta);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Appends time `len()` with a mark: node n covers (n - lowbit(n), n].
+    fn push_mark(&mut self) {
+        let n = self.tree.len();
+        let low = n & n.wrapping_neg();
+        let covered = self.prefix(n - 1) - self.prefix(n - low);
+        self.tree
+            .push(u32::try_from(covered + 1).expect("fewer than 2^32 touches"));
+    }
+
+    /// Marks in times `[0, at)`.
+    fn prefix(&self, at: usize) -> usize {
+        let mut i = at;
+        let mut sum = 0usize;
+        while i > 0 {
+            sum += self.tree[i] as usize;
+            i &= i - 1;
+        }
+        sum
+    }
+
+    /// Touches `key` at the next time, `len()`. Returns the key's stack depth before this touch,
+    /// 1 being the most recently used key, or `None` on a first touch.
+    pub fn touch(&mut self, key: Key) -> Option<u64> {
+        let now = self.len();
+        let depth = self.last.insert(key, now).map(|prev| {
+            let between = self.prefix(now) - self.prefix(prev + 1);
+            self.add(prev, -1);
+            self.marks -= 1;
+            between as u64 + 1
+        });
+        self.push_mark();
+        self.marks += 1;
+        depth
+    }
+
+    /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
+    pub fn at_depth(&self, depth: u64) -> Option<usize> {
+        let depth = usize::try_from(depth).ok()?;
+        if depth == 0 || depth > self.marks {
+            return None;
+        }
+        // the k-th mark in time order, k = marks - depth + 1
+        let mut k = self.marks - depth + 1;
+        let mut pos = 0usize;
+        let mut step = (self.tree.len() - 1).next_power_of_two();
+        while step > 0 {
+            let next = pos + step;
+            if next < self.tree.len() && (self.tree[next] as usize) < k {
+                pos = next;
+                k -= self.tree[next] as usize;
+            }
+            step >>= 1;
+        }
+        Some(pos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depths_by_hand() {
+        let mut s = Stack::new(2); // grows past its capacity
+        let (a, b, c) = ((0, 1), (0, 2), (0, 3));
+        assert_eq!(s.touch(a), None);
+        assert_eq!(s.touch(b), None);
+        assert_eq!(s.touch(c), None);
+        // stack is c b a: a is at depth 3
+        assert_eq!(s.at_depth(1), Some(2));
+        assert_eq!(s.at_depth(3), Some(0));
+        assert_eq!(s.at_depth(4), None);
+        assert_eq!(s.touch(a), Some(3));
+        // stack is a c b
+        assert_eq!(s.touch(a), Some(1));
+        assert_eq!(s.at_depth(3), Some(1)); // b, last touched at time 1
+        assert_eq!(s.touch(b), Some(3));
+        for k in 10..100 {
+            s.touch((1, k));
+        }
+        assert_eq!(s.at_depth(90), Some(6)); // the last of the 90 new keys was touched at 6 + 89
+        assert_eq!(s.touch(b), Some(91));
+    }
+}
