@@ -47,6 +47,7 @@ format:
 bench: install
 	$(PY) benches/read_msr.py
 	$(PY) benches/characterize.py
+	$(PY) benches/model.py
 
 clean:
 	rm -rf target $(VENV)

@@ -54,9 +54,14 @@ impl Stack {
     fn push_mark(&mut self) {
         let n = self.tree.len();
         let low = n & n.wrapping_neg();
-        let covered = self.prefix(n - 1) - self.prefix(n - low);
-        self.tree
-            .push(u32::try_from(covered + 1).expect("fewer than 2^32 touches"));
+        // the nodes below n that tile (n - low, n - 1]
+        let mut covered = 1u32;
+        let mut j = n - 1;
+        while j > n - low {
+            covered += self.tree[j];
+            j &= j - 1;
+        }
+        self.tree.push(covered);
     }
 
     /// Marks in times `[0, at)`.
@@ -75,7 +80,8 @@ impl Stack {
     pub fn touch(&mut self, key: Key) -> Option<u64> {
         let now = self.len();
         let depth = self.last.insert(key, now).map(|prev| {
-            let between = self.prefix(now) - self.prefix(prev + 1);
+            // marks after prev: all marks but those up to and including prev
+            let between = self.marks - self.prefix(prev + 1);
             self.add(prev, -1);
             self.marks -= 1;
             between as u64 + 1
