@@ -6,8 +6,10 @@
 (2, 2)
 """
 
+from iomimic import model
 from iomimic.errors import EmptyTraceError, InputError, IomimicError, TraceParseError, UnknownFormatError
 from iomimic.io import formats, read_trace, summary, write_trace
+from iomimic.model import Model
 from iomimic.profile import Profile, characterize
 from iomimic.trace import LATENCY_UNKNOWN, Trace
 
@@ -18,12 +20,14 @@ __all__ = [
     "EmptyTraceError",
     "InputError",
     "IomimicError",
+    "Model",
     "Profile",
     "Trace",
     "TraceParseError",
     "UnknownFormatError",
     "characterize",
     "formats",
+    "model",
     "read_trace",
     "summary",
     "write_trace",
