@@ -52,7 +52,7 @@ pub const QUANTILES: usize = 65;
 /// Level selection stops at the first level after which the figures change by less than this.
 pub const LEVEL_CHANGE: f64 = 0.02;
 /// Requests used to choose levels on a large trace.
-pub const SELECTION_SAMPLE: usize = 200_000;
+pub const SELECTION_SAMPLE: usize = 100_000;
 
 #[derive(Debug, Clone)]
 pub struct TrainOptions {
