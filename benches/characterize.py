@@ -15,20 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE.parent / "bench-out"
-
-
-def best_of(repeat: int, fn) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def polars_reference(df) -> dict:
@@ -57,12 +46,9 @@ def main() -> int:
     import iomimic
 
     sys.path.insert(0, str(HERE))
-    from msr_synth import write_msr
+    from bench_common import OUT, best_of, msr_trace
 
-    OUT.mkdir(exist_ok=True)
-    path = OUT / f"msr-{args.lines}.csv"
-    if not path.exists():
-        write_msr(str(path), args.lines)
+    path = msr_trace(args.lines)
     trace = iomimic.read_trace(path)
     df = trace.to_polars()
     n = len(trace)
@@ -74,9 +60,9 @@ def main() -> int:
     assert abs(ref["sequential_fraction"] - profile["sequential_fraction"]) < 1e-12
     assert ref["sizes"] == profile["size"]["distinct_sizes"]
 
-    t_ref = best_of(args.repeat, lambda: polars_reference(df))
-    t_all = best_of(args.repeat, lambda: iomimic.characterize(trace, mrc="none"))
-    t_mrc = best_of(args.repeat, lambda: iomimic.characterize(trace, mrc="trace")) - t_all
+    t_ref, _ = best_of(args.repeat, lambda: polars_reference(df))
+    t_all, _ = best_of(args.repeat, lambda: iomimic.characterize(trace, mrc="none"))
+    t_mrc = best_of(args.repeat, lambda: iomimic.characterize(trace, mrc="trace"))[0] - t_all
     accesses = iomimic.characterize(trace, mrc="trace")["mrc"]["accesses"]
 
     threads = pl.thread_pool_size()

@@ -15,20 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE.parent / "bench-out"
-
-
-def best_of(repeat: int, fn) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
 
 
 def main() -> int:
@@ -41,12 +30,9 @@ def main() -> int:
     from iomimic.model import train
 
     sys.path.insert(0, str(HERE))
-    from msr_synth import write_msr
+    from bench_common import OUT, best_of, msr_trace
 
-    OUT.mkdir(exist_ok=True)
-    path = OUT / f"msr-{args.lines}.csv"
-    if not path.exists():
-        write_msr(str(path), args.lines)
+    path = msr_trace(args.lines)
     trace = iomimic.read_trace(path)
     n = len(trace)
 

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE.parent / "bench-out"
 
 # Each snippet reads the file once and prints: seconds, peak RSS growth in bytes, rows.
 # Peak memory is the kernel's high-water mark of this process image (VmHWM), which a fresh exec
@@ -56,13 +55,9 @@ def main() -> int:
     args = ap.parse_args()
 
     sys.path.insert(0, str(HERE))
-    from msr_synth import write_msr
+    from bench_common import OUT, msr_trace
 
-    OUT.mkdir(exist_ok=True)
-    path = OUT / f"msr-{args.lines}.csv"
-    if not path.exists():
-        print(f"writing {args.lines:,} MSR lines to {path} ...", flush=True)
-        write_msr(str(path), args.lines)
+    path = msr_trace(args.lines)
     size = path.stat().st_size
     with open(path, "rb") as f:  # warm the page cache so both readers start equal
         while f.read(1 << 24):

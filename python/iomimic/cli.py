@@ -331,6 +331,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
+def _subcommand(
+    subparsers, name: str, handler: Callable[[argparse.Namespace], int], help: str, examples: str
+):
+    """A subcommand whose --help ends with worked examples."""
+    p = subparsers.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog="examples:\n" + examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(handler=handler)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="iomimic",
@@ -343,15 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(name: str, handler: Callable[[argparse.Namespace], int], help: str, examples: str):
-        p = sub.add_parser(
-            name,
-            help=help,
-            description=help,
-            epilog="examples:\n" + examples,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        p.set_defaults(handler=handler)
-        return p
+        return _subcommand(sub, name, handler, help, examples)
 
     p = command(
         "info",
@@ -414,16 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="model_command", metavar="ACTION", parser_class=_Parser, required=True
     )
 
-    def model_action(name: str, handler, help: str, examples: str):
-        p = model_sub.add_parser(
-            name,
-            help=help,
-            description=help,
-            epilog="examples:\n" + examples,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        p.set_defaults(handler=handler)
-        return p
+    def model_action(name: str, handler: Callable[[argparse.Namespace], int], help: str, examples: str):
+        return _subcommand(model_sub, name, handler, help, examples)
 
     p = model_action(
         "train",

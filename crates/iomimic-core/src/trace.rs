@@ -207,22 +207,33 @@ fn permute<T: Copy>(column: &mut Vec<T>, order: &[u32]) {
     *column = sorted;
 }
 
+/// Traces for unit tests across the crate.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use super::Trace;
 
-    fn trace(ts: &[u64]) -> Trace {
+    /// Reads of `size` bytes at `offsets`, issued at `ts`, on one volume.
+    pub fn reads(ts: &[u64], offsets: &[u64], size: u32) -> Trace {
         let n = ts.len();
         Trace {
             ts_ns: ts.to_vec(),
-            offset: (0..n as u64).collect(),
-            size: vec![512; n],
+            offset: offsets.to_vec(),
+            size: vec![size; n],
             op: vec![0; n],
             volume: vec![0; n],
             stream: vec![0; n],
             volumes: vec!["v".into()],
             ..Trace::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(ts: &[u64]) -> Trace {
+        testing::reads(ts, &(0..ts.len() as u64).collect::<Vec<_>>(), 512)
     }
 
     #[test]

@@ -209,17 +209,8 @@ mod tests {
     use crate::trace::Trace;
 
     fn reads(blocks: &[u64]) -> Trace {
-        let n = blocks.len();
-        Trace {
-            ts_ns: (0..n as u64).collect(),
-            offset: blocks.iter().map(|b| b * BLOCK).collect(),
-            size: vec![4096; n],
-            op: vec![0; n],
-            volume: vec![0; n],
-            stream: vec![0; n],
-            volumes: vec!["v".into()],
-            ..Trace::default()
-        }
+        let ts: Vec<u64> = (0..blocks.len() as u64).collect();
+        crate::trace::testing::reads(&ts, &blocks.iter().map(|b| b * BLOCK).collect::<Vec<_>>(), 4096)
     }
 
     #[test]
