@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,15 @@ class Model:
 
     def __init__(self, data: dict[str, Any]) -> None:
         # validated (and normalised) by the Rust loader; a bad field raises InputError naming it
-        self.data: dict[str, Any] = json.loads(_core.check_model(json.dumps(data)))
+        self._text: str = _core.check_model(json.dumps(data))
+        self._data: dict[str, Any] | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The model as a dict (parsed on first use: a fine-grained model is megabytes of JSON)."""
+        if self._data is None:
+            self._data = json.loads(self._text)
+        return self._data
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Model:
@@ -44,9 +53,10 @@ class Model:
             raise InputError(f"{path}: {e}") from None
 
     @classmethod
-    def _from_text(cls, text: str) -> Model:
+    def _from_text(cls, text: str, *, checked: bool = False) -> Model:
         m = cls.__new__(cls)
-        m.data = json.loads(_core.check_model(text))
+        m._text = text if checked else _core.check_model(text)
+        m._data = None
         return m
 
     def save(self, path: str | os.PathLike) -> None:
@@ -56,11 +66,23 @@ class Model:
             tmp.write_text(self.to_json())
 
     def to_json(self) -> str:
-        return json.dumps(self.data, indent=1)
+        """The model's JSON (changes made through ``data`` included)."""
+        if self._data is not None:
+            return json.dumps(self._data)
+        return self._text
+
+    def _name(self) -> str:
+        """The model's name without parsing all of it (serde writes `name` near the start)."""
+        if self._data is not None:
+            return self._data["name"]
+        m = re.search(r'"name":("(?:[^"\\]|\\.)*")', self._text)
+        return json.loads(m.group(1)) if m else "model"
 
     def __getattr__(self, name: str) -> Any:
-        data = self.__dict__.get("data")
-        if data is not None and name in data:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        data = self.data
+        if name in data:
             return data[name]
         raise AttributeError(name)
 
@@ -68,8 +90,7 @@ class Model:
         d = self.data
         return (
             f"<Model {d['name']!r}: {len(d['threads'])} threads, {d['levels']} levels x {d['states']} states,"
-            " "
-            f"{len(d['volumes'])} volumes>"
+            f" {len(d['volumes'])} volumes>"
         )
 
     def generate(
@@ -88,7 +109,7 @@ class Model:
             raise InputError(f"-n must be positive, found {requests}")
         duration_ns = None if duration is None else parse_duration_ns(duration)
         d = _core.generate(
-            json.dumps(self.data),
+            self.to_json(),
             requests=requests,
             duration_ns=duration_ns,
             intensity=float(intensity),
@@ -96,7 +117,7 @@ class Model:
             reuse=reuse,
         )
         t = Trace._from_reader(d)
-        t.report = {"format": "generated", "path": f"model {self.data['name']}"}
+        t.report = {"format": "generated", "path": f"model {self._name()}"}
         return t
 
 
@@ -132,7 +153,8 @@ def train(
         source=source,
         seed=seed,
     )
-    return Model._from_text(text)
+    # the Rust trainer validated what it built: no need to check it twice
+    return Model._from_text(text, checked=True)
 
 
 def mix(parts: list[tuple[Model, float]], name: str = "mix") -> Model:

@@ -125,6 +125,12 @@ impl Dist {
 /// Fits the six candidates to `values` (all > 0; the caller drops zero gaps). `None` when
 /// there are fewer than two values.
 pub fn fit(values: &[f64]) -> Option<Fit> {
+    fit_with_sample(values, KS_SAMPLE)
+}
+
+/// As [`fit`], with the KS distance taken on at most `ks_sample` values (model training fits
+/// thousands of edges and needs less resolution than a report).
+pub fn fit_with_sample(values: &[f64], ks_sample: usize) -> Option<Fit> {
     let n = values.len();
     if n < 2 {
         return None;
@@ -158,7 +164,7 @@ pub fn fit(values: &[f64]) -> Option<Fit> {
         }
     }
 
-    let stride = n.div_ceil(KS_SAMPLE);
+    let stride = n.div_ceil(ks_sample.max(2));
     let mut sample: Vec<f64> = values.iter().step_by(stride).copied().collect();
     sample.sort_by(f64::total_cmp);
     let mut candidates: Vec<Candidate> = dists

@@ -273,7 +273,7 @@ impl Model {
     }
 
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("models hold only serialisable values")
+        serde_json::to_string(self).expect("models hold only serialisable values")
     }
 
     /// Checks what the types cannot: probabilities, ranges, ids and distributions.

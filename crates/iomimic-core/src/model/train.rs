@@ -47,6 +47,8 @@ pub const NEAR_GAP: u64 = 64 << 10;
 pub const ALIGNED_SHARE: f64 = 0.95;
 pub const MIN_STATS: u64 = 8;
 pub const PARAMETRIC_KS: f64 = 0.05;
+/// Gaps an edge's distribution fit is judged on (KS resolution about 1/√2000 ≈ 0.02).
+pub const EDGE_KS_SAMPLE: usize = 2000;
 pub const ZERO_GAP_LIMIT: f64 = 0.05;
 pub const QUANTILES: usize = 65;
 /// Level selection stops at the first level after which the figures change by less than this.
@@ -321,7 +323,7 @@ fn gap_dist(gaps: &[f64]) -> Dist {
     let zeros = gaps.iter().filter(|&&g| g == 0.0).count() as f64 / gaps.len() as f64;
     if zeros < ZERO_GAP_LIMIT {
         let positive: Vec<f64> = gaps.iter().copied().filter(|&g| g > 0.0).collect();
-        if let Some(fit) = distfit::fit(&positive) {
+        if let Some(fit) = distfit::fit_with_sample(&positive, EDGE_KS_SAMPLE) {
             let best = &fit.candidates[0];
             if best.ks <= PARAMETRIC_KS {
                 let p = |name: &str| best.params.iter().find(|(k, _)| *k == name).map_or(0.0, |x| x.1);
