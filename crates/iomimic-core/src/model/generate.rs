@@ -181,29 +181,27 @@ struct ThreadState {
     rng: Prng,
     path: Vec<usize>,
     /// The most recent request ends of each volume, newest last.
-    ends: Vec<VecDeque<u64>>,
+    ends: Vec<VecDeque<Head>>,
     /// When reuse is on: the LRU stack of the blocks requests started in, and those requests.
     reuse: Option<ReuseState>,
-    /// Requests generated so far.
-    generated: u64,
+    /// The requests generated, in order.
+    out: Vec<Request>,
     u: f64,
     left: u64,
 }
 
-/// A request as the reuse extension remembers it.
+/// Where a recent request ended, and (for the reuse stack) when it was issued and the block it
+/// started in.
 #[derive(Clone, Copy)]
-struct Touch {
-    volume: u32,
-    offset: u64,
-    size: u32,
-    /// Top-level state the request was in.
-    top: usize,
+struct Head {
+    end: u64,
+    time: usize,
+    block: u64,
 }
 
+/// The reuse extension's LRU stack; its times index the thread's requests (`out`).
 struct ReuseState {
-    stack: super::lru::Stack,
-    /// Requests in touch order: the stack's times index it.
-    history: Vec<Touch>,
+    stack: super::lru::GenStack,
 }
 
 struct ThreadGen {
@@ -212,12 +210,15 @@ struct ThreadGen {
 }
 
 /// One request in model time.
+#[derive(Clone, Copy)]
 struct Request {
     u: f64,
     offset: u64,
     size: u32,
     op: u8,
     volume: u32,
+    /// Top-level state it was placed in (for the reuse extension; fits the struct's padding).
+    top: u32,
 }
 
 impl ThreadRt {
@@ -286,7 +287,8 @@ impl ThreadState {
         &rt.defaults
     }
 
-    fn next(&mut self, rt: &ThreadRt) -> Request {
+    /// Generates the next request into `out`.
+    fn next(&mut self, rt: &ThreadRt) {
         let ready = self.step(rt);
         let op = pick(ready.stats.ops.iter().copied(), &mut self.rng) as u8;
         let mut size = ready.sizes.draw(&mut self.rng);
@@ -298,7 +300,7 @@ impl ThreadState {
         let ends = &self.ends[volume as usize];
         let span = rt.spans[volume as usize];
         // the end `depth` requests back on this volume, if there is one
-        let head = |depth: usize| (depth >= 1 && depth <= ends.len()).then(|| ends[ends.len() - depth]);
+        let head = |depth: usize| (depth >= 1 && depth <= ends.len()).then(|| ends[ends.len() - depth].end);
         // the `depth`-th most recent head inside the chosen state: continuations and near
         // requests stay where the state diagram put them, so streams cannot drift off its map
         // (a depth past the heads the state has takes its oldest)
@@ -307,7 +309,7 @@ impl ThreadState {
                 .iter()
                 .enumerate()
                 .rev()
-                .map(|(i, &e)| (ends.len() - i, e))
+                .map(|(i, h)| (ends.len() - i, h.end))
                 .filter(|&(at, e)| e >= start && e < end && !(skip_latest && at == 1))
                 .collect();
             inside.get(depth.clamp(1, inside.len().max(1)) - 1).copied()
@@ -315,6 +317,8 @@ impl ThreadState {
         let mut placed = None;
         // the head a run-continuing request follows is used up (it no longer ends a run)
         let mut consumed = None;
+        // the earlier request whose block this one starts in again, when known
+        let mut retouch: Option<usize> = None;
         if kind < st.sequential {
             placed = head(1).filter(|&e| e < span).map(|e| (volume, e));
             consumed = placed.map(|_| 1);
@@ -337,7 +341,8 @@ impl ThreadState {
             }
         } else if kind < st.sequential + st.continuation + st.near + st.reuse {
             let top = self.path[0];
-            if let (Some(r), Some(ReuseState { stack, history })) = (&rt.reuse, &self.reuse) {
+            if let (Some(r), Some(ReuseState { stack })) = (&rt.reuse, &self.reuse) {
+                let history = &self.out;
                 // The thread's LRU stack gives the depth (so the miss-ratio curve follows); the
                 // block taken is the first at or below that depth that lies in the state the
                 // diagram chose (so where requests land follows too). A depth past what the
@@ -350,11 +355,12 @@ impl ThreadState {
                 if let Some(d) = depth {
                     let found = (d..=reach.min(d + REUSE_PROBES))
                         .filter_map(|probe| stack.at_depth(probe))
-                        .find(|&at| history[at].top == top);
+                        .find(|&at| history[at].top as usize == top);
                     if let Some(at) = found {
                         let t = history[at];
                         size = t.size;
                         placed = Some((t.volume, t.offset));
+                        retouch = Some(at);
                     }
                 }
             }
@@ -379,33 +385,37 @@ impl ThreadState {
             }
         };
         self.used.insert_request(volume, offset, size);
+        let time = self.out.len();
         let ends = &mut self.ends[volume as usize];
         if let Some(depth) = consumed {
-            ends.remove(ends.len() - depth);
+            let h = ends.remove(ends.len() - depth).expect("consumed heads exist");
+            // continuing inside the block the followed request started in touches it again
+            if h.block == offset / 4096 {
+                retouch = retouch.or(Some(h.time));
+            }
         }
         if ends.len() == super::HEADS {
             ends.pop_front();
         }
-        ends.push_back(offset + u64::from(size));
+        ends.push_back(Head {
+            end: offset + u64::from(size),
+            time,
+            block: offset / 4096,
+        });
         if let Some(state) = &mut self.reuse {
-            state.stack.touch((volume, offset / 4096));
-            state.history.push(Touch {
-                volume,
-                offset,
-                size,
-                top: self.path[0],
-            });
+            state.stack.push(retouch);
         }
-        self.generated += 1;
         self.u += gap;
         self.left -= 1;
-        Request {
+        let top = u32::try_from(self.path[0]).unwrap_or(u32::MAX);
+        self.out.push(Request {
             u: self.u,
             offset,
             size,
             op,
             volume,
-        }
+            top,
+        });
     }
 }
 
@@ -439,10 +449,9 @@ impl ThreadGen {
             path: Vec::new(),
             ends: vec![VecDeque::new(); model.volumes.len()],
             reuse: rt.reuse.as_ref().map(|_| ReuseState {
-                stack: super::lru::Stack::new(usize::try_from(count).unwrap_or(0)),
-                history: Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 26)),
+                stack: super::lru::GenStack::new(usize::try_from(count).unwrap_or(0)),
             }),
-            generated: 0,
+            out: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
             u: 0.0,
             left: count,
         };
@@ -452,8 +461,8 @@ impl ThreadGen {
         Self { rt, st }
     }
 
-    fn next(&mut self) -> Request {
-        self.st.next(&self.rt)
+    fn next(&mut self) {
+        self.st.next(&self.rt);
     }
 }
 
@@ -573,11 +582,10 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
                 let Some(&(t, k, n)) = jobs.get(j) else { break };
                 let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
                 let mut g = ThreadGen::new(model, &model.threads[t], seed, n, opts.reuse);
-                let mut reqs = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
                 while g.st.left > 0 {
-                    reqs.push(g.next());
+                    g.next();
                 }
-                done.lock().expect("no generator panics")[j] = Some(reqs);
+                done.lock().expect("no generator panics")[j] = Some(std::mem::take(&mut g.st.out));
             });
         }
     });

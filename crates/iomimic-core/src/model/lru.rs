@@ -32,11 +32,6 @@ impl Stack {
         Self { tree, marks: 0, last }
     }
 
-    /// Distinct keys on the stack.
-    pub fn depth(&self) -> usize {
-        self.marks
-    }
-
     /// Touches so far (the next touch's time).
     pub fn len(&self) -> usize {
         self.tree.len() - 1
@@ -92,25 +87,86 @@ impl Stack {
     }
 
     /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
+    #[cfg(test)]
     pub fn at_depth(&self, depth: u64) -> Option<usize> {
-        let depth = usize::try_from(depth).ok()?;
-        if depth == 0 || depth > self.marks {
-            return None;
-        }
-        // the k-th mark in time order, k = marks - depth + 1
-        let mut k = self.marks - depth + 1;
-        let mut pos = 0usize;
-        let mut step = (self.tree.len() - 1).next_power_of_two();
-        while step > 0 {
-            let next = pos + step;
-            if next < self.tree.len() && (self.tree[next] as usize) < k {
-                pos = next;
-                k -= self.tree[next] as usize;
-            }
-            step >>= 1;
-        }
-        Some(pos)
+        kth_mark(&self.tree, self.marks, depth)
     }
+}
+
+/// The generator's stack: no key map. The generator knows when a request re-touches a block
+/// (it re-issues an earlier request, or continues one within its block), so it passes that
+/// request's time; skipping the map and the distance computation keeps a touch O(1) amortised.
+pub struct GenStack {
+    tree: Vec<u32>,
+    /// Whether each time is still its key's latest touch.
+    latest: Vec<bool>,
+    marks: usize,
+}
+
+impl GenStack {
+    pub fn new(capacity: usize) -> Self {
+        let mut tree = Vec::with_capacity(capacity + 1);
+        tree.push(0);
+        Self {
+            tree,
+            latest: Vec::with_capacity(capacity),
+            marks: 0,
+        }
+    }
+
+    /// Distinct keys on the stack.
+    pub fn depth(&self) -> usize {
+        self.marks
+    }
+
+    /// Adds the next touch; `prev` is the time this key was touched before, if it was.
+    pub fn push(&mut self, prev: Option<usize>) {
+        if let Some(p) = prev.filter(|&p| self.latest.get(p) == Some(&true)) {
+            self.latest[p] = false;
+            let mut i = p + 1;
+            while i < self.tree.len() {
+                self.tree[i] -= 1;
+                i += i & i.wrapping_neg();
+            }
+            self.marks -= 1;
+        }
+        let n = self.tree.len();
+        let low = n & n.wrapping_neg();
+        let mut covered = 1u32;
+        let mut j = n - 1;
+        while j > n - low {
+            covered += self.tree[j];
+            j &= j - 1;
+        }
+        self.tree.push(covered);
+        self.latest.push(true);
+        self.marks += 1;
+    }
+
+    /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
+    pub fn at_depth(&self, depth: u64) -> Option<usize> {
+        kth_mark(&self.tree, self.marks, depth)
+    }
+}
+
+/// Binary descent for the mark with `depth - 1` marks after it.
+fn kth_mark(tree: &[u32], marks: usize, depth: u64) -> Option<usize> {
+    let depth = usize::try_from(depth).ok()?;
+    if depth == 0 || depth > marks {
+        return None;
+    }
+    let mut k = marks - depth + 1;
+    let mut pos = 0usize;
+    let mut step = (tree.len() - 1).next_power_of_two();
+    while step > 0 {
+        let next = pos + step;
+        if next < tree.len() && (tree[next] as usize) < k {
+            pos = next;
+            k -= tree[next] as usize;
+        }
+        step >>= 1;
+    }
+    Some(pos)
 }
 
 #[cfg(test)]
@@ -138,5 +194,20 @@ mod tests {
         }
         assert_eq!(s.at_depth(90), Some(6)); // the last of the 90 new keys was touched at 6 + 89
         assert_eq!(s.touch(b), Some(91));
+    }
+
+    #[test]
+    fn generator_stack_follows_known_retouches() {
+        let mut g = GenStack::new(0);
+        g.push(None); // a at 0
+        g.push(None); // b at 1
+        g.push(None); // c at 2
+        assert_eq!((g.depth(), g.at_depth(3)), (3, Some(0)));
+        g.push(Some(0)); // a again at 3: stack a c b
+        assert_eq!(g.depth(), 3);
+        assert_eq!(g.at_depth(3), Some(1));
+        assert_eq!(g.at_depth(1), Some(3));
+        g.push(Some(0)); // a stale previous time is ignored: a new key d at 4
+        assert_eq!(g.depth(), 4);
     }
 }
