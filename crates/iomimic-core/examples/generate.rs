@@ -13,6 +13,10 @@ fn main() {
     let t0 = std::time::Instant::now();
     let m = model::train(&trace.view(), &opts).expect("train");
     let train_s = t0.elapsed().as_secs_f64();
+    if std::env::var("TRAIN_ONLY").is_ok() {
+        eprintln!("train {:.2} M/s", trace.len() as f64 / train_s / 1e6);
+        return;
+    }
     let mut gen_s = f64::INFINITY;
     let mut synth = iomimic_core::Trace::default();
     for _ in 0..3 {

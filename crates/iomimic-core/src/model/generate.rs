@@ -305,14 +305,19 @@ impl ThreadState {
         // requests stay where the state diagram put them, so streams cannot drift off its map
         // (a depth past the heads the state has takes its oldest)
         let head_in = |depth: usize, skip_latest: bool| {
-            let inside: Vec<(usize, u64)> = ends
-                .iter()
-                .enumerate()
-                .rev()
-                .map(|(i, h)| (ends.len() - i, h.end))
-                .filter(|&(at, e)| e >= start && e < end && !(skip_latest && at == 1))
-                .collect();
-            inside.get(depth.clamp(1, inside.len().max(1)) - 1).copied()
+            let mut found = None;
+            let mut count = 0;
+            for (i, h) in ends.iter().enumerate().rev() {
+                let at = ends.len() - i;
+                if h.end >= start && h.end < end && !(skip_latest && at == 1) {
+                    found = Some((at, h.end));
+                    count += 1;
+                    if count >= depth {
+                        break;
+                    }
+                }
+            }
+            found
         };
         let mut placed = None;
         // the head a run-continuing request follows is used up (it no longer ends a run)

@@ -40,13 +40,15 @@ pub const MAX_LEVELS: u32 = 3;
 pub const STATE_CHOICES: [u32; 3] = [4, 8, 16];
 pub const MAX_SIZES: usize = 32;
 /// Recent request ends per volume that continuations and near requests may follow.
-pub const HEADS: usize = 64;
+pub const HEADS: usize = 256;
 /// Largest forward hole of a near request (Keeton's relaxed runs tolerate the same).
 pub const NEAR_GAP: u64 = 64 << 10;
 /// Share of offsets that must be multiples of the alignment random offsets are given.
 pub const ALIGNED_SHARE: f64 = 0.95;
 pub const MIN_STATS: u64 = 8;
 pub const PARAMETRIC_KS: f64 = 0.05;
+/// Fewest gaps a parametric fit is tried on; fewer are kept as empirical quantiles.
+pub const MIN_PARAMETRIC: usize = 256;
 /// Gaps an edge's distribution fit is judged on (KS resolution about 1/√2000 ≈ 0.02).
 pub const EDGE_KS_SAMPLE: usize = 2000;
 pub const ZERO_GAP_LIMIT: f64 = 0.05;
@@ -321,7 +323,8 @@ fn sizes(counts: &FxHashMap<u32, u64>) -> Sizes {
 /// The best parametric fit when it is good, else empirical quantiles.
 fn gap_dist(gaps: &[f64]) -> Dist {
     let zeros = gaps.iter().filter(|&&g| g == 0.0).count() as f64 / gaps.len() as f64;
-    if zeros < ZERO_GAP_LIMIT {
+    // a parametric family is worth testing only with enough gaps to tell them apart
+    if zeros < ZERO_GAP_LIMIT && gaps.len() >= MIN_PARAMETRIC {
         let positive: Vec<f64> = gaps.iter().copied().filter(|&g| g > 0.0).collect();
         if let Some(fit) = distfit::fit_with_sample(&positive, EDGE_KS_SAMPLE) {
             let best = &fit.candidates[0];
@@ -371,6 +374,16 @@ enum Kind {
     Reuse,
     /// anywhere else
     New,
+}
+
+/// Drops one head ending at `end` from the sorted index.
+fn forget(index: &mut std::collections::BTreeMap<u64, u32>, end: u64) {
+    if let Some(count) = index.get_mut(&end) {
+        *count -= 1;
+        if *count == 0 {
+            index.remove(&end);
+        }
+    }
 }
 
 /// Quarter-octave bucket bounds for reuse times: 1, 2, ..., 8, 10, 12, 14, 16, 20, ...
@@ -480,7 +493,14 @@ fn train_thread(
         chains: vec![ChainAcc::new(top)],
     };
     let mut thread_stats = StatsAcc::default();
-    let mut heads: FxHashMap<u32, std::collections::VecDeque<u64>> = FxHashMap::default();
+    // per volume: recent request ends, newest last, and a count of each end, sorted
+    let mut heads: FxHashMap<
+        u32,
+        (
+            std::collections::VecDeque<u64>,
+            std::collections::BTreeMap<u64, u32>,
+        ),
+    > = FxHashMap::default();
     let mut continuation_depth = vec![0u64; HEADS + 1];
     let mut near_depth = vec![0u64; HEADS + 1];
     let mut near_gaps: FxHashMap<u32, u64> = FxHashMap::default();
@@ -493,22 +513,30 @@ fn train_thread(
     for (j, &i) in rows.iter().enumerate() {
         let (v, offset, size, op) = (t.volume[i], t.offset[i], t.size[i], t.op[i]);
         tr.path(v, offset, &mut cur);
-        let ends = heads.entry(v).or_default();
+        let (ends, index) = heads.entry(v).or_default();
         let sequential = ends.back() == Some(&offset);
-        // an older run of the volume continued: the most recent head ending exactly here
-        let continued = if sequential {
-            None
-        } else {
+        // An older run of the volume continued: the most recent head ending exactly here. Or a
+        // small forward hole past the most recent head it follows. The sorted index of head
+        // ends rules most requests out before the heads are scanned for a depth.
+        let maybe_continued = !sequential && index.contains_key(&offset);
+        let continued = if maybe_continued {
             ends.iter().rev().position(|&e| e == offset).map(|d| d + 1)
-        };
-        // or a small forward hole past the most recent head it follows
-        let near = if sequential || continued.is_some() {
-            None
         } else {
+            None
+        };
+        let maybe_near = !sequential
+            && continued.is_none()
+            && index
+                .range(offset.saturating_sub(NEAR_GAP)..offset)
+                .next_back()
+                .is_some();
+        let near = if maybe_near {
             ends.iter()
                 .rev()
                 .position(|&e| e < offset && offset - e <= NEAR_GAP)
                 .map(|d| (d + 1, offset - ends[ends.len() - 1 - d]))
+        } else {
+            None
         };
         // A re-use starts in a 4 KiB block (the unit of the miss-ratio curve) where an earlier
         // request of the thread started; its depth in the LRU stack of such blocks is kept.
@@ -534,12 +562,15 @@ fn train_thread(
             continued.or(near.map(|n| n.0))
         };
         if let Some(depth) = consumed {
-            ends.remove(ends.len() - depth);
+            let gone = ends.remove(ends.len() - depth).expect("consumed heads exist");
+            forget(index, gone);
         }
         if ends.len() == HEADS {
-            ends.pop_front();
+            let gone = ends.pop_front().expect("a full deque has a front");
+            forget(index, gone);
         }
         ends.push_back(offset + u64::from(size));
+        *index.entry(offset + u64::from(size)).or_default() += 1;
         let reuse = kind == Kind::Reuse;
         if kind == Kind::New {
             // only requests placed afresh say how the workload aligns new data
