@@ -40,7 +40,7 @@ pub const MAX_LEVELS: u32 = 3;
 pub const STATE_CHOICES: [u32; 3] = [4, 8, 16];
 pub const MAX_SIZES: usize = 32;
 /// Recent request ends per volume that continuations and near requests may follow.
-pub const HEADS: usize = 256;
+pub const HEADS: usize = 1024;
 /// Largest forward hole of a near request (Keeton's relaxed runs tolerate the same).
 pub const NEAR_GAP: u64 = 64 << 10;
 /// Share of offsets that must be multiples of the alignment random offsets are given.
@@ -96,7 +96,9 @@ pub fn train(t: &TraceView<'_>, opts: &TrainOptions) -> Result<Model> {
     if let Some(s) = opts.states.filter(|s| !(1..=1024).contains(s)) {
         return Err(Error::Usage(format!("--states must be 1 to 1024, found {s}")));
     }
-    let states = opts.states.unwrap_or_else(|| choose_states(t));
+    let states = opts
+        .states
+        .unwrap_or_else(|| choose_states(&head(t, SELECTION_SAMPLE)));
     let mut selection = serde_json::Map::new();
     selection.insert("states_given".into(), opts.states.is_some().into());
     let levels = match opts.levels {
@@ -161,6 +163,23 @@ fn volume_spans(t: &TraceView<'_>) -> Vec<u64> {
     spans.iter().map(|&s| s.max(1)).collect()
 }
 
+/// The first `n` requests of a trace (choices are made on a sample of a large trace).
+fn head<'a>(t: &TraceView<'a>, n: usize) -> TraceView<'a> {
+    let n = t.len().min(n);
+    TraceView {
+        ts_ns: &t.ts_ns[..n],
+        offset: &t.offset[..n],
+        size: &t.size[..n],
+        op: &t.op[..n],
+        volume: &t.volume[..n],
+        stream: &t.stream[..n],
+        latency_ns: t.latency_ns.map(|l| &l[..n]),
+        file: t.file.map(|f| &f[..n]),
+        volumes: t.volumes,
+        files: t.files,
+    }
+}
+
 fn choose_states(t: &TraceView<'_>) -> u32 {
     let spans = volume_spans(t);
     let mut best = (f64::INFINITY, STATE_CHOICES[0]);
@@ -207,19 +226,8 @@ fn deviations(original: &[f64], synthetic: &[f64]) -> Vec<f64> {
 }
 
 fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<(u32, serde_json::Value)> {
-    let n = t.len().min(SELECTION_SAMPLE);
-    let sample = TraceView {
-        ts_ns: &t.ts_ns[..n],
-        offset: &t.offset[..n],
-        size: &t.size[..n],
-        op: &t.op[..n],
-        volume: &t.volume[..n],
-        stream: &t.stream[..n],
-        latency_ns: t.latency_ns.map(|l| &l[..n]),
-        file: t.file.map(|f| &f[..n]),
-        volumes: t.volumes,
-        files: t.files,
-    };
+    let sample = head(t, SELECTION_SAMPLE);
+    let n = sample.len();
     let opts_char = analyze::Options {
         mrc: MrcScope::Trace,
         ..analyze::Options::default()
