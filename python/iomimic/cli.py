@@ -509,7 +509,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-bad", action="store_true", help="skip malformed lines of the original")
 
     command("formats", cmd_formats, "List the trace formats iomimic reads.", "  iomimic formats\n")
-    command("demo", cmd_demo, "Run iomimic on its built-in example trace.", "  iomimic demo\n")
+    command(
+        "demo",
+        cmd_demo,
+        "Run the whole loop on the built-in tpcc preset: preset, trace, model, trace, validation.",
+        "  iomimic demo\n",
+    )
     return parser
 
 
