@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
@@ -28,3 +29,11 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
         result = fn()
         best = min(best, time.perf_counter() - t0)
     return best, result
+
+
+def bench_args(doc: str | None) -> argparse.Namespace:
+    """--lines and --repeat, the options every benchmark takes."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lines", type=int, default=5_000_000, help="requests in the trace (default 5,000,000)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the best counts")
+    return ap.parse_args()

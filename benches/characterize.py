@@ -12,7 +12,6 @@ On the 5-million-request MSR trace of `read_msr.py` (three hosts x two disks), t
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -36,10 +35,10 @@ def polars_reference(df) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lines", type=int, default=5_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    from bench_common import bench_args
+
+    args = bench_args(__doc__)
 
     import polars as pl
 

@@ -12,7 +12,6 @@ Targets: training >= 2 M requests/s, generation >= 10 M requests/s.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -21,10 +20,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lines", type=int, default=5_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    from bench_common import bench_args
+
+    args = bench_args(__doc__)
 
     import iomimic
     from iomimic.model import train

@@ -9,7 +9,6 @@ peak memory each needed above an idle interpreter with the same imports.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -49,10 +48,10 @@ def run(reader: str, path: Path) -> tuple[float, int, int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lines", type=int, default=5_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    from bench_common import bench_args
+
+    args = bench_args(__doc__)
 
     sys.path.insert(0, str(HERE))
     from bench_common import OUT, msr_trace

@@ -87,6 +87,15 @@ def _read(args: argparse.Namespace):
         close()
 
 
+def _read_reported(args: argparse.Namespace):
+    """The trace named on the command line, with what reading it found told on stderr."""
+    from iomimic.io import summary
+
+    trace = _read(args)
+    _report_reading(summary(trace))
+    return trace
+
+
 def _write_json(path: str, data: Any) -> None:
     from iomimic.io import atomic_output
 
@@ -177,25 +186,22 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from iomimic.io import output_format, summary, write_trace
+    from iomimic.io import output_format, write_trace
 
     fmt = output_format(args.output, args.to)  # fail on a bad extension before reading
     if Path(args.output).resolve() == Path(args.trace).resolve():
         raise UsageError("the output would overwrite the input; choose another -o")
-    trace = _read(args)
-    _report_reading(summary(trace))
+    trace = _read_reported(args)
     write_trace(trace, args.output, fmt)
     print(f"wrote {len(trace):,} requests ({trace.report.get('format')} → {fmt}) to {args.output}")
     return EXIT_OK
 
 
 def cmd_characterize(args: argparse.Namespace) -> int:
-    from iomimic.io import summary
     from iomimic.profile import characterize
     from iomimic.report import make_console, render_profile
 
-    trace = _read(args)
-    _report_reading(summary(trace))
+    trace = _read_reported(args)
     profile = characterize(
         trace,
         ranges=args.ranges,
@@ -222,11 +228,9 @@ def _save_model(model, path: str) -> None:
 
 
 def cmd_model_train(args: argparse.Namespace) -> int:
-    from iomimic.io import summary
     from iomimic.model import train
 
-    trace = _read(args)
-    _report_reading(summary(trace))
+    trace = _read_reported(args)
     model = train(
         trace,
         levels=args.levels,

@@ -3,9 +3,10 @@
 //!
 //! ## Algorithm
 //! A Fenwick tree over touch times holds a 1 at the latest touch of every key. The distance of
-//! a touch is the number of marks between the key's previous touch and now (distinct keys
-//! touched since); the key at depth d is the one whose mark has d marks after it, found by
-//! descending the tree. Both are O(log n).
+//! a touch is the number of marks after the key's previous touch (distinct keys touched since);
+//! the key at depth d is the one whose mark has d − 1 marks after it, found by descending the
+//! tree. Both are O(log n). The tree grows one time at a time: a new node sums the nodes below
+//! it that tile its range.
 //!
 //! ## References
 //! Bennett & Kruskal, "LRU stack processing" (1975); Thiébaut, Wolf & Stone, "Synthetic traces
@@ -15,41 +16,28 @@ use rustc_hash::FxHashMap;
 
 pub type Key = (u32, u64);
 
-pub struct Stack {
-    /// Fenwick tree, 1-based; grows as touches come (a new node sums the range it covers).
+/// Marked touch times: a growable Fenwick tree (1-based nodes) and the count of marks.
+struct Marks {
     tree: Vec<u32>,
-    marks: usize,
-    last: FxHashMap<Key, usize>,
+    count: usize,
 }
 
-impl Stack {
-    /// A stack expecting about `capacity` touches (it grows past that).
-    pub fn new(capacity: usize) -> Self {
-        let mut last = FxHashMap::default();
-        last.reserve(capacity.min(1 << 24));
+impl Marks {
+    fn with_capacity(capacity: usize) -> Self {
         let mut tree = Vec::with_capacity(capacity + 1);
         tree.push(0);
-        Self { tree, marks: 0, last }
+        Self { tree, count: 0 }
     }
 
-    /// Touches so far (the next touch's time).
-    pub fn len(&self) -> usize {
+    /// Touch times so far.
+    fn len(&self) -> usize {
         self.tree.len() - 1
     }
 
-    fn add(&mut self, at: usize, delta: i32) {
-        let mut i = at + 1;
-        while i < self.tree.len() {
-            self.tree[i] = self.tree[i].wrapping_add_signed(delta);
-            i += i & i.wrapping_neg();
-        }
-    }
-
-    /// Appends time `len()` with a mark: node n covers (n - lowbit(n), n].
-    fn push_mark(&mut self) {
+    /// Appends the next time, marked: node n covers times (n − lowbit(n), n].
+    fn push(&mut self) {
         let n = self.tree.len();
         let low = n & n.wrapping_neg();
-        // the nodes below n that tile (n - low, n - 1]
         let mut covered = 1u32;
         let mut j = n - 1;
         while j > n - low {
@@ -57,10 +45,20 @@ impl Stack {
             j &= j - 1;
         }
         self.tree.push(covered);
+        self.count += 1;
     }
 
-    /// Marks in times `[0, at)`.
-    fn prefix(&self, at: usize) -> usize {
+    fn unmark(&mut self, at: usize) {
+        let mut i = at + 1;
+        while i < self.tree.len() {
+            self.tree[i] -= 1;
+            i += i & i.wrapping_neg();
+        }
+        self.count -= 1;
+    }
+
+    /// Marks at times `[0, at)`.
+    fn before(&self, at: usize) -> usize {
         let mut i = at;
         let mut sum = 0usize;
         while i > 0 {
@@ -70,103 +68,101 @@ impl Stack {
         sum
     }
 
-    /// Touches `key` at the next time, `len()`. Returns the key's stack depth before this touch,
-    /// 1 being the most recently used key, or `None` on a first touch.
+    /// The marked time with `depth − 1` marks after it (1 = the newest), if that deep.
+    fn at_depth(&self, depth: u64) -> Option<usize> {
+        let depth = usize::try_from(depth).ok()?;
+        if depth == 0 || depth > self.count {
+            return None;
+        }
+        let mut k = self.count - depth + 1;
+        let mut pos = 0usize;
+        let mut step = (self.tree.len() - 1).next_power_of_two();
+        while step > 0 {
+            let next = pos + step;
+            if next < self.tree.len() && (self.tree[next] as usize) < k {
+                pos = next;
+                k -= self.tree[next] as usize;
+            }
+            step >>= 1;
+        }
+        Some(pos)
+    }
+}
+
+/// The trainer's stack: finds each key's previous touch in a map to measure its depth.
+pub struct Stack {
+    marks: Marks,
+    last: FxHashMap<Key, usize>,
+}
+
+impl Stack {
+    /// A stack expecting about `capacity` touches (it grows past that).
+    pub fn new(capacity: usize) -> Self {
+        let mut last = FxHashMap::default();
+        last.reserve(capacity.min(1 << 24));
+        Self {
+            marks: Marks::with_capacity(capacity),
+            last,
+        }
+    }
+
+    /// Touches `key` at the next time. Returns the key's stack depth before this touch, 1 being
+    /// the most recently used key, or `None` on a first touch.
     pub fn touch(&mut self, key: Key) -> Option<u64> {
-        let now = self.len();
+        let now = self.marks.len();
         let depth = self.last.insert(key, now).map(|prev| {
             // marks after prev: all marks but those up to and including prev
-            let between = self.marks - self.prefix(prev + 1);
-            self.add(prev, -1);
-            self.marks -= 1;
+            let between = self.marks.count - self.marks.before(prev + 1);
+            self.marks.unmark(prev);
             between as u64 + 1
         });
-        self.push_mark();
-        self.marks += 1;
+        self.marks.push();
         depth
     }
 
     /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
     #[cfg(test)]
     pub fn at_depth(&self, depth: u64) -> Option<usize> {
-        kth_mark(&self.tree, self.marks, depth)
+        self.marks.at_depth(depth)
     }
 }
 
 /// The generator's stack: no key map. The generator knows when a request re-touches a block
 /// (it re-issues an earlier request, or continues one within its block), so it passes that
-/// request's time; skipping the map and the distance computation keeps a touch O(1) amortised.
+/// request's time; with no map and no distance to measure a touch is O(1) amortised.
 pub struct GenStack {
-    tree: Vec<u32>,
+    marks: Marks,
     /// Whether each time is still its key's latest touch.
     latest: Vec<bool>,
-    marks: usize,
 }
 
 impl GenStack {
     pub fn new(capacity: usize) -> Self {
-        let mut tree = Vec::with_capacity(capacity + 1);
-        tree.push(0);
         Self {
-            tree,
+            marks: Marks::with_capacity(capacity),
             latest: Vec::with_capacity(capacity),
-            marks: 0,
         }
     }
 
     /// Distinct keys on the stack.
     pub fn depth(&self) -> usize {
-        self.marks
+        self.marks.count
     }
 
     /// Adds the next touch; `prev` is the time this key was touched before, if it was.
     pub fn push(&mut self, prev: Option<usize>) {
         if let Some(p) = prev.filter(|&p| self.latest.get(p) == Some(&true)) {
             self.latest[p] = false;
-            let mut i = p + 1;
-            while i < self.tree.len() {
-                self.tree[i] -= 1;
-                i += i & i.wrapping_neg();
-            }
-            self.marks -= 1;
+            self.marks.unmark(p);
         }
-        let n = self.tree.len();
-        let low = n & n.wrapping_neg();
-        let mut covered = 1u32;
-        let mut j = n - 1;
-        while j > n - low {
-            covered += self.tree[j];
-            j &= j - 1;
-        }
-        self.tree.push(covered);
+        self.marks.push();
         self.latest.push(true);
-        self.marks += 1;
     }
 
     /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
     pub fn at_depth(&self, depth: u64) -> Option<usize> {
-        kth_mark(&self.tree, self.marks, depth)
+        self.marks.at_depth(depth)
     }
-}
-
-/// Binary descent for the mark with `depth - 1` marks after it.
-fn kth_mark(tree: &[u32], marks: usize, depth: u64) -> Option<usize> {
-    let depth = usize::try_from(depth).ok()?;
-    if depth == 0 || depth > marks {
-        return None;
-    }
-    let mut k = marks - depth + 1;
-    let mut pos = 0usize;
-    let mut step = (tree.len() - 1).next_power_of_two();
-    while step > 0 {
-        let next = pos + step;
-        if next < tree.len() && (tree[next] as usize) < k {
-            pos = next;
-            k -= tree[next] as usize;
-        }
-        step >>= 1;
-    }
-    Some(pos)
 }
 
 #[cfg(test)]
@@ -192,7 +188,7 @@ mod tests {
         for k in 10..100 {
             s.touch((1, k));
         }
-        assert_eq!(s.at_depth(90), Some(6)); // the last of the 90 new keys was touched at 6 + 89
+        assert_eq!(s.at_depth(90), Some(6)); // the oldest of the 90 new keys, touched at 6
         assert_eq!(s.touch(b), Some(91));
     }
 
