@@ -314,6 +314,65 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from iomimic.io import output_format, write_trace
+    from iomimic.report import make_console
+    from iomimic.sim import simulate
+    from iomimic.sim_report import render_simulation
+
+    fmt = output_format(args.output, None) if args.output else None
+    trace = _read_reported(args)
+    out, figures = simulate(
+        trace,
+        args.device,
+        config=args.config,
+        iodepth=args.iodepth,
+        intensity=args.intensity,
+        scheduler=args.scheduler,
+    )
+    if args.output:
+        write_trace(out, args.output, fmt)
+    if args.json:
+        _write_json(args.json, figures)
+        if args.json == "-":
+            return EXIT_OK
+    render_simulation(figures, make_console())
+    return EXIT_OK
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    import tomllib
+    from rich.table import Table
+
+    from iomimic.report import make_console
+    from iomimic.sim import device_presets
+
+    table = Table(title="device presets (name for --device)", title_justify="left")
+    for c in ("name", "what", "array", "device"):
+        table.add_column(c)
+    for name, text in device_presets().items():
+        cfg = tomllib.loads(text)
+        dev = cfg["device"]
+        if dev["kind"] == "hdd":
+            summary = (
+                f"HDD {dev['rpm']:g} rpm, {dev['capacity_gb']:g} GB, seek {dev['track_to_track_ms']:g}/"
+                f"{dev['average_seek_ms']:g}/{dev['full_stroke_ms']:g} ms, "
+                f"{dev['outer_mb_s']:g}-{dev['inner_mb_s']:g} MB/s"
+            )
+        else:
+            summary = (
+                f"SSD {dev['capacity_gb']:g} GB, {dev['channels']}x{dev['dies_per_channel']} dies, "
+                f"read {dev['read_us']:g} µs, program {dev['program_us']:g} µs, erase {dev['erase_us']:g} µs"
+            )
+        a = cfg.get("array")
+        array = f"{a['level']} x{a['devices']}, {a['stripe_kib']} KiB units" if a else "-"
+        table.add_row(name, cfg.get("description", ""), array, summary)
+    make_console().print(table)
+    if args.show:
+        print(device_presets()[args.show])
+    return EXIT_OK
+
+
 def cmd_formats(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -511,6 +570,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="seed of the baseline")
     p.add_argument("-f", "--format", help="format of the original (default: detected)")
     p.add_argument("--skip-bad", action="store_true", help="skip malformed lines of the original")
+
+    p = command(
+        "simulate",
+        cmd_simulate,
+        "Replay a trace on a simulated disk, SSD or RAID array: latency, IOPS, utilisation, energy.",
+        "  iomimic simulate trace.csv --device hdd-7200\n"
+        "  iomimic simulate trace.csv --device fc60-r5-4disk --json sim.json -o with_latency.parquet\n"
+        "  iomimic simulate trace.csv --config my_array.toml --intensity 2\n"
+        "  iomimic simulate trace.csv --device ssd-nvme --iodepth 32       # closed loop\n",
+    )
+    p.add_argument("trace", help="trace file")
+    p.add_argument("--device", help="a preset (see `iomimic devices`)")
+    p.add_argument("--config", help="a device file (TOML; see docs/simulate.md)")
+    p.add_argument("--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)")
+    p.add_argument("--intensity", type=float, default=1.0, help="divide trace times by this (open loop)")
+    p.add_argument("--scheduler", choices=["fifo", "sstf"], help="override the device file's disk scheduler")
+    p.add_argument("-o", "--output", help="write the trace with simulated latencies (.parquet or .csv)")
+    p.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
+    _add_read_options(p)
+
+    p = command(
+        "devices",
+        cmd_devices,
+        "List the device presets and their parameters.",
+        "  iomimic devices\n  iomimic devices --show fc60-r5-4disk\n",
+    )
+    p.add_argument("--show", metavar="NAME", help="print a preset's device file")
 
     command("formats", cmd_formats, "List the trace formats iomimic reads.", "  iomimic formats\n")
     command(

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
-use iomimic_core::{analyze, model};
+use iomimic_core::{analyze, model, sim};
 use iomimic_core::{Trace, TraceView};
 
 use errors::{to_py, InputError};
@@ -371,6 +371,62 @@ fn generate_locality_free<'py>(
     trace_to_py(py, trace)
 }
 
+/// Simulates a trace on a device file (TOML text); returns latencies, issue times and figures.
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, config_toml, iodepth=None, intensity=1.0, scheduler=None))]
+fn simulate<'py>(
+    py: Python<'py>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    config_toml: &str,
+    iodepth: Option<usize>,
+    intensity: f64,
+    scheduler: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let config = sim::Config::from_toml(config_toml).map_err(to_py)?;
+    let scheduler = match scheduler {
+        None => None,
+        Some("fifo") => Some(sim::Scheduler::Fifo),
+        Some("sstf") => Some(sim::Scheduler::Sstf),
+        Some(other) => {
+            return Err(InputError::new_err(format!(
+                "--scheduler must be fifo or sstf, found {other:?}"
+            )))
+        }
+    };
+    let opts = sim::SimOptions {
+        iodepth,
+        intensity,
+        scheduler,
+    };
+    let result = with_view(&columns, &volumes, &files, |view| {
+        if view.is_empty() {
+            return Err(InputError::new_err("cannot simulate an empty trace"));
+        }
+        py.detach(|| sim::simulate(view, &config, &opts)).map_err(to_py)
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
+    d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
+    let figures = serde_json::to_string(&result.figures).map_err(|e| InputError::new_err(e.to_string()))?;
+    d.set_item("figures", figures)?;
+    Ok(d)
+}
+
+/// [(name, TOML text)] of the built-in device files.
+#[pyfunction]
+fn device_presets() -> Vec<(&'static str, &'static str)> {
+    sim::PRESETS.to_vec()
+}
+
+/// Checks a device file; returns it normalised to JSON (or raises InputError naming the field).
+#[pyfunction]
+fn check_device(config_toml: &str) -> PyResult<String> {
+    let config = sim::Config::from_toml(config_toml).map_err(to_py)?;
+    serde_json::to_string(&config).map_err(|e| InputError::new_err(e.to_string()))
+}
+
 /// [(name, description)] of every format.
 #[pyfunction]
 fn format_table() -> Vec<(&'static str, &'static str)> {
@@ -388,6 +444,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_model, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_locality_free, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(device_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(check_device, m)?)?;
     errors::register(m)?;
     m.add("LATENCY_UNKNOWN", iomimic_core::LATENCY_UNKNOWN)?;
     Ok(())

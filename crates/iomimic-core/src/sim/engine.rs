@@ -1,0 +1,575 @@
+//! The event loop: arrivals, device queues, phases of array requests, completions.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use serde::Serialize;
+
+use super::hdd::Hdd;
+use super::raid::{DevIo, Layout};
+use super::ssd::Ssd;
+use super::{Config, DeviceParams, Scheduler};
+use crate::analyze::stats;
+use crate::error::{Error, Result};
+use crate::trace::{Op, TraceView};
+
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// Closed loop with this many requests outstanding; open loop (trace times) when `None`.
+    pub iodepth: Option<usize>,
+    /// Divides trace times (open loop).
+    pub intensity: f64,
+    /// Overrides the device file's scheduler.
+    pub scheduler: Option<Scheduler>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self {
+            iodepth: None,
+            intensity: 1.0,
+            scheduler: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceFigures {
+    pub ios: u64,
+    pub utilization: f64,
+    pub buffer_hits: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SimFigures {
+    pub device: String,
+    pub mode: String,
+    pub requests: u64,
+    pub duration_s: f64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub mean_latency_us: f64,
+    pub latency_us: Option<stats::Percentiles>,
+    pub mean_service_us: f64,
+    pub device_ios: u64,
+    pub devices: Vec<DeviceFigures>,
+    pub energy_j: Option<f64>,
+    pub gc_stalls: u64,
+}
+
+pub struct SimResult {
+    /// Issue time (ns, as simulated) and latency of every request, in trace order.
+    pub issue_ns: Vec<u64>,
+    pub latency_ns: Vec<u64>,
+    pub figures: SimFigures,
+}
+
+enum Dev {
+    Hdd {
+        disk: Hdd,
+        queue: VecDeque<usize>,
+        busy: bool,
+        busy_ns: f64,
+        hits: u64,
+    },
+    Ssd {
+        ssd: Ssd,
+        busy_ns: f64,
+    },
+}
+
+struct Req {
+    arrival: f64,
+    phases: Vec<Vec<DevIo>>,
+    phase: usize,
+    outstanding: usize,
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// a device I/O finished: (device, io id)
+    Done(usize, usize),
+}
+
+/// Replays `t` against the device or array of `config`.
+pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result<SimResult> {
+    if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
+        return Err(Error::Usage(format!(
+            "--intensity must be a positive number, found {}",
+            opts.intensity
+        )));
+    }
+    if opts.iodepth == Some(0) {
+        return Err(Error::Usage("--iodepth must be at least 1".into()));
+    }
+    let n = t.len();
+    let scheduler = opts.scheduler.unwrap_or(config.scheduler);
+    let (count, unit) = config
+        .array
+        .as_ref()
+        .map_or((1, 64 * 1024), |a| (a.devices, a.stripe_kib * 1024));
+    let layout = Layout {
+        level: config.array.as_ref().map(|a| a.level),
+        devices: count,
+        unit,
+    };
+    let device_bytes = match &config.device {
+        DeviceParams::Hdd(p) => p.capacity_bytes(),
+        DeviceParams::Ssd(p) => p.capacity_bytes(),
+    };
+    // offsets past the array fold into it
+    let capacity = (device_bytes / unit).max(1) * unit * layout.data_devices() as u64;
+    let region = (capacity / t.volumes.len().max(1) as u64 / unit).max(1) * unit;
+    let mut devs: Vec<Dev> = (0..count)
+        .map(|_| match &config.device {
+            DeviceParams::Hdd(p) => Dev::Hdd {
+                disk: Hdd::new(p.clone()),
+                queue: VecDeque::new(),
+                busy: false,
+                busy_ns: 0.0,
+                hits: 0,
+            },
+            DeviceParams::Ssd(p) => Dev::Ssd {
+                ssd: Ssd::new(p.clone()),
+                busy_ns: 0.0,
+            },
+        })
+        .collect();
+
+    let mut reqs: Vec<Req> = Vec::with_capacity(n);
+    let mut ios: Vec<(usize, DevIo)> = Vec::new();
+    let mut events: BinaryHeap<Reverse<(u64, u64, Event)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut issue_ns = vec![0u64; n];
+    let mut latency_ns = vec![0u64; n];
+    let mut turn = 0usize;
+    let mut device_ios = 0u64;
+    let mut service_sum = 0.0;
+    let mut done_count = 0usize;
+    let mut next = 0usize;
+    let mut last_done = 0.0f64;
+    let start_ts = t.ts_ns.first().copied().unwrap_or(0);
+    let arrival_of = |i: usize| (t.ts_ns[i] - start_ts) as f64 / opts.intensity;
+
+    // Starts a device I/O now; an idle disk begins it, a busy one queues it.
+    // a shared back-end bus: each device I/O's data crosses it in turn
+    let bus_rate = config
+        .array
+        .as_ref()
+        .and_then(|a| a.bus_mb_s)
+        .map(|mb| mb * 1e6 / 1e9);
+    let bus_free = std::cell::Cell::new(0.0f64);
+    let on_bus = |done: f64, size: u32| -> f64 {
+        match bus_rate {
+            Some(rate) => {
+                let finish = done.max(bus_free.get() + f64::from(size) / rate);
+                bus_free.set(finish);
+                finish
+            }
+            None => done,
+        }
+    };
+    let start_io = |id: usize,
+                    now: f64,
+                    devs: &mut Vec<Dev>,
+                    ios: &[(usize, DevIo)],
+                    events: &mut BinaryHeap<Reverse<(u64, u64, Event)>>,
+                    seq: &mut u64,
+                    service_sum: &mut f64| {
+        let io = ios[id].1;
+        match &mut devs[io.device] {
+            Dev::Hdd {
+                disk,
+                queue,
+                busy,
+                busy_ns,
+                hits,
+            } => {
+                if *busy {
+                    queue.push_back(id);
+                } else {
+                    *busy = true;
+                    let s = disk.serve(now, io.offset, io.size, io.write);
+                    let done = on_bus(now + s.total_ns, io.size);
+                    *hits += u64::from(s.buffer_hit);
+                    *busy_ns += done - now;
+                    *service_sum += done - now;
+                    *seq += 1;
+                    events.push(Reverse((done as u64, *seq, Event::Done(io.device, id))));
+                }
+            }
+            Dev::Ssd { ssd, busy_ns } => {
+                let done = on_bus(ssd.serve(now, io.offset, io.size, io.write), io.size);
+                *busy_ns += done - now;
+                *service_sum += done - now;
+                *seq += 1;
+                events.push(Reverse((done as u64, *seq, Event::Done(io.device, id))));
+            }
+        }
+    };
+
+    let closed = opts.iodepth;
+    let mut issue = |i: usize,
+                     now: f64,
+                     reqs: &mut Vec<Req>,
+                     ios: &mut Vec<(usize, DevIo)>,
+                     devs: &mut Vec<Dev>,
+                     events: &mut BinaryHeap<Reverse<(u64, u64, Event)>>,
+                     seq: &mut u64,
+                     service_sum: &mut f64,
+                     device_ios: &mut u64,
+                     turn: &mut usize| {
+        let op = t.op[i];
+        let write = op == Op::Write as u8;
+        let size = t.size[i].max(1);
+        // each volume gets its own equal region of the array; offsets past it fold into it
+        let offset = if op == Op::Flush as u8 {
+            0
+        } else {
+            region * u64::from(t.volume[i]) + t.offset[i] % region
+        };
+        let phases = layout.map(offset, size, write, turn);
+        let first: Vec<DevIo> = phases[0].clone();
+        reqs[i] = Req {
+            arrival: now,
+            outstanding: first.len(),
+            phases,
+            phase: 0,
+        };
+        issue_ns[i] = now as u64;
+        for io in first {
+            ios.push((i, io));
+            *device_ios += 1;
+            start_io(ios.len() - 1, now, devs, ios, events, seq, service_sum);
+        }
+    };
+
+    reqs.resize_with(n, || Req {
+        arrival: 0.0,
+        phases: Vec::new(),
+        phase: 0,
+        outstanding: 0,
+    });
+    let mut now = 0.0f64;
+    if let Some(depth) = closed {
+        while next < n.min(depth) {
+            issue(
+                next,
+                0.0,
+                &mut reqs,
+                &mut ios,
+                &mut devs,
+                &mut events,
+                &mut seq,
+                &mut service_sum,
+                &mut device_ios,
+                &mut turn,
+            );
+            next += 1;
+        }
+    }
+    loop {
+        let next_arrival = if closed.is_none() && next < n {
+            Some(arrival_of(next))
+        } else {
+            None
+        };
+        let next_event = events.peek().map(|Reverse((time, _, _))| *time as f64);
+        match (next_arrival, next_event) {
+            (Some(a), e) if e.is_none_or(|e| a <= e) => {
+                now = a;
+                issue(
+                    next,
+                    now,
+                    &mut reqs,
+                    &mut ios,
+                    &mut devs,
+                    &mut events,
+                    &mut seq,
+                    &mut service_sum,
+                    &mut device_ios,
+                    &mut turn,
+                );
+                next += 1;
+            }
+            (_, Some(_)) => {
+                let Reverse((time, _, Event::Done(device, id))) = events.pop().expect("peeked");
+                now = time as f64;
+                // the disk takes its next queued I/O
+                if let Dev::Hdd {
+                    disk, queue, busy, ..
+                } = &mut devs[device]
+                {
+                    *busy = false;
+                    let pick = match scheduler {
+                        Scheduler::Fifo => (!queue.is_empty()).then_some(0),
+                        Scheduler::Sstf => {
+                            let here = disk.p.cylinder(ios[id].1.offset + u64::from(ios[id].1.size));
+                            (0..queue.len())
+                                .min_by_key(|&q| disk.p.cylinder(ios[queue[q]].1.offset).abs_diff(here))
+                        }
+                    };
+                    if let Some(q) = pick {
+                        let queued = queue.remove(q).expect("picked from the queue");
+                        start_io(
+                            queued,
+                            now,
+                            &mut devs,
+                            &ios,
+                            &mut events,
+                            &mut seq,
+                            &mut service_sum,
+                        );
+                    }
+                }
+                let r = ios[id].0;
+                reqs[r].outstanding -= 1;
+                if reqs[r].outstanding == 0 {
+                    reqs[r].phase += 1;
+                    if reqs[r].phase < reqs[r].phases.len() {
+                        let phase: Vec<DevIo> = reqs[r].phases[reqs[r].phase].clone();
+                        reqs[r].outstanding = phase.len();
+                        for io in phase {
+                            ios.push((r, io));
+                            device_ios += 1;
+                            start_io(
+                                ios.len() - 1,
+                                now,
+                                &mut devs,
+                                &ios,
+                                &mut events,
+                                &mut seq,
+                                &mut service_sum,
+                            );
+                        }
+                    } else {
+                        latency_ns[r] = (now - reqs[r].arrival).max(0.0) as u64;
+                        reqs[r].phases = Vec::new();
+                        done_count += 1;
+                        last_done = last_done.max(now);
+                        if closed.is_some() && next < n {
+                            issue(
+                                next,
+                                now,
+                                &mut reqs,
+                                &mut ios,
+                                &mut devs,
+                                &mut events,
+                                &mut seq,
+                                &mut service_sum,
+                                &mut device_ios,
+                                &mut turn,
+                            );
+                            next += 1;
+                        }
+                    }
+                }
+            }
+            _ => break,
+        }
+    }
+    debug_assert_eq!(done_count, n);
+    let span = last_done.max(now);
+    let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
+    let mut lat: Vec<u64> = latency_ns.clone();
+    let mean_latency = if n == 0 {
+        0.0
+    } else {
+        lat.iter().map(|&l| l as f64).sum::<f64>() / n as f64 / 1e3
+    };
+    let mut energy = None;
+    let mut gc_stalls = 0;
+    let devices = devs
+        .iter_mut()
+        .map(|d| match d {
+            Dev::Hdd {
+                disk, busy_ns, hits, ..
+            } => {
+                disk.idle((span - *busy_ns).max(0.0));
+                if disk.p.power.is_some() {
+                    *energy.get_or_insert(0.0) += disk.energy_j;
+                }
+                DeviceFigures {
+                    ios: 0,
+                    utilization: if span > 0.0 { *busy_ns / span } else { 0.0 },
+                    buffer_hits: *hits,
+                }
+            }
+            Dev::Ssd { ssd, busy_ns } => {
+                ssd.idle_energy(span);
+                if ssd.p.power.is_some() {
+                    *energy.get_or_insert(0.0) += ssd.energy_j;
+                }
+                gc_stalls += ssd.gc_stalls;
+                DeviceFigures {
+                    ios: 0,
+                    utilization: if span > 0.0 {
+                        (*busy_ns / span).min(1.0)
+                    } else {
+                        0.0
+                    },
+                    buffer_hits: 0,
+                }
+            }
+        })
+        .collect::<Vec<_>>();
+    let mut devices = devices;
+    for (_, io) in &ios {
+        devices[io.device].ios += 1;
+    }
+    let figures = SimFigures {
+        device: config.name.clone(),
+        mode: closed.map_or_else(|| "open loop".to_string(), |d| format!("closed loop, depth {d}")),
+        requests: n as u64,
+        duration_s: span / 1e9,
+        iops: if span > 0.0 { n as f64 / (span / 1e9) } else { 0.0 },
+        mb_per_s: if span > 0.0 {
+            bytes as f64 / 1e6 / (span / 1e9)
+        } else {
+            0.0
+        },
+        mean_latency_us: mean_latency,
+        latency_us: stats::percentiles(&mut lat, 1e-3),
+        mean_service_us: if device_ios == 0 {
+            0.0
+        } else {
+            service_sum / device_ios as f64 / 1e3
+        },
+        device_ios,
+        devices,
+        energy_j: energy,
+        gc_stalls,
+    };
+    Ok(SimResult {
+        issue_ns,
+        latency_ns,
+        figures,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Config, DeviceParams, HddParams};
+    use super::*;
+    use crate::trace::Trace;
+
+    /// A disk whose numbers are easy by hand: 6,000 rpm (10 ms a turn), 1 GB, 1,000 cylinders,
+    /// 100 MB/s everywhere (1 MB a track), seeks 1 / 5 / 10 ms.
+    fn disk(read_ahead: bool) -> Config {
+        Config {
+            name: "hand".into(),
+            description: String::new(),
+            scheduler: Scheduler::Fifo,
+            device: DeviceParams::Hdd(HddParams {
+                rpm: 6000.0,
+                capacity_gb: 1.0,
+                cylinders: 1000,
+                track_to_track_ms: 1.0,
+                average_seek_ms: 5.0,
+                full_stroke_ms: 10.0,
+                outer_mb_s: 100.0,
+                inner_mb_s: 100.0,
+                bus_mb_s: 100.0,
+                overhead_ms: 0.0,
+                cache_segments: 4,
+                segment_kib: 1024,
+                read_ahead,
+                write_cache: false,
+                power: None,
+            }),
+            array: None,
+        }
+    }
+
+    fn trace(ts: &[u64], offsets: &[u64], size: u32, op: u8) -> Trace {
+        let mut t = crate::trace::testing::reads(ts, offsets, size);
+        t.op = vec![op; ts.len()];
+        t
+    }
+
+    #[test]
+    fn one_request_by_hand() {
+        // cylinder 250 of 1,000: seek 1 + 4·√0.75 = 4.4641 ms; the target (angle 0) comes round
+        // at 10 ms; 100 KB at 100 MB/s is 1 ms: 11 ms in all
+        let t = trace(&[0], &[250_000_000], 100_000, 0);
+        let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+        assert_eq!(r.latency_ns, [11_000_000]);
+    }
+
+    #[test]
+    fn back_to_back_requests_queue() {
+        // the second waits 11 ms, then needs no seek, 9 ms of rotation (the head is at 0.1 of a
+        // turn) and 1 ms of transfer: done at 21 ms
+        let t = trace(&[0, 0], &[250_000_000, 250_000_000], 100_000, 0);
+        let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+        assert_eq!(r.latency_ns, [11_000_000, 21_000_000]);
+    }
+
+    #[test]
+    fn sequential_reads_hit_the_track_buffer() {
+        // by 12 ms the disk has read 200 KB ahead from the first read's start: the next 100 KB
+        // is a buffer hit, 1 ms at the bus rate
+        let t = trace(&[0, 12_000_000], &[250_000_000, 250_100_000], 100_000, 0);
+        let r = simulate(&t.view(), &disk(true), &SimOptions::default()).unwrap();
+        assert_eq!(r.latency_ns, [11_000_000, 1_000_000]);
+        assert_eq!(r.figures.devices[0].buffer_hits, 1);
+        let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+        assert!(r.latency_ns[1] > 5_000_000);
+    }
+
+    #[test]
+    fn closed_loop_depth_one_gives_one_over_service_time() {
+        let offsets: Vec<u64> = (0..200u64)
+            .map(|i| (i * 7919 % 1000) * 1_000_000 + (i % 7) * 4096)
+            .collect();
+        let t = trace(&vec![0; 200], &offsets, 4096, 0);
+        let opts = SimOptions {
+            iodepth: Some(1),
+            ..SimOptions::default()
+        };
+        let r = simulate(&t.view(), &disk(false), &opts).unwrap();
+        let f = &r.figures;
+        assert_eq!(f.device_ios, 200);
+        let expected = 1e6 / f.mean_service_us;
+        assert!(
+            (f.iops - expected).abs() / expected < 1e-6,
+            "{} vs {expected}",
+            f.iops
+        );
+    }
+
+    #[test]
+    fn raid5_small_write_is_four_device_ios() {
+        let config = Config::preset("fc60-r5-4disk").unwrap();
+        let t = trace(&[0], &[0], 4096, 1);
+        let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+        assert_eq!(r.figures.device_ios, 4);
+        let t = trace(&[0], &[0], 4096, 0);
+        assert_eq!(
+            simulate(&t.view(), &config, &SimOptions::default())
+                .unwrap()
+                .figures
+                .device_ios,
+            1
+        );
+    }
+
+    #[test]
+    fn presets_load_and_bad_files_name_the_field() {
+        for (name, _) in super::super::PRESETS {
+            assert_eq!(Config::preset(name).unwrap().name, name);
+        }
+        let e = Config::from_toml("name = \"x\"\n[device]\nkind = \"hdd\"\nrpm = \"fast\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device file field device"), "{e}");
+        let text = super::super::PRESETS[0]
+            .1
+            .replace("average_seek_ms = 8.5", "average_seek_ms = 30.0");
+        let e = Config::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("track_to_track_ms <= average_seek_ms <= full_stroke_ms"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! A hard disk: seek curve, rotation, zoned transfer, track buffer with read-ahead, write cache.
+//!
+//! ## Algorithm
+//! - Seek time over a distance of d cylinders out of C: 0 for d = 0; the track-to-track time
+//!   growing with √d to the average seek time at d = C/3, then linearly to the full-stroke time
+//!   at d = C (the usual shape: acceleration-limited short seeks, coast-limited long ones).
+//! - Rotation: the platter turns at `rpm` from angle 0 at time 0; a byte's angle is its offset
+//!   within its track; after the seek the head waits for the target angle to come round.
+//! - Transfer: the media rate falls linearly from `outer_mb_s` at offset 0 to `inner_mb_s` at the
+//!   end of the disk (zoned recording); a track holds a revolution's worth of bytes.
+//! - Track buffer: after a read, while the disk is otherwise idle, it keeps reading ahead into
+//!   a segment (up to `segment_kib`); a read inside what a segment holds is served from it at
+//!   the bus rate. `cache_segments` segments are kept, least recently used replaced.
+//! - Write cache: when on, a write completes once it crosses the bus (it is destaged while the
+//!   disk is idle, which this model does not charge).
+//! - Power: idle, seeking, transferring and standby watts integrate into energy.
+//!
+//! ## References
+//! Ruemmler & Wilkes, "An introduction to disk drive modeling" (IEEE Computer, 1994);
+//! Worthington et al., "On-line extraction of SCSI disk drive parameters" (1995).
+
+use serde::{Deserialize, Serialize};
+
+/// Parameters of a disk, as in a device file's `[device]` table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HddParams {
+    pub rpm: f64,
+    pub capacity_gb: f64,
+    #[serde(default = "default_cylinders")]
+    pub cylinders: u64,
+    pub track_to_track_ms: f64,
+    pub average_seek_ms: f64,
+    pub full_stroke_ms: f64,
+    pub outer_mb_s: f64,
+    pub inner_mb_s: f64,
+    /// Interface rate for buffer hits and cached writes.
+    pub bus_mb_s: f64,
+    /// Command overhead per request.
+    #[serde(default)]
+    pub overhead_ms: f64,
+    #[serde(default = "default_segments")]
+    pub cache_segments: usize,
+    #[serde(default = "default_segment_kib")]
+    pub segment_kib: u64,
+    #[serde(default = "yes")]
+    pub read_ahead: bool,
+    #[serde(default)]
+    pub write_cache: bool,
+    #[serde(default)]
+    pub power: Option<HddPower>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HddPower {
+    pub idle_w: f64,
+    pub seek_w: f64,
+    pub transfer_w: f64,
+    pub standby_w: f64,
+}
+
+fn default_cylinders() -> u64 {
+    50_000
+}
+fn default_segments() -> usize {
+    4
+}
+fn default_segment_kib() -> u64 {
+    512
+}
+fn yes() -> bool {
+    true
+}
+
+impl HddParams {
+    pub fn check(&self, path: &str) -> Result<(), String> {
+        let positive = [
+            ("rpm", self.rpm),
+            ("capacity_gb", self.capacity_gb),
+            ("track_to_track_ms", self.track_to_track_ms),
+            ("average_seek_ms", self.average_seek_ms),
+            ("full_stroke_ms", self.full_stroke_ms),
+            ("outer_mb_s", self.outer_mb_s),
+            ("inner_mb_s", self.inner_mb_s),
+            ("bus_mb_s", self.bus_mb_s),
+        ];
+        if let Some((name, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Err(format!("{path}.{name}: must be a positive number, found {v}"));
+        }
+        if !(self.track_to_track_ms <= self.average_seek_ms && self.average_seek_ms <= self.full_stroke_ms) {
+            return Err(format!(
+                "{path}: seek times must satisfy track_to_track_ms <= average_seek_ms <= full_stroke_ms"
+            ));
+        }
+        if self.cylinders == 0 {
+            return Err(format!("{path}.cylinders: must be positive"));
+        }
+        Ok(())
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        (self.capacity_gb * 1e9) as u64
+    }
+
+    fn revolution_ns(&self) -> f64 {
+        60e9 / self.rpm
+    }
+
+    /// Seek time in ns over `d` cylinders.
+    pub fn seek_ns(&self, d: u64) -> f64 {
+        if d == 0 {
+            return 0.0;
+        }
+        let x = d as f64 / self.cylinders as f64;
+        let ms = if x <= 1.0 / 3.0 {
+            self.track_to_track_ms + (self.average_seek_ms - self.track_to_track_ms) * (3.0 * x).sqrt()
+        } else {
+            self.average_seek_ms + (self.full_stroke_ms - self.average_seek_ms) * (x - 1.0 / 3.0) * 1.5
+        };
+        ms * 1e6
+    }
+
+    /// Media rate (bytes/ns) at `offset`.
+    fn rate(&self, offset: u64) -> f64 {
+        let x = (offset as f64 / self.capacity_bytes() as f64).min(1.0);
+        (self.outer_mb_s - (self.outer_mb_s - self.inner_mb_s) * x) * 1e6 / 1e9
+    }
+
+    pub fn cylinder(&self, offset: u64) -> u64 {
+        let x = (offset as f64 / self.capacity_bytes() as f64).min(1.0);
+        ((x * self.cylinders as f64) as u64).min(self.cylinders - 1)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start: u64,
+    /// bytes held, once frozen; while `reading`, held = min(size, (now − since) × rate)
+    held: u64,
+    since: f64,
+    reading: bool,
+    used: f64,
+}
+
+/// A disk's state between requests.
+#[derive(Debug, Clone)]
+pub struct Hdd {
+    pub p: HddParams,
+    cylinder: u64,
+    segments: Vec<Segment>,
+    pub energy_j: f64,
+}
+
+/// What serving one request cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Service {
+    pub total_ns: f64,
+    pub buffer_hit: bool,
+}
+
+impl Hdd {
+    pub fn new(p: HddParams) -> Self {
+        Self {
+            p,
+            cylinder: 0,
+            segments: Vec::new(),
+            energy_j: 0.0,
+        }
+    }
+
+    fn segment_bytes(&self) -> u64 {
+        self.p.segment_kib * 1024
+    }
+
+    fn held(&self, s: &Segment, now: f64) -> u64 {
+        if s.reading {
+            let rate = self.p.rate(s.start);
+            (((now - s.since).max(0.0) * rate) as u64).min(self.segment_bytes())
+        } else {
+            s.held
+        }
+    }
+
+    /// Serves a request starting at time `now` (ns); returns its service time.
+    pub fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
+        let overhead = self.p.overhead_ms * 1e6;
+        let bus = f64::from(size) / (self.p.bus_mb_s * 1e6 / 1e9);
+        let end = offset + u64::from(size);
+        if !write && self.p.read_ahead {
+            // A read inside what a segment holds is a hit; one inside what a segment still
+            // reading ahead is about to hold waits for the data to stream in (a sequential
+            // stream stays in the buffer even with requests queued behind each other).
+            let seg_bytes = self.segment_bytes();
+            let hit = self.segments.iter().position(|s| {
+                offset >= s.start && end <= s.start + s.held.max(if s.reading { seg_bytes } else { 0 })
+            });
+            if let Some(i) = hit {
+                let s = self.segments[i];
+                let held = self.held(&s, now);
+                let wait = if end > s.start + held {
+                    (end - s.start - held) as f64 / self.p.rate(s.start)
+                } else {
+                    0.0
+                };
+                self.segments[i].used = now;
+                let total = overhead + wait + bus;
+                self.charge(total, 0.0, total);
+                return Service {
+                    total_ns: total,
+                    buffer_hit: true,
+                };
+            }
+        }
+        // the disk stops reading ahead the moment it works on something else
+        for i in 0..self.segments.len() {
+            if self.segments[i].reading {
+                let held = self.held(&self.segments[i], now);
+                let s = &mut self.segments[i];
+                s.held = held;
+                s.reading = false;
+            }
+        }
+        if write && self.p.write_cache {
+            let total = overhead + bus;
+            self.charge(total, 0.0, total);
+            return Service {
+                total_ns: total,
+                buffer_hit: false,
+            };
+        }
+        let target = self.p.cylinder(offset);
+        let seek = self.p.seek_ns(self.cylinder.abs_diff(target));
+        let rev = self.p.revolution_ns();
+        let rate = self.p.rate(offset);
+        let track_bytes = rate * rev;
+        let angle = (offset as f64 % track_bytes) / track_bytes;
+        let at = now + overhead + seek;
+        let head = (at % rev) / rev;
+        let rotate = ((angle - head).rem_euclid(1.0)) * rev;
+        let transfer = f64::from(size) / rate;
+        let total = overhead + seek + rotate + transfer;
+        self.cylinder = self.p.cylinder(end.saturating_sub(1));
+        self.charge(total, seek, transfer);
+        if !write && self.p.read_ahead && self.p.cache_segments > 0 {
+            // read ahead from the end of this read while the disk has nothing else to do
+            let seg = Segment {
+                start: offset,
+                held: 0,
+                since: now + total - transfer,
+                reading: true,
+                used: now,
+            };
+            if self.segments.len() == self.p.cache_segments {
+                let lru = (0..self.segments.len())
+                    .min_by(|&a, &b| self.segments[a].used.total_cmp(&self.segments[b].used))
+                    .expect("segments exist");
+                self.segments[lru] = seg;
+            } else {
+                self.segments.push(seg);
+            }
+        }
+        Service {
+            total_ns: total,
+            buffer_hit: false,
+        }
+    }
+
+    fn charge(&mut self, busy_ns: f64, seek_ns: f64, transfer_ns: f64) {
+        if let Some(w) = &self.p.power {
+            let other = (busy_ns - seek_ns - transfer_ns).max(0.0);
+            self.energy_j += (seek_ns * w.seek_w + transfer_ns * w.transfer_w + other * w.idle_w) / 1e9;
+        }
+    }
+
+    /// Energy of `idle_ns` spent waiting for work.
+    pub fn idle(&mut self, idle_ns: f64) {
+        if let Some(w) = &self.p.power {
+            self.energy_j += idle_ns * w.idle_w / 1e9;
+        }
+    }
+}

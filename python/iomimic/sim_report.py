@@ -1,0 +1,37 @@
+"""The table `iomimic simulate` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+
+def render_simulation(f: dict[str, Any], console) -> None:
+    t = Table(title=f"simulated on {f['device']} ({f['mode']})", title_justify="left", show_header=False)
+    t.add_column("figure", style="bold")
+    t.add_column("value", justify="right")
+    pc = f.get("latency_us") or {}
+    rows = [
+        ("requests", f"{f['requests']:,}"),
+        ("duration", f"{f['duration_s']:,.3f} s"),
+        ("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s"),
+        ("mean latency", f"{f['mean_latency_us']:,.1f} µs"),
+        (
+            "latency p50 / p99 / max",
+            f"{pc.get('p50', 0):,.1f} / {pc.get('p99', 0):,.1f} / {pc.get('max', 0):,.1f} µs",
+        ),
+        ("mean device service", f"{f['mean_service_us']:,.1f} µs over {f['device_ios']:,} device I/Os"),
+        ("energy", "-" if f.get("energy_j") is None else f"{f['energy_j']:,.1f} J"),
+    ]
+    if f.get("gc_stalls"):
+        rows.append(("garbage-collection stalls", f"{f['gc_stalls']:,}"))
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    d = Table(title="devices", title_justify="left")
+    for c in ("device", "I/Os", "utilisation", "buffer hits"):
+        d.add_column(c, justify="right")
+    for i, dev in enumerate(f["devices"][:32]):
+        d.add_row(str(i), f"{dev['ios']:,}", f"{100 * dev['utilization']:.1f}%", f"{dev['buffer_hits']:,}")
+    console.print(d)
