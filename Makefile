@@ -48,6 +48,7 @@ bench: install
 	$(PY) benches/read_msr.py
 	$(PY) benches/characterize.py
 	$(PY) benches/model.py
+	$(PY) benches/simulate.py
 
 clean:
 	rm -rf target $(VENV)

@@ -1,0 +1,52 @@
+"""Simulator benchmark: simulated requests per second, against characterization of the same trace.
+
+The first million requests of the MSR benchmark trace, closed loop at depth 1, on a single disk
+and a single SSD (target: >= 2 M simulated requests/s), and on the 28-disk RAID 1+0 array.
+
+    python benches/simulate.py [--lines 5000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    sys.path.insert(0, str(HERE))
+    from bench_common import OUT, bench_args, best_of, msr_trace
+
+    args = bench_args(__doc__)
+    import iomimic
+    from iomimic.sim import simulate
+
+    full = iomimic.read_trace(msr_trace(args.lines))
+    n = min(1_000_000, len(full))
+    t = iomimic.Trace(
+        ts_ns=full.ts_ns[:n],
+        offset=full.offset[:n],
+        size=full.size[:n],
+        op=full.op[:n],
+        volume=full.volume[:n],
+        volumes=full.volumes,
+    )
+    t_ref, _ = best_of(args.repeat, lambda: iomimic.characterize(t, mrc="none"))
+    rows = [("reference: characterize, every figure but the MRC", t_ref)]
+    for device in ("hdd-7200", "ssd-nvme", "tpc-raid10-28disk"):
+        secs, _ = best_of(args.repeat, lambda d=device: simulate(t, d, iodepth=1))
+        rows.append((f"simulate on {device}, closed loop depth 1", secs))
+    print(f"\nsimulate {n:,} requests, best of {args.repeat}")
+    print(f"{'work':<56}{'seconds':>9}{'M req/s':>9}{'vs ref':>8}")
+    for name, secs in rows:
+        print(f"{name:<56}{secs:>9.3f}{n / secs / 1e6:>9.2f}{t_ref / secs:>8.2f}")
+    slowest, fastest = n / max(rows[1][1], rows[2][1]) / 1e6, n / min(rows[1][1], rows[2][1]) / 1e6
+    print(f"single device: {slowest:.2f}-{fastest:.2f} M requests/s (target >= 2)")
+    (OUT / "simulate.json").write_text(json.dumps({"requests": n, "seconds": dict(rows)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
