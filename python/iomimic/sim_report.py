@@ -24,8 +24,15 @@ def render_simulation(f: dict[str, Any], console) -> None:
         ("mean device service", f"{f['mean_service_us']:,.1f} µs over {f['device_ios']:,} device I/Os"),
         ("energy", "-" if f.get("energy_j") is None else f"{f['energy_j']:,.1f} J"),
     ]
-    if f.get("gc_stalls"):
-        rows.append(("garbage-collection stalls", f"{f['gc_stalls']:,}"))
+    for key, label in (
+        ("gc_stalls", "garbage-collection stalls"),
+        ("cache_hits", "controller cache hits"),
+        ("slow_ios", "slow I/Os (injected)"),
+        ("failed_ios", "failed I/Os (injected)"),
+        ("spin_ups", "spin-ups from standby"),
+    ):
+        if f.get(key):
+            rows.append((label, f"{f[key]:,}"))
     for row in rows:
         t.add_row(*row)
     console.print(t)

@@ -55,6 +55,10 @@ pub struct SimFigures {
     pub devices: Vec<DeviceFigures>,
     pub energy_j: Option<f64>,
     pub gc_stalls: u64,
+    pub cache_hits: u64,
+    pub slow_ios: u64,
+    pub failed_ios: u64,
+    pub spin_ups: u64,
 }
 
 pub struct SimResult {
@@ -83,12 +87,117 @@ struct Req {
     phases: Vec<Vec<DevIo>>,
     phase: usize,
     outstanding: usize,
+    /// the controller already completed it (write-back): the device I/Os are destaging
+    background: bool,
+    /// array range to cache once the device reads complete (request plus prefetch)
+    fill: Option<(u64, u64)>,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
     /// a device I/O finished: (device, io id)
     Done(usize, usize),
+    /// a request served by the controller (a cache hit, a write-back write) completes
+    Finish(usize),
+}
+
+/// The controller's cache: LRU over 4 KiB blocks of the array's address space.
+struct BlockCache {
+    capacity: usize,
+    stamp: u64,
+    blocks: rustc_hash::FxHashMap<u64, u64>,
+    order: std::collections::BTreeMap<u64, u64>,
+}
+
+const CACHE_BLOCK: u64 = 4096;
+
+impl BlockCache {
+    fn new(mib: f64) -> Self {
+        Self {
+            capacity: (mib * 1024.0 * 1024.0 / CACHE_BLOCK as f64) as usize,
+            stamp: 0,
+            blocks: rustc_hash::FxHashMap::default(),
+            order: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Every block the range touches is cached (and each becomes most recently used).
+    fn hit(&mut self, offset: u64, size: u32) -> bool {
+        let range = offset / CACHE_BLOCK..=(offset + u64::from(size.max(1)) - 1) / CACHE_BLOCK;
+        if !range.clone().all(|b| self.blocks.contains_key(&b)) {
+            return false;
+        }
+        for b in range {
+            self.touch(b);
+        }
+        true
+    }
+
+    /// Caches the blocks the range touches (block granularity: the cache keeps whole blocks).
+    fn fill(&mut self, offset: u64, size: u64) {
+        if self.capacity == 0 || size == 0 {
+            return;
+        }
+        for b in offset / CACHE_BLOCK..=(offset + size - 1) / CACHE_BLOCK {
+            self.touch(b);
+        }
+    }
+
+    fn touch(&mut self, block: u64) {
+        self.stamp += 1;
+        if let Some(old) = self.blocks.insert(block, self.stamp) {
+            self.order.remove(&old);
+        }
+        self.order.insert(self.stamp, block);
+        while self.blocks.len() > self.capacity {
+            let (_, victim) = self.order.pop_first().expect("a full cache has blocks");
+            self.blocks.remove(&victim);
+        }
+    }
+}
+
+/// The controller's view of sequential read streams, for prefetching. A read miss that lands
+/// at most `prefetch_max` past the end of a tracked stream's data continues that stream (a
+/// jump within the window still counts, as seed 004's arrays treat pseudo-sequential runs),
+/// and the stream's prefetch doubles up to the maximum; any other miss starts a stream at the
+/// minimum. So jumps shorter than the maximum end up inside prefetched data.
+struct Streams {
+    /// (end of the data read, current prefetch), most recent first
+    tracked: VecDeque<(u64, u64)>,
+}
+
+const TRACKED_STREAMS: usize = 16;
+
+impl Streams {
+    /// How far to read ahead of a miss at `offset..end`.
+    fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64) -> u64 {
+        if first == 0 {
+            return 0;
+        }
+        let found = self
+            .tracked
+            .iter()
+            .position(|&(stream_end, _)| offset >= stream_end && offset - stream_end <= max);
+        let ahead = match found {
+            Some(k) => {
+                let (_, previous) = self.tracked.remove(k).expect("found");
+                (previous * 2).clamp(first, max)
+            }
+            None => first,
+        };
+        self.tracked.push_front((end + ahead, ahead));
+        self.tracked.truncate(TRACKED_STREAMS);
+        ahead
+    }
+}
+
+/// A uniform draw in [0, 1) for fault `kind` of I/O `id` (deterministic, seeded).
+fn draw(seed: u64, id: usize, kind: u64) -> f64 {
+    let mut z =
+        seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ kind.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Replays `t` against the device or array of `config`.
@@ -169,6 +278,26 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
             None => done,
         }
     };
+    let faults = config.faults.clone();
+    let slow_ios = std::cell::Cell::new(0u64);
+    let failed_ios = std::cell::Cell::new(0u64);
+    // extra time an I/O takes from injected faults
+    let fault_delay = |id: usize, write: bool| -> f64 {
+        let Some(f) = &faults else { return 0.0 };
+        let mut extra = 0.0;
+        if draw(f.seed, id, 1) < f.failed_sector_rate {
+            failed_ios.set(failed_ios.get() + 1);
+            extra += f.fail_ms * 1e6;
+        } else if draw(f.seed, id, 2) < f.slow_sector_rate {
+            slow_ios.set(slow_ios.get() + 1);
+            extra += f.slow_ms * 1e6;
+        }
+        if write && draw(f.seed, id, 3) < f.slow_write_rate {
+            slow_ios.set(slow_ios.get() + 1);
+            extra += f.slow_write_ms * 1e6;
+        }
+        extra
+    };
     let start_io = |id: usize,
                     now: f64,
                     devs: &mut Vec<Dev>,
@@ -190,7 +319,7 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
                 } else {
                     *busy = true;
                     let s = disk.serve(now, io.offset, io.size, io.write);
-                    let done = on_bus(now + s.total_ns, io.size);
+                    let done = on_bus(now + s.total_ns + fault_delay(id, io.write), io.size);
                     *hits += u64::from(s.buffer_hit);
                     *busy_ns += done - now;
                     *service_sum += done - now;
@@ -199,7 +328,10 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
                 }
             }
             Dev::Ssd { ssd, busy_ns } => {
-                let done = on_bus(ssd.serve(now, io.offset, io.size, io.write), io.size);
+                let done = on_bus(
+                    ssd.serve(now, io.offset, io.size, io.write) + fault_delay(id, io.write),
+                    io.size,
+                );
                 *busy_ns += done - now;
                 *service_sum += done - now;
                 *seq += 1;
@@ -209,6 +341,12 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     };
 
     let closed = opts.iodepth;
+    let controller = config.controller.clone();
+    let mut cache = controller.as_ref().map(|c| BlockCache::new(c.cache_mib));
+    let mut cache_hits = 0u64;
+    let mut streams = Streams {
+        tracked: VecDeque::new(),
+    };
     let mut issue = |i: usize,
                      now: f64,
                      reqs: &mut Vec<Req>,
@@ -218,7 +356,14 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
                      seq: &mut u64,
                      service_sum: &mut f64,
                      device_ios: &mut u64,
-                     turn: &mut usize| {
+                     turn: &mut usize,
+                     fills: &mut Vec<(u64, u64)>| {
+        // reads completed since the last arrival enter the cache first
+        if let Some(cache) = cache.as_mut() {
+            for (offset, length) in fills.drain(..) {
+                cache.fill(offset, length);
+            }
+        }
         let op = t.op[i];
         let write = op == Op::Write as u8;
         let size = t.size[i].max(1);
@@ -228,6 +373,48 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
         } else {
             region * u64::from(t.volume[i]) + t.offset[i] % region
         };
+        issue_ns[i] = now as u64;
+        let mut fill = None;
+        let mut prefetch = None;
+        let mut background = false;
+        if let (Some(c), Some(cache)) = (&controller, cache.as_mut()) {
+            if !write && cache.hit(offset, size) {
+                cache_hits += 1;
+                reqs[i] = Req {
+                    arrival: now,
+                    phases: Vec::new(),
+                    phase: 0,
+                    outstanding: 0,
+                    background: false,
+                    fill: None,
+                };
+                *seq += 1;
+                events.push(Reverse(((now + c.hit_us * 1e3) as u64, *seq, Event::Finish(i))));
+                return;
+            }
+            if write && c.write_back {
+                cache.fill(offset, u64::from(size));
+                *seq += 1;
+                events.push(Reverse((
+                    (now + (c.hit_us + c.mirror_us) * 1e3) as u64,
+                    *seq,
+                    Event::Finish(i),
+                )));
+                background = true;
+            } else if !write {
+                let first = ((f64::from(size) * c.prefetch_multiple) as u64)
+                    .max(c.prefetch_min_kib * 1024)
+                    .min(c.prefetch_max_kib * 1024);
+                let ahead =
+                    streams.prefetch(offset, offset + u64::from(size), first, c.prefetch_max_kib * 1024);
+                fill = Some((offset, u64::from(size)));
+                let from = offset + u64::from(size);
+                let ahead = ahead.min(capacity.saturating_sub(from));
+                if ahead > 0 {
+                    prefetch = Some((from, ahead));
+                }
+            }
+        }
         let phases = layout.map(offset, size, write, turn);
         let first: Vec<DevIo> = phases[0].clone();
         reqs[i] = Req {
@@ -235,12 +422,32 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
             outstanding: first.len(),
             phases,
             phase: 0,
+            background,
+            fill,
         };
-        issue_ns[i] = now as u64;
         for io in first {
             ios.push((i, io));
             *device_ios += 1;
             start_io(ios.len() - 1, now, devs, ios, events, seq, service_sum);
+        }
+        // the prefetch reads in the background, behind the request: it waits only for its data
+        if let Some((from, ahead)) = prefetch {
+            let phases = layout.map(from, u32::try_from(ahead).unwrap_or(u32::MAX), false, turn);
+            let r = reqs.len();
+            let first: Vec<DevIo> = phases[0].clone();
+            reqs.push(Req {
+                arrival: now,
+                outstanding: first.len(),
+                phases,
+                phase: 0,
+                background: true,
+                fill: Some((from, ahead)),
+            });
+            for io in first {
+                ios.push((r, io));
+                *device_ios += 1;
+                start_io(ios.len() - 1, now, devs, ios, events, seq, service_sum);
+            }
         }
     };
 
@@ -249,7 +456,11 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
         phases: Vec::new(),
         phase: 0,
         outstanding: 0,
+        background: false,
+        fill: None,
     });
+    // read ranges to cache, from requests whose device reads completed
+    let mut fills: Vec<(u64, u64)> = Vec::new();
     let mut now = 0.0f64;
     if let Some(depth) = closed {
         while next < n.min(depth) {
@@ -264,6 +475,7 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
                 &mut service_sum,
                 &mut device_ios,
                 &mut turn,
+                &mut fills,
             );
             next += 1;
         }
@@ -289,24 +501,56 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
                     &mut service_sum,
                     &mut device_ios,
                     &mut turn,
+                    &mut fills,
                 );
                 next += 1;
             }
             (_, Some(_)) => {
-                let Reverse((time, _, Event::Done(device, id))) = events.pop().expect("peeked");
+                let Reverse((time, _, event)) = events.pop().expect("peeked");
                 now = time as f64;
+                let (device, id) = match event {
+                    Event::Done(device, id) => (device, id),
+                    Event::Finish(r) => {
+                        latency_ns[r] = (now - reqs[r].arrival).max(0.0) as u64;
+                        done_count += 1;
+                        last_done = last_done.max(now);
+                        if closed.is_some() && next < n {
+                            issue(
+                                next,
+                                now,
+                                &mut reqs,
+                                &mut ios,
+                                &mut devs,
+                                &mut events,
+                                &mut seq,
+                                &mut service_sum,
+                                &mut device_ios,
+                                &mut turn,
+                                &mut fills,
+                            );
+                            next += 1;
+                        }
+                        continue;
+                    }
+                };
                 // the disk takes its next queued I/O
                 if let Dev::Hdd {
                     disk, queue, busy, ..
                 } = &mut devs[device]
                 {
                     *busy = false;
+                    // demand I/Os go first; prefetches and destages wait for an idle moment
+                    let background = |q: usize| reqs[ios[queue[q]].0].background;
                     let pick = match scheduler {
-                        Scheduler::Fifo => (!queue.is_empty()).then_some(0),
+                        Scheduler::Fifo => (0..queue.len()).min_by_key(|&q| (background(q), q)),
                         Scheduler::Sstf => {
                             let here = disk.p.cylinder(ios[id].1.offset + u64::from(ios[id].1.size));
-                            (0..queue.len())
-                                .min_by_key(|&q| disk.p.cylinder(ios[queue[q]].1.offset).abs_diff(here))
+                            (0..queue.len()).min_by_key(|&q| {
+                                (
+                                    background(q),
+                                    disk.p.cylinder(ios[queue[q]].1.offset).abs_diff(here),
+                                )
+                            })
                         }
                     };
                     if let Some(q) = pick {
@@ -343,8 +587,15 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
                             );
                         }
                     } else {
-                        latency_ns[r] = (now - reqs[r].arrival).max(0.0) as u64;
                         reqs[r].phases = Vec::new();
+                        if let Some(range) = reqs[r].fill.take() {
+                            fills.push(range);
+                        }
+                        if reqs[r].background {
+                            last_done = last_done.max(now);
+                            continue;
+                        }
+                        latency_ns[r] = (now - reqs[r].arrival).max(0.0) as u64;
                         done_count += 1;
                         last_done = last_done.max(now);
                         if closed.is_some() && next < n {
@@ -359,6 +610,7 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
                                 &mut service_sum,
                                 &mut device_ios,
                                 &mut turn,
+                                &mut fills,
                             );
                             next += 1;
                         }
@@ -379,13 +631,15 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     };
     let mut energy = None;
     let mut gc_stalls = 0;
+    let mut spin_ups = 0;
     let devices = devs
         .iter_mut()
         .map(|d| match d {
             Dev::Hdd {
                 disk, busy_ns, hits, ..
             } => {
-                disk.idle((span - *busy_ns).max(0.0));
+                disk.finish(span);
+                spin_ups += disk.spin_ups;
                 if disk.p.power.is_some() {
                     *energy.get_or_insert(0.0) += disk.energy_j;
                 }
@@ -439,6 +693,10 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
         devices,
         energy_j: energy,
         gc_stalls,
+        cache_hits,
+        slow_ios: slow_ios.get(),
+        failed_ios: failed_ios.get(),
+        spin_ups,
     };
     Ok(SimResult {
         issue_ns,
@@ -478,6 +736,8 @@ mod tests {
                 power: None,
             }),
             array: None,
+            controller: None,
+            faults: None,
         }
     }
 
@@ -538,6 +798,129 @@ mod tests {
         );
     }
 
+    fn with_controller(prefetch_min_kib: u64) -> Config {
+        Config {
+            controller: Some(super::super::Controller {
+                cache_mib: 16.0,
+                write_back: true,
+                hit_us: 100.0,
+                mirror_us: 50.0,
+                prefetch_min_kib,
+                prefetch_max_kib: 1024,
+                prefetch_multiple: 0.0,
+            }),
+            ..disk(false)
+        }
+    }
+
+    #[test]
+    fn controller_cache_serves_a_repeated_read() {
+        let t = trace(&[0, 50_000_000], &[250_000_000, 250_000_000], 100_000, 0);
+        let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
+        assert_eq!(r.latency_ns, [11_000_000, 100_000]);
+        assert_eq!((r.figures.cache_hits, r.figures.device_ios), (1, 1));
+    }
+
+    #[test]
+    fn write_back_completes_in_cache_and_destages_behind() {
+        let t = trace(&[0], &[250_000_000], 100_000, 1);
+        let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
+        // hit 100 µs + mirror 50 µs; the disk still writes it, finishing at 11 ms
+        assert_eq!(r.latency_ns, [150_000]);
+        assert_eq!(r.figures.device_ios, 1);
+        assert!((r.figures.duration_s - 0.011).abs() < 1e-9);
+    }
+
+    #[test]
+    fn prefetch_turns_the_next_sequential_read_into_a_hit() {
+        let t = trace(&[0, 55_000_000], &[250_000_000, 250_004_096], 4096, 0);
+        let r = simulate(&t.view(), &with_controller(64), &SimOptions::default()).unwrap();
+        assert_eq!(r.figures.cache_hits, 1);
+        assert_eq!(r.latency_ns[1], 100_000);
+        // the request itself does not wait for the 64 KiB read behind it
+        assert!(r.latency_ns[0] < 10_100_000);
+        let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
+        assert_eq!(r.figures.cache_hits, 0);
+        assert!(r.latency_ns[1] > 5_000_000);
+    }
+
+    #[test]
+    fn injected_faults_add_their_delays() {
+        let mut config = disk(false);
+        config.faults = Some(super::super::Faults {
+            slow_sector_rate: 0.0,
+            slow_ms: 50.0,
+            failed_sector_rate: 1.0,
+            fail_ms: 1000.0,
+            slow_write_rate: 0.0,
+            slow_write_ms: 50.0,
+            seed: 7,
+        });
+        let t = trace(&[0], &[250_000_000], 100_000, 0);
+        let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+        assert_eq!(r.latency_ns, [1_011_000_000]);
+        assert_eq!((r.figures.failed_ios, r.figures.slow_ios), (1, 0));
+
+        let f = config.faults.as_mut().unwrap();
+        f.failed_sector_rate = 0.0;
+        f.slow_write_rate = 1.0;
+        let t = trace(&[0], &[250_000_000], 100_000, 1);
+        let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+        assert_eq!(r.latency_ns, [61_000_000]);
+        assert_eq!((r.figures.failed_ios, r.figures.slow_ios), (0, 1));
+
+        // at a rate of a quarter, about a quarter of 4,000 I/Os are slow, the same ones each run
+        let f = config.faults.as_mut().unwrap();
+        f.slow_write_rate = 0.0;
+        f.slow_sector_rate = 0.25;
+        let offsets: Vec<u64> = (0..4000u64).map(|i| i * 100_000).collect();
+        let ts: Vec<u64> = (0..4000u64).map(|i| i * 100_000_000).collect();
+        let t = trace(&ts, &offsets, 4096, 0);
+        let first = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+        let again = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+        assert_eq!(first.latency_ns, again.latency_ns);
+        let slow = first.figures.slow_ios;
+        assert!((900..1100).contains(&slow), "{slow}");
+    }
+
+    #[test]
+    fn an_idle_disk_spins_down_and_back_up() {
+        let power = |spin_down_s| super::super::hdd::HddPower {
+            idle_w: 5.0,
+            seek_w: 8.0,
+            transfer_w: 6.0,
+            standby_w: 1.0,
+            spin_down_s,
+            spin_up_s: 6.0,
+        };
+        let mut config = disk(false);
+        let DeviceParams::Hdd(p) = &mut config.device else {
+            unreachable!()
+        };
+        p.power = Some(power(Some(10.0)));
+        let t = trace(&[0, 100_000_000_000], &[250_000_000, 250_000_000], 100_000, 0);
+        let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+        assert_eq!(r.figures.spin_ups, 1);
+        // six seconds of spin-up, then at most a turn and the transfer
+        assert!(
+            (6_000_000_000..6_011_000_000).contains(&r.latency_ns[1]),
+            "{}",
+            r.latency_ns[1]
+        );
+        let standby = r.figures.energy_j.unwrap();
+
+        let DeviceParams::Hdd(p) = &mut config.device else {
+            unreachable!()
+        };
+        p.power = Some(power(None));
+        let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+        assert_eq!(r.figures.spin_ups, 0);
+        assert!(r.latency_ns[1] < 11_000_000);
+        // ~100 s idle at 5 W against 10 s idle, ~84 s at 1 W and 6 s spinning up at 8 W
+        let awake = r.figures.energy_j.unwrap();
+        assert!(awake > 480.0 && standby < 200.0, "{awake} {standby}");
+    }
+
     #[test]
     fn raid5_small_write_is_four_device_ios() {
         let config = Config::preset("fc60-r5-4disk").unwrap();
@@ -571,5 +954,19 @@ mod tests {
             e.contains("track_to_track_ms <= average_seek_ms <= full_stroke_ms"),
             "{e}"
         );
+        let fc60 = Config::preset("fc60-r5-4disk").unwrap();
+        assert!(fc60.controller.is_some());
+        let text = format!(
+            "{}\n[faults]\nslow_sector_rate = 1.5\n",
+            super::super::PRESETS[0].1
+        );
+        let e = Config::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("faults.slow_sector_rate"), "{e}");
+        let text = format!(
+            "{}\n[controller]\ncache_mib = 8\nprefetch_min_kib = 64\nprefetch_max_kib = 16\n",
+            super::super::PRESETS[0].1
+        );
+        let e = Config::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("controller.prefetch_max_kib"), "{e}");
     }
 }

@@ -58,6 +58,16 @@ pub struct HddPower {
     pub seek_w: f64,
     pub transfer_w: f64,
     pub standby_w: f64,
+    /// Spin down after this long idle (standby); absent: never.
+    #[serde(default)]
+    pub spin_down_s: Option<f64>,
+    /// Time to spin back up for the next request.
+    #[serde(default = "default_spin_up")]
+    pub spin_up_s: f64,
+}
+
+fn default_spin_up() -> f64 {
+    6.0
 }
 
 fn default_cylinders() -> u64 {
@@ -150,6 +160,9 @@ pub struct Hdd {
     cylinder: u64,
     segments: Vec<Segment>,
     pub energy_j: f64,
+    /// When the disk last finished work (for idle and standby energy).
+    free_at: f64,
+    pub spin_ups: u64,
 }
 
 /// What serving one request cost.
@@ -166,6 +179,8 @@ impl Hdd {
             cylinder: 0,
             segments: Vec::new(),
             energy_j: 0.0,
+            free_at: 0.0,
+            spin_ups: 0,
         }
     }
 
@@ -184,6 +199,38 @@ impl Hdd {
 
     /// Serves a request starting at time `now` (ns); returns its service time.
     pub fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
+        let wake = self.idle_until(now, true);
+        let mut s = self.serve_awake(now + wake, offset, size, write);
+        s.total_ns += wake;
+        self.free_at = now + s.total_ns;
+        s
+    }
+
+    /// Charges the idle time before `now`; returns the spin-up delay if the disk had gone to
+    /// standby and `wake` (a request arrives) is set.
+    fn idle_until(&mut self, now: f64, wake: bool) -> f64 {
+        let gap = (now - self.free_at).max(0.0);
+        let Some(w) = &self.p.power else { return 0.0 };
+        match w.spin_down_s.map(|s| s * 1e9) {
+            Some(down) if gap > down => {
+                self.energy_j += (down * w.idle_w + (gap - down) * w.standby_w) / 1e9;
+                if !wake {
+                    return 0.0;
+                }
+                self.spin_ups += 1;
+                let up = w.spin_up_s * 1e9;
+                // spinning up draws about seek power
+                self.energy_j += up * w.seek_w / 1e9;
+                up
+            }
+            _ => {
+                self.energy_j += gap * w.idle_w / 1e9;
+                0.0
+            }
+        }
+    }
+
+    fn serve_awake(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
         let overhead = self.p.overhead_ms * 1e6;
         let bus = f64::from(size) / (self.p.bus_mb_s * 1e6 / 1e9);
         let end = offset + u64::from(size);
@@ -273,10 +320,8 @@ impl Hdd {
         }
     }
 
-    /// Energy of `idle_ns` spent waiting for work.
-    pub fn idle(&mut self, idle_ns: f64) {
-        if let Some(w) = &self.p.power {
-            self.energy_j += idle_ns * w.idle_w / 1e9;
-        }
+    /// Charges the idle time up to the end of the run.
+    pub fn finish(&mut self, end: f64) {
+        self.idle_until(end, false);
     }
 }

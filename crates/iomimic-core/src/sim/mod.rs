@@ -46,6 +46,64 @@ pub enum DeviceParams {
     Ssd(SsdParams),
 }
 
+/// Faults to inject (for studies of early error detection). Each I/O draws independently.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Faults {
+    /// Share of I/Os that hit a slow sector and take `slow_ms` more (retries).
+    #[serde(default)]
+    pub slow_sector_rate: f64,
+    #[serde(default = "default_slow_ms")]
+    pub slow_ms: f64,
+    /// Share of I/Os that fail after `fail_ms` (an unrecoverable sector).
+    #[serde(default)]
+    pub failed_sector_rate: f64,
+    #[serde(default = "default_fail_ms")]
+    pub fail_ms: f64,
+    /// Share of writes that are intermittently slow, taking `slow_write_ms` more.
+    #[serde(default)]
+    pub slow_write_rate: f64,
+    #[serde(default = "default_slow_ms")]
+    pub slow_write_ms: f64,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_slow_ms() -> f64 {
+    50.0
+}
+fn default_fail_ms() -> f64 {
+    1000.0
+}
+
+/// The array controller: a cache in front of the devices, and prefetching along the LUN.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Controller {
+    pub cache_mib: f64,
+    /// Writes complete once in cache (mirrored to the other controller), destaged behind.
+    #[serde(default)]
+    pub write_back: bool,
+    /// Time to serve a cache hit.
+    #[serde(default = "default_hit_us")]
+    pub hit_us: f64,
+    /// Extra time to mirror a cached write.
+    #[serde(default)]
+    pub mirror_us: f64,
+    /// A read miss also reads ahead `prefetch_multiple` × its size, at least `prefetch_min_kib`
+    /// and at most `prefetch_max_kib` (seed 004's per-request minimum and maximum prefetch).
+    #[serde(default)]
+    pub prefetch_min_kib: u64,
+    #[serde(default)]
+    pub prefetch_max_kib: u64,
+    #[serde(default)]
+    pub prefetch_multiple: f64,
+}
+
+fn default_hit_us() -> f64 {
+    100.0
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Array {
@@ -70,6 +128,10 @@ pub struct Config {
     pub device: DeviceParams,
     #[serde(default)]
     pub array: Option<Array>,
+    #[serde(default)]
+    pub controller: Option<Controller>,
+    #[serde(default)]
+    pub faults: Option<Faults>,
 }
 
 impl Config {
@@ -111,6 +173,25 @@ impl Config {
             }
             if a.bus_mb_s.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
                 return bad("array.bus_mb_s: must be a positive number".into());
+            }
+        }
+        if let Some(c) = &self.controller {
+            if !(c.cache_mib.is_finite() && c.cache_mib >= 0.0) {
+                return bad("controller.cache_mib: must be zero or more".into());
+            }
+            if c.prefetch_max_kib < c.prefetch_min_kib {
+                return bad("controller.prefetch_max_kib: must be at least prefetch_min_kib".into());
+            }
+        }
+        if let Some(f) = &self.faults {
+            for (name, rate) in [
+                ("slow_sector_rate", f.slow_sector_rate),
+                ("failed_sector_rate", f.failed_sector_rate),
+                ("slow_write_rate", f.slow_write_rate),
+            ] {
+                if !(0.0..=1.0).contains(&rate) {
+                    return bad(format!("faults.{name}: must be a probability, found {rate}"));
+                }
             }
         }
         Ok(())
