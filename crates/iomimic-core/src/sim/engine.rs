@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::hdd::Hdd;
 use super::raid::{DevIo, Layout};
 use super::ssd::Ssd;
-use super::{Config, DeviceParams, Scheduler};
+use super::{Config, Controller, DeviceParams, Faults, Scheduler};
 use crate::analyze::stats;
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
@@ -82,6 +82,7 @@ enum Dev {
     },
 }
 
+#[derive(Default)]
 struct Req {
     arrival: f64,
     phases: Vec<Vec<DevIo>>,
@@ -200,6 +201,249 @@ fn draw(seed: u64, id: usize, kind: u64) -> f64 {
     ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
 }
 
+type Events = BinaryHeap<Reverse<(u64, u64, Event)>>;
+
+/// One run's moving parts: devices, requests in flight, the controller, the event queue.
+struct Run<'t, 'v> {
+    t: &'t TraceView<'v>,
+    scheduler: Scheduler,
+    layout: Layout,
+    /// bytes of the array's address space
+    capacity: u64,
+    /// each volume gets its own equal region of the array
+    region: u64,
+    controller: Option<Controller>,
+    cache: Option<BlockCache>,
+    streams: Streams,
+    /// read ranges to cache, from requests whose device reads completed
+    fills: Vec<(u64, u64)>,
+    faults: Option<Faults>,
+    /// a shared back-end bus (bytes per ns): each device I/O's data crosses it in turn
+    bus_rate: Option<f64>,
+    bus_free: f64,
+    devs: Vec<Dev>,
+    /// trace requests first, then background prefetches
+    reqs: Vec<Req>,
+    /// every device I/O: (request, I/O)
+    ios: Vec<(usize, DevIo)>,
+    events: Events,
+    seq: u64,
+    turn: usize,
+    issue_ns: Vec<u64>,
+    latency_ns: Vec<u64>,
+    service_sum: f64,
+    device_ios: u64,
+    cache_hits: u64,
+    slow_ios: u64,
+    failed_ios: u64,
+}
+
+impl Run<'_, '_> {
+    fn at(&mut self, time: f64, event: Event) {
+        self.seq += 1;
+        self.events.push(Reverse((time as u64, self.seq, event)));
+    }
+
+    fn on_bus(&mut self, done: f64, size: u32) -> f64 {
+        match self.bus_rate {
+            Some(rate) => {
+                let finish = done.max(self.bus_free + f64::from(size) / rate);
+                self.bus_free = finish;
+                finish
+            }
+            None => done,
+        }
+    }
+
+    /// Extra time an I/O takes from injected faults.
+    fn fault_delay(&mut self, id: usize, write: bool) -> f64 {
+        let Some(f) = &self.faults else { return 0.0 };
+        let mut extra = 0.0;
+        if draw(f.seed, id, 1) < f.failed_sector_rate {
+            self.failed_ios += 1;
+            extra += f.fail_ms * 1e6;
+        } else if draw(f.seed, id, 2) < f.slow_sector_rate {
+            self.slow_ios += 1;
+            extra += f.slow_ms * 1e6;
+        }
+        if write && draw(f.seed, id, 3) < f.slow_write_rate {
+            self.slow_ios += 1;
+            extra += f.slow_write_ms * 1e6;
+        }
+        extra
+    }
+
+    /// Starts device I/O `id` now; an idle disk begins it, a busy one queues it.
+    fn start_io(&mut self, id: usize, now: f64) {
+        let io = self.ios[id].1;
+        let served = match &mut self.devs[io.device] {
+            Dev::Hdd {
+                disk,
+                queue,
+                busy,
+                hits,
+                ..
+            } => {
+                if *busy {
+                    queue.push_back(id);
+                    return;
+                }
+                *busy = true;
+                let s = disk.serve(now, io.offset, io.size, io.write);
+                *hits += u64::from(s.buffer_hit);
+                now + s.total_ns
+            }
+            Dev::Ssd { ssd, .. } => ssd.serve(now, io.offset, io.size, io.write),
+        };
+        let delay = self.fault_delay(id, io.write);
+        let done = self.on_bus(served + delay, io.size);
+        match &mut self.devs[io.device] {
+            Dev::Hdd { busy_ns, .. } | Dev::Ssd { busy_ns, .. } => *busy_ns += done - now,
+        }
+        self.service_sum += done - now;
+        self.at(done, Event::Done(io.device, id));
+    }
+
+    /// Starts a phase of request `r`: its device I/Os all at once.
+    fn launch(&mut self, r: usize, phase: Vec<DevIo>, now: f64) {
+        self.reqs[r].outstanding = phase.len();
+        for io in phase {
+            self.ios.push((r, io));
+            self.device_ios += 1;
+            self.start_io(self.ios.len() - 1, now);
+        }
+    }
+
+    /// Request `r` (a trace request or a background prefetch) starts its first phase now.
+    fn request(
+        &mut self,
+        r: usize,
+        now: f64,
+        phases: Vec<Vec<DevIo>>,
+        background: bool,
+        fill: Option<(u64, u64)>,
+    ) {
+        let first = phases[0].clone();
+        self.reqs[r] = Req {
+            arrival: now,
+            phases,
+            phase: 0,
+            outstanding: 0,
+            background,
+            fill,
+        };
+        self.launch(r, first, now);
+    }
+
+    /// Trace request `i` arrives at the array now.
+    fn issue(&mut self, i: usize, now: f64) {
+        // reads completed since the last arrival enter the cache first
+        if let Some(cache) = self.cache.as_mut() {
+            for (offset, length) in self.fills.drain(..) {
+                cache.fill(offset, length);
+            }
+        }
+        let t = self.t;
+        let op = t.op[i];
+        let write = op == Op::Write as u8;
+        let size = t.size[i].max(1);
+        // offsets past a volume's region fold into it
+        let offset = if op == Op::Flush as u8 {
+            0
+        } else {
+            self.region * u64::from(t.volume[i]) + t.offset[i] % self.region
+        };
+        self.issue_ns[i] = now as u64;
+        let mut fill = None;
+        let mut prefetch = None;
+        let mut background = false;
+        if let (Some(c), Some(cache)) = (self.controller, self.cache.as_mut()) {
+            if !write && cache.hit(offset, size) {
+                self.cache_hits += 1;
+                self.reqs[i].arrival = now;
+                let done = now + c.hit_us * 1e3;
+                self.at(done, Event::Finish(i));
+                return;
+            }
+            if write && c.write_back {
+                cache.fill(offset, u64::from(size));
+                let done = now + (c.hit_us + c.mirror_us) * 1e3;
+                self.at(done, Event::Finish(i));
+                background = true;
+            } else if !write {
+                fill = Some((offset, u64::from(size)));
+                let first = ((f64::from(size) * c.prefetch_multiple) as u64)
+                    .max(c.prefetch_min_kib * 1024)
+                    .min(c.prefetch_max_kib * 1024);
+                let end = offset + u64::from(size);
+                let ahead = self
+                    .streams
+                    .prefetch(offset, end, first, c.prefetch_max_kib * 1024);
+                let ahead = ahead.min(self.capacity.saturating_sub(end));
+                if ahead > 0 {
+                    prefetch = Some((end, ahead));
+                }
+            }
+        }
+        let phases = self.layout.map(offset, size, write, &mut self.turn);
+        self.request(i, now, phases, background, fill);
+        // the prefetch reads in the background, behind the request: it waits only for its data
+        if let Some((from, ahead)) = prefetch {
+            let length = u32::try_from(ahead).unwrap_or(u32::MAX);
+            let phases = self.layout.map(from, length, false, &mut self.turn);
+            self.reqs.push(Req::default());
+            self.request(self.reqs.len() - 1, now, phases, true, Some((from, ahead)));
+        }
+    }
+
+    /// Device I/O `id` on `device` finished now; returns the trace request it completes, if any.
+    fn device_done(&mut self, device: usize, id: usize, now: f64) -> Option<usize> {
+        if let Dev::Hdd {
+            disk, queue, busy, ..
+        } = &mut self.devs[device]
+        {
+            *busy = false;
+            // the disk takes its next queued I/O: demand I/Os first, prefetches and destages
+            // wait for an idle moment
+            let (reqs, ios) = (&self.reqs, &self.ios);
+            let background = |q: usize| reqs[ios[queue[q]].0].background;
+            let pick = match self.scheduler {
+                Scheduler::Fifo => (0..queue.len()).min_by_key(|&q| (background(q), q)),
+                Scheduler::Sstf => {
+                    let here = disk.p.cylinder(ios[id].1.offset + u64::from(ios[id].1.size));
+                    (0..queue.len()).min_by_key(|&q| {
+                        (
+                            background(q),
+                            disk.p.cylinder(ios[queue[q]].1.offset).abs_diff(here),
+                        )
+                    })
+                }
+            };
+            if let Some(q) = pick {
+                let queued = queue.remove(q).expect("picked from the queue");
+                self.start_io(queued, now);
+            }
+        }
+        let r = self.ios[id].0;
+        let req = &mut self.reqs[r];
+        req.outstanding -= 1;
+        if req.outstanding > 0 {
+            return None;
+        }
+        req.phase += 1;
+        if req.phase < req.phases.len() {
+            let phase = req.phases[req.phase].clone();
+            self.launch(r, phase, now);
+            return None;
+        }
+        req.phases = Vec::new();
+        if let Some(range) = req.fill.take() {
+            self.fills.push(range);
+        }
+        (!req.background).then_some(r)
+    }
+}
+
 /// Replays `t` against the device or array of `config`.
 pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result<SimResult> {
     if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
@@ -212,7 +456,6 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
         return Err(Error::Usage("--iodepth must be at least 1".into()));
     }
     let n = t.len();
-    let scheduler = opts.scheduler.unwrap_or(config.scheduler);
     let (count, unit) = config
         .array
         .as_ref()
@@ -229,7 +472,7 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     // offsets past the array fold into it
     let capacity = (device_bytes / unit).max(1) * unit * layout.data_devices() as u64;
     let region = (capacity / t.volumes.len().max(1) as u64 / unit).max(1) * unit;
-    let mut devs: Vec<Dev> = (0..count)
+    let devs: Vec<Dev> = (0..count)
         .map(|_| match &config.device {
             DeviceParams::Hdd(p) => Dev::Hdd {
                 disk: Hdd::new(p.clone()),
@@ -244,377 +487,77 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
             },
         })
         .collect();
-
-    let mut reqs: Vec<Req> = Vec::with_capacity(n);
-    let mut ios: Vec<(usize, DevIo)> = Vec::new();
-    let mut events: BinaryHeap<Reverse<(u64, u64, Event)>> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut issue_ns = vec![0u64; n];
-    let mut latency_ns = vec![0u64; n];
-    let mut turn = 0usize;
-    let mut device_ios = 0u64;
-    let mut service_sum = 0.0;
-    let mut done_count = 0usize;
-    let mut next = 0usize;
-    let mut last_done = 0.0f64;
-    let start_ts = t.ts_ns.first().copied().unwrap_or(0);
-    let arrival_of = |i: usize| (t.ts_ns[i] - start_ts) as f64 / opts.intensity;
-
-    // Starts a device I/O now; an idle disk begins it, a busy one queues it.
-    // a shared back-end bus: each device I/O's data crosses it in turn
-    let bus_rate = config
-        .array
-        .as_ref()
-        .and_then(|a| a.bus_mb_s)
-        .map(|mb| mb * 1e6 / 1e9);
-    let bus_free = std::cell::Cell::new(0.0f64);
-    let on_bus = |done: f64, size: u32| -> f64 {
-        match bus_rate {
-            Some(rate) => {
-                let finish = done.max(bus_free.get() + f64::from(size) / rate);
-                bus_free.set(finish);
-                finish
-            }
-            None => done,
-        }
-    };
-    let faults = config.faults.clone();
-    let slow_ios = std::cell::Cell::new(0u64);
-    let failed_ios = std::cell::Cell::new(0u64);
-    // extra time an I/O takes from injected faults
-    let fault_delay = |id: usize, write: bool| -> f64 {
-        let Some(f) = &faults else { return 0.0 };
-        let mut extra = 0.0;
-        if draw(f.seed, id, 1) < f.failed_sector_rate {
-            failed_ios.set(failed_ios.get() + 1);
-            extra += f.fail_ms * 1e6;
-        } else if draw(f.seed, id, 2) < f.slow_sector_rate {
-            slow_ios.set(slow_ios.get() + 1);
-            extra += f.slow_ms * 1e6;
-        }
-        if write && draw(f.seed, id, 3) < f.slow_write_rate {
-            slow_ios.set(slow_ios.get() + 1);
-            extra += f.slow_write_ms * 1e6;
-        }
-        extra
-    };
-    let start_io = |id: usize,
-                    now: f64,
-                    devs: &mut Vec<Dev>,
-                    ios: &[(usize, DevIo)],
-                    events: &mut BinaryHeap<Reverse<(u64, u64, Event)>>,
-                    seq: &mut u64,
-                    service_sum: &mut f64| {
-        let io = ios[id].1;
-        match &mut devs[io.device] {
-            Dev::Hdd {
-                disk,
-                queue,
-                busy,
-                busy_ns,
-                hits,
-            } => {
-                if *busy {
-                    queue.push_back(id);
-                } else {
-                    *busy = true;
-                    let s = disk.serve(now, io.offset, io.size, io.write);
-                    let done = on_bus(now + s.total_ns + fault_delay(id, io.write), io.size);
-                    *hits += u64::from(s.buffer_hit);
-                    *busy_ns += done - now;
-                    *service_sum += done - now;
-                    *seq += 1;
-                    events.push(Reverse((done as u64, *seq, Event::Done(io.device, id))));
-                }
-            }
-            Dev::Ssd { ssd, busy_ns } => {
-                let done = on_bus(
-                    ssd.serve(now, io.offset, io.size, io.write) + fault_delay(id, io.write),
-                    io.size,
-                );
-                *busy_ns += done - now;
-                *service_sum += done - now;
-                *seq += 1;
-                events.push(Reverse((done as u64, *seq, Event::Done(io.device, id))));
-            }
-        }
+    let mut run = Run {
+        t,
+        scheduler: opts.scheduler.unwrap_or(config.scheduler),
+        layout,
+        capacity,
+        region,
+        controller: config.controller,
+        cache: config.controller.as_ref().map(|c| BlockCache::new(c.cache_mib)),
+        streams: Streams {
+            tracked: VecDeque::new(),
+        },
+        fills: Vec::new(),
+        faults: config.faults.clone(),
+        bus_rate: config
+            .array
+            .as_ref()
+            .and_then(|a| a.bus_mb_s)
+            .map(|mb| mb * 1e6 / 1e9),
+        bus_free: 0.0,
+        devs,
+        reqs: (0..n).map(|_| Req::default()).collect(),
+        ios: Vec::new(),
+        events: BinaryHeap::new(),
+        seq: 0,
+        turn: 0,
+        issue_ns: vec![0; n],
+        latency_ns: vec![0; n],
+        service_sum: 0.0,
+        device_ios: 0,
+        cache_hits: 0,
+        slow_ios: 0,
+        failed_ios: 0,
     };
 
     let closed = opts.iodepth;
-    let controller = config.controller.clone();
-    let mut cache = controller.as_ref().map(|c| BlockCache::new(c.cache_mib));
-    let mut cache_hits = 0u64;
-    let mut streams = Streams {
-        tracked: VecDeque::new(),
-    };
-    let mut issue = |i: usize,
-                     now: f64,
-                     reqs: &mut Vec<Req>,
-                     ios: &mut Vec<(usize, DevIo)>,
-                     devs: &mut Vec<Dev>,
-                     events: &mut BinaryHeap<Reverse<(u64, u64, Event)>>,
-                     seq: &mut u64,
-                     service_sum: &mut f64,
-                     device_ios: &mut u64,
-                     turn: &mut usize,
-                     fills: &mut Vec<(u64, u64)>| {
-        // reads completed since the last arrival enter the cache first
-        if let Some(cache) = cache.as_mut() {
-            for (offset, length) in fills.drain(..) {
-                cache.fill(offset, length);
-            }
-        }
-        let op = t.op[i];
-        let write = op == Op::Write as u8;
-        let size = t.size[i].max(1);
-        // each volume gets its own equal region of the array; offsets past it fold into it
-        let offset = if op == Op::Flush as u8 {
-            0
-        } else {
-            region * u64::from(t.volume[i]) + t.offset[i] % region
-        };
-        issue_ns[i] = now as u64;
-        let mut fill = None;
-        let mut prefetch = None;
-        let mut background = false;
-        if let (Some(c), Some(cache)) = (&controller, cache.as_mut()) {
-            if !write && cache.hit(offset, size) {
-                cache_hits += 1;
-                reqs[i] = Req {
-                    arrival: now,
-                    phases: Vec::new(),
-                    phase: 0,
-                    outstanding: 0,
-                    background: false,
-                    fill: None,
-                };
-                *seq += 1;
-                events.push(Reverse(((now + c.hit_us * 1e3) as u64, *seq, Event::Finish(i))));
-                return;
-            }
-            if write && c.write_back {
-                cache.fill(offset, u64::from(size));
-                *seq += 1;
-                events.push(Reverse((
-                    (now + (c.hit_us + c.mirror_us) * 1e3) as u64,
-                    *seq,
-                    Event::Finish(i),
-                )));
-                background = true;
-            } else if !write {
-                let first = ((f64::from(size) * c.prefetch_multiple) as u64)
-                    .max(c.prefetch_min_kib * 1024)
-                    .min(c.prefetch_max_kib * 1024);
-                let ahead =
-                    streams.prefetch(offset, offset + u64::from(size), first, c.prefetch_max_kib * 1024);
-                fill = Some((offset, u64::from(size)));
-                let from = offset + u64::from(size);
-                let ahead = ahead.min(capacity.saturating_sub(from));
-                if ahead > 0 {
-                    prefetch = Some((from, ahead));
-                }
-            }
-        }
-        let phases = layout.map(offset, size, write, turn);
-        let first: Vec<DevIo> = phases[0].clone();
-        reqs[i] = Req {
-            arrival: now,
-            outstanding: first.len(),
-            phases,
-            phase: 0,
-            background,
-            fill,
-        };
-        for io in first {
-            ios.push((i, io));
-            *device_ios += 1;
-            start_io(ios.len() - 1, now, devs, ios, events, seq, service_sum);
-        }
-        // the prefetch reads in the background, behind the request: it waits only for its data
-        if let Some((from, ahead)) = prefetch {
-            let phases = layout.map(from, u32::try_from(ahead).unwrap_or(u32::MAX), false, turn);
-            let r = reqs.len();
-            let first: Vec<DevIo> = phases[0].clone();
-            reqs.push(Req {
-                arrival: now,
-                outstanding: first.len(),
-                phases,
-                phase: 0,
-                background: true,
-                fill: Some((from, ahead)),
-            });
-            for io in first {
-                ios.push((r, io));
-                *device_ios += 1;
-                start_io(ios.len() - 1, now, devs, ios, events, seq, service_sum);
-            }
-        }
-    };
-
-    reqs.resize_with(n, || Req {
-        arrival: 0.0,
-        phases: Vec::new(),
-        phase: 0,
-        outstanding: 0,
-        background: false,
-        fill: None,
-    });
-    // read ranges to cache, from requests whose device reads completed
-    let mut fills: Vec<(u64, u64)> = Vec::new();
+    let start_ts = t.ts_ns.first().copied().unwrap_or(0);
+    let arrival_of = |i: usize| (t.ts_ns[i] - start_ts) as f64 / opts.intensity;
+    let mut done_count = 0usize;
+    let mut next = 0usize;
+    let mut last_done = 0.0f64;
     let mut now = 0.0f64;
     if let Some(depth) = closed {
         while next < n.min(depth) {
-            issue(
-                next,
-                0.0,
-                &mut reqs,
-                &mut ios,
-                &mut devs,
-                &mut events,
-                &mut seq,
-                &mut service_sum,
-                &mut device_ios,
-                &mut turn,
-                &mut fills,
-            );
+            run.issue(next, 0.0);
             next += 1;
         }
     }
     loop {
-        let next_arrival = if closed.is_none() && next < n {
-            Some(arrival_of(next))
-        } else {
-            None
-        };
-        let next_event = events.peek().map(|Reverse((time, _, _))| *time as f64);
+        let next_arrival = (closed.is_none() && next < n).then(|| arrival_of(next));
+        let next_event = run.events.peek().map(|Reverse((time, _, _))| *time as f64);
         match (next_arrival, next_event) {
             (Some(a), e) if e.is_none_or(|e| a <= e) => {
                 now = a;
-                issue(
-                    next,
-                    now,
-                    &mut reqs,
-                    &mut ios,
-                    &mut devs,
-                    &mut events,
-                    &mut seq,
-                    &mut service_sum,
-                    &mut device_ios,
-                    &mut turn,
-                    &mut fills,
-                );
+                run.issue(next, now);
                 next += 1;
             }
             (_, Some(_)) => {
-                let Reverse((time, _, event)) = events.pop().expect("peeked");
+                let Reverse((time, _, event)) = run.events.pop().expect("peeked");
                 now = time as f64;
-                let (device, id) = match event {
-                    Event::Done(device, id) => (device, id),
-                    Event::Finish(r) => {
-                        latency_ns[r] = (now - reqs[r].arrival).max(0.0) as u64;
-                        done_count += 1;
-                        last_done = last_done.max(now);
-                        if closed.is_some() && next < n {
-                            issue(
-                                next,
-                                now,
-                                &mut reqs,
-                                &mut ios,
-                                &mut devs,
-                                &mut events,
-                                &mut seq,
-                                &mut service_sum,
-                                &mut device_ios,
-                                &mut turn,
-                                &mut fills,
-                            );
-                            next += 1;
-                        }
-                        continue;
-                    }
+                last_done = last_done.max(now);
+                let finished = match event {
+                    // served by the controller
+                    Event::Finish(r) => Some(r),
+                    Event::Done(device, id) => run.device_done(device, id, now),
                 };
-                // the disk takes its next queued I/O
-                if let Dev::Hdd {
-                    disk, queue, busy, ..
-                } = &mut devs[device]
-                {
-                    *busy = false;
-                    // demand I/Os go first; prefetches and destages wait for an idle moment
-                    let background = |q: usize| reqs[ios[queue[q]].0].background;
-                    let pick = match scheduler {
-                        Scheduler::Fifo => (0..queue.len()).min_by_key(|&q| (background(q), q)),
-                        Scheduler::Sstf => {
-                            let here = disk.p.cylinder(ios[id].1.offset + u64::from(ios[id].1.size));
-                            (0..queue.len()).min_by_key(|&q| {
-                                (
-                                    background(q),
-                                    disk.p.cylinder(ios[queue[q]].1.offset).abs_diff(here),
-                                )
-                            })
-                        }
-                    };
-                    if let Some(q) = pick {
-                        let queued = queue.remove(q).expect("picked from the queue");
-                        start_io(
-                            queued,
-                            now,
-                            &mut devs,
-                            &ios,
-                            &mut events,
-                            &mut seq,
-                            &mut service_sum,
-                        );
-                    }
-                }
-                let r = ios[id].0;
-                reqs[r].outstanding -= 1;
-                if reqs[r].outstanding == 0 {
-                    reqs[r].phase += 1;
-                    if reqs[r].phase < reqs[r].phases.len() {
-                        let phase: Vec<DevIo> = reqs[r].phases[reqs[r].phase].clone();
-                        reqs[r].outstanding = phase.len();
-                        for io in phase {
-                            ios.push((r, io));
-                            device_ios += 1;
-                            start_io(
-                                ios.len() - 1,
-                                now,
-                                &mut devs,
-                                &ios,
-                                &mut events,
-                                &mut seq,
-                                &mut service_sum,
-                            );
-                        }
-                    } else {
-                        reqs[r].phases = Vec::new();
-                        if let Some(range) = reqs[r].fill.take() {
-                            fills.push(range);
-                        }
-                        if reqs[r].background {
-                            last_done = last_done.max(now);
-                            continue;
-                        }
-                        latency_ns[r] = (now - reqs[r].arrival).max(0.0) as u64;
-                        done_count += 1;
-                        last_done = last_done.max(now);
-                        if closed.is_some() && next < n {
-                            issue(
-                                next,
-                                now,
-                                &mut reqs,
-                                &mut ios,
-                                &mut devs,
-                                &mut events,
-                                &mut seq,
-                                &mut service_sum,
-                                &mut device_ios,
-                                &mut turn,
-                                &mut fills,
-                            );
-                            next += 1;
-                        }
-                    }
+                let Some(r) = finished else { continue };
+                run.latency_ns[r] = (now - run.reqs[r].arrival).max(0.0) as u64;
+                done_count += 1;
+                if closed.is_some() && next < n {
+                    run.issue(next, now);
+                    next += 1;
                 }
             }
             _ => break,
@@ -622,6 +565,18 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     }
     debug_assert_eq!(done_count, n);
     let span = last_done.max(now);
+    let Run {
+        mut devs,
+        ios,
+        issue_ns,
+        latency_ns,
+        service_sum,
+        device_ios,
+        cache_hits,
+        slow_ios,
+        failed_ios,
+        ..
+    } = run;
     let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
     let mut lat: Vec<u64> = latency_ns.clone();
     let mean_latency = if n == 0 {
@@ -694,8 +649,8 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
         energy_j: energy,
         gc_stalls,
         cache_hits,
-        slow_ios: slow_ios.get(),
-        failed_ios: failed_ios.get(),
+        slow_ios,
+        failed_ios,
         spin_ups,
     };
     Ok(SimResult {

@@ -77,7 +77,7 @@ fn default_fail_ms() -> f64 {
 }
 
 /// The array controller: a cache in front of the devices, and prefetching along the LUN.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Controller {
     pub cache_mib: f64,
