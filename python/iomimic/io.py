@@ -132,6 +132,10 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
     os.close(fd)
+    # mkstemp makes the file private; give it the mode a plain open() would
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         yield Path(tmp)
         os.replace(tmp, path)

@@ -1,0 +1,94 @@
+"""`iomimic export fio`: the log reads back as the same workload, and fio replays all of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iomimic import Trace
+from iomimic.fio_export import export_fio
+from iomimic.io import read_trace
+
+from .conftest import run_cli
+
+
+def two_volume_trace(n: int = 500, ops: tuple[int, ...] = (0, 1, 2)) -> Trace:
+    rng = np.random.default_rng(4)
+    return Trace(
+        ts_ns=np.sort(rng.integers(0, 2 * 10**9, n)) // 1000 * 1000,
+        offset=rng.integers(0, 4096, n) * 4096,
+        size=rng.choice([512, 4096, 65536], n),
+        op=rng.choice(ops, n),
+        volume=rng.integers(0, 2, n),
+        volumes=["sda", "disk 1"],
+    )
+
+
+def test_the_log_reads_back_as_the_same_workload(tmp_path: Path) -> None:
+    t = two_volume_trace()
+    r = export_fio(t, tmp_path / "job.fio", tmp_path / "t.iolog", map="sda=/data/a.dat")
+    back = read_trace(tmp_path / "t.iolog")
+    assert back.volumes == ["/data/a.dat", "iomimic-disk_1.dat"]
+    assert np.array_equal(back.ts_ns, t.ts_ns - t.ts_ns[0] + (t.ts_ns[0] // 1000) * 1000)
+    for column in ("offset", "size", "op", "volume"):
+        assert np.array_equal(getattr(back, column), getattr(t, column)), column
+    ends = t.offset + t.size
+    assert r["files"] == {
+        "/data/a.dat": int(ends[t.volume == 0].max()),
+        "iomimic-disk_1.dat": int(ends[t.volume == 1].max()),
+    }
+    job = (tmp_path / "job.fio").read_text()
+    assert f"read_iolog={tmp_path / 't.iolog'}" in job and "ioengine=libaio" in job
+
+
+def test_job_options(tmp_path: Path) -> None:
+    t = two_volume_trace(20)
+    export_fio(t, tmp_path / "a.fio", tmp_path / "a.iolog", time_scale=0.5, direct=True, iodepth=4)
+    job = (tmp_path / "a.fio").read_text()
+    assert "replay_time_scale=50" in job and "direct=1" in job and "iodepth=4" in job
+    export_fio(t, tmp_path / "b.fio", tmp_path / "b.iolog", no_stall=True)
+    assert "replay_no_stall=1" in (tmp_path / "b.fio").read_text()
+
+
+def test_cli_from_a_model_and_its_errors(tmp_path: Path) -> None:
+    assert run_cli("model", "preset", "tpcc", "-o", str(tmp_path / "m.json")).returncode == 0
+    r = run_cli("export", "fio", str(tmp_path / "m.json"), "-o", "job.fio", "-n", "300", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "fio job.fio" in r.stdout
+    assert len(read_trace(tmp_path / "job.iolog")) == 300
+    r = run_cli("export", "fio", str(tmp_path / "m.json"), "-o", "x.fio", "--map", "nope=/a", cwd=tmp_path)
+    assert r.returncode == 2 and "--map: the trace has no volume 'nope'" in r.stderr
+    assert not (tmp_path / "x.fio").exists() and not (tmp_path / "x.iolog").exists()
+    # --prepare creates what is missing, and refuses a file too short to hold the log
+    (tmp_path / "short.dat").write_bytes(b"x")
+    volume = json.loads((tmp_path / "m.json").read_text())["volumes"][0]["name"]
+    args = ["export", "fio", str(tmp_path / "m.json"), "-o", "y.fio", "-n", "50", "--prepare"]
+    r = run_cli(*args, "--map", f"{volume}=short.dat", cwd=tmp_path)
+    assert r.returncode == 2 and "short.dat: exists but holds 1 bytes" in r.stderr
+    assert not (tmp_path / "y.fio").exists()
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_fio_replays_every_request(tmp_path: Path) -> None:
+    # reads and writes: fio skips trims on regular files
+    t = two_volume_trace(400, ops=(0, 1))
+    export_fio(t, tmp_path / "job.fio", tmp_path / "t.iolog", prepare=True, no_stall=True)
+    out = subprocess.run(
+        ["fio", "job.fio", "--output-format=json"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    job = json.loads(out.stdout[out.stdout.index("{") :])["jobs"][0]
+    assert [job["read"]["total_ios"], job["write"]["total_ios"]] == np.bincount(t.op, minlength=2).tolist()
+
+
+def test_outputs_get_the_usual_file_mode(tmp_path: Path) -> None:
+    export_fio(two_volume_trace(5), tmp_path / "job.fio", tmp_path / "t.iolog")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "job.fio").stat().st_mode & 0o777 == 0o666 & ~umask
