@@ -5,6 +5,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use serde::Serialize;
 
+use super::controller::{BlockCache, Streams};
 use super::hdd::Hdd;
 use super::raid::{DevIo, Layout};
 use super::ssd::Ssd;
@@ -100,96 +101,6 @@ enum Event {
     Done(usize, usize),
     /// a request served by the controller (a cache hit, a write-back write) completes
     Finish(usize),
-}
-
-/// The controller's cache: LRU over 4 KiB blocks of the array's address space.
-struct BlockCache {
-    capacity: usize,
-    stamp: u64,
-    blocks: rustc_hash::FxHashMap<u64, u64>,
-    order: std::collections::BTreeMap<u64, u64>,
-}
-
-const CACHE_BLOCK: u64 = 4096;
-
-impl BlockCache {
-    fn new(mib: f64) -> Self {
-        Self {
-            capacity: (mib * 1024.0 * 1024.0 / CACHE_BLOCK as f64) as usize,
-            stamp: 0,
-            blocks: rustc_hash::FxHashMap::default(),
-            order: std::collections::BTreeMap::new(),
-        }
-    }
-
-    /// Every block the range touches is cached (and each becomes most recently used).
-    fn hit(&mut self, offset: u64, size: u32) -> bool {
-        let range = offset / CACHE_BLOCK..=(offset + u64::from(size.max(1)) - 1) / CACHE_BLOCK;
-        if !range.clone().all(|b| self.blocks.contains_key(&b)) {
-            return false;
-        }
-        for b in range {
-            self.touch(b);
-        }
-        true
-    }
-
-    /// Caches the blocks the range touches (block granularity: the cache keeps whole blocks).
-    fn fill(&mut self, offset: u64, size: u64) {
-        if self.capacity == 0 || size == 0 {
-            return;
-        }
-        for b in offset / CACHE_BLOCK..=(offset + size - 1) / CACHE_BLOCK {
-            self.touch(b);
-        }
-    }
-
-    fn touch(&mut self, block: u64) {
-        self.stamp += 1;
-        if let Some(old) = self.blocks.insert(block, self.stamp) {
-            self.order.remove(&old);
-        }
-        self.order.insert(self.stamp, block);
-        while self.blocks.len() > self.capacity {
-            let (_, victim) = self.order.pop_first().expect("a full cache has blocks");
-            self.blocks.remove(&victim);
-        }
-    }
-}
-
-/// The controller's view of sequential read streams, for prefetching. A read miss that lands
-/// at most `prefetch_max` past the end of a tracked stream's data continues that stream (a
-/// jump within the window still counts, as seed 004's arrays treat pseudo-sequential runs),
-/// and the stream's prefetch doubles up to the maximum; any other miss starts a stream at the
-/// minimum. So jumps shorter than the maximum end up inside prefetched data.
-struct Streams {
-    /// (end of the data read, current prefetch), most recent first
-    tracked: VecDeque<(u64, u64)>,
-}
-
-const TRACKED_STREAMS: usize = 16;
-
-impl Streams {
-    /// How far to read ahead of a miss at `offset..end`.
-    fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64) -> u64 {
-        if first == 0 {
-            return 0;
-        }
-        let found = self
-            .tracked
-            .iter()
-            .position(|&(stream_end, _)| offset >= stream_end && offset - stream_end <= max);
-        let ahead = match found {
-            Some(k) => {
-                let (_, previous) = self.tracked.remove(k).expect("found");
-                (previous * 2).clamp(first, max)
-            }
-            None => first,
-        };
-        self.tracked.push_front((end + ahead, ahead));
-        self.tracked.truncate(TRACKED_STREAMS);
-        ahead
-    }
 }
 
 /// A uniform draw in [0, 1) for fault `kind` of I/O `id` (deterministic, seeded).
@@ -495,9 +406,7 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
         region,
         controller: config.controller,
         cache: config.controller.as_ref().map(|c| BlockCache::new(c.cache_mib)),
-        streams: Streams {
-            tracked: VecDeque::new(),
-        },
+        streams: Streams::default(),
         fills: Vec::new(),
         faults: config.faults.clone(),
         bus_rate: config

@@ -15,6 +15,7 @@
     clippy::struct_field_names // power fields carry their unit: idle_w, seek_w, ...
 )]
 
+mod controller;
 mod engine;
 mod hdd;
 mod raid;

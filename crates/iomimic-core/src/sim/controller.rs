@@ -1,0 +1,128 @@
+//! The array controller's state: its block cache and the read streams it prefetches for.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap;
+
+/// The controller's cache: LRU over 4 KiB blocks of the array's address space.
+pub(super) struct BlockCache {
+    capacity: usize,
+    stamp: u64,
+    blocks: FxHashMap<u64, u64>,
+    order: BTreeMap<u64, u64>,
+}
+
+const CACHE_BLOCK: u64 = 4096;
+
+impl BlockCache {
+    pub(super) fn new(mib: f64) -> Self {
+        Self {
+            capacity: (mib * 1024.0 * 1024.0 / CACHE_BLOCK as f64) as usize,
+            stamp: 0,
+            blocks: FxHashMap::default(),
+            order: BTreeMap::new(),
+        }
+    }
+
+    /// Every block the range touches is cached (and each becomes most recently used).
+    pub(super) fn hit(&mut self, offset: u64, size: u32) -> bool {
+        let range = offset / CACHE_BLOCK..=(offset + u64::from(size.max(1)) - 1) / CACHE_BLOCK;
+        if !range.clone().all(|b| self.blocks.contains_key(&b)) {
+            return false;
+        }
+        for b in range {
+            self.touch(b);
+        }
+        true
+    }
+
+    /// Caches the blocks the range touches (block granularity: the cache keeps whole blocks).
+    pub(super) fn fill(&mut self, offset: u64, size: u64) {
+        if self.capacity == 0 || size == 0 {
+            return;
+        }
+        for b in offset / CACHE_BLOCK..=(offset + size - 1) / CACHE_BLOCK {
+            self.touch(b);
+        }
+    }
+
+    fn touch(&mut self, block: u64) {
+        self.stamp += 1;
+        if let Some(old) = self.blocks.insert(block, self.stamp) {
+            self.order.remove(&old);
+        }
+        self.order.insert(self.stamp, block);
+        while self.blocks.len() > self.capacity {
+            let (_, victim) = self.order.pop_first().expect("a full cache has blocks");
+            self.blocks.remove(&victim);
+        }
+    }
+}
+
+/// The controller's view of sequential read streams, for prefetching. A read miss that lands
+/// at most `prefetch_max` past the end of a tracked stream's data continues that stream (a
+/// jump within the window still counts, as seed 004's arrays treat pseudo-sequential runs),
+/// and the stream's prefetch doubles up to the maximum; any other miss starts a stream at the
+/// minimum. So jumps shorter than the maximum end up inside prefetched data.
+#[derive(Default)]
+pub(super) struct Streams {
+    /// (end of the data read, current prefetch), most recent first
+    tracked: VecDeque<(u64, u64)>,
+}
+
+const TRACKED_STREAMS: usize = 16;
+
+impl Streams {
+    /// How far to read ahead of a miss at `offset..end`.
+    pub(super) fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64) -> u64 {
+        if first == 0 {
+            return 0;
+        }
+        let found = self
+            .tracked
+            .iter()
+            .position(|&(stream_end, _)| offset >= stream_end && offset - stream_end <= max);
+        let ahead = match found {
+            Some(k) => {
+                let (_, previous) = self.tracked.remove(k).expect("found");
+                (previous * 2).clamp(first, max)
+            }
+            None => first,
+        };
+        self.tracked.push_front((end + ahead, ahead));
+        self.tracked.truncate(TRACKED_STREAMS);
+        ahead
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_evicts_the_least_recently_used_block() {
+        // 3 blocks of room
+        let mut c = BlockCache::new(3.0 * 4096.0 / (1024.0 * 1024.0));
+        c.fill(0, 3 * 4096);
+        assert!(c.hit(0, 4096)); // block 0 is now the most recent
+        c.fill(3 * 4096, 4096); // evicts block 1
+        assert!(!c.hit(4096, 4096));
+        assert!(c.hit(0, 4096) && c.hit(2 * 4096, 10) && c.hit(3 * 4096, 4096));
+        // a hit needs every block the range touches
+        assert!(!c.hit(4000, 200));
+    }
+
+    #[test]
+    fn a_stream_s_prefetch_doubles_while_jumps_stay_inside_the_window() {
+        let mut s = Streams::default();
+        let (kib, max) = (1024, 1024 * 1024);
+        assert_eq!(s.prefetch(0, 4 * kib, 64 * kib, max), 64 * kib);
+        // 100 KiB past the data read (4 + 64 KiB): the same stream
+        assert_eq!(s.prefetch(168 * kib, 172 * kib, 64 * kib, max), 128 * kib);
+        assert_eq!(s.prefetch(300 * kib, 304 * kib, 64 * kib, max), 256 * kib);
+        // 2 MiB away: a new stream, back to the minimum
+        assert_eq!(s.prefetch(3 << 20, (3 << 20) + 4 * kib, 64 * kib, max), 64 * kib);
+        // no minimum, no prefetch
+        assert_eq!(s.prefetch(0, 4 * kib, 0, max), 0);
+    }
+}
