@@ -49,6 +49,7 @@ bench: install
 	$(PY) benches/characterize.py
 	$(PY) benches/model.py
 	$(PY) benches/simulate.py
+	$(PY) benches/realio.py
 
 clean:
 	rm -rf target $(VENV)

@@ -326,6 +326,72 @@ def cmd_export_fio(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_io(args: argparse.Namespace, trace, intensity: float) -> int:
+    from iomimic.io import output_format, write_trace
+    from iomimic.realio import parse_targets, run
+    from iomimic.report import make_console
+    from iomimic.units import parse_size_bytes
+
+    fmt = output_format(args.output, None) if args.output else None
+    paths = parse_targets(args.target, args.map, trace.volumes)
+    done, figures = run(
+        trace,
+        paths,
+        size=parse_size_bytes(args.size) if args.size else None,
+        engine=args.engine,
+        iodepth=args.iodepth,
+        workers=args.workers,
+        intensity=intensity,
+        no_stall=args.no_stall,
+        direct=args.direct,
+        allow_device=args.allow_device,
+        overwrite=args.overwrite,
+    )
+    if args.output and len(done):
+        write_trace(done, args.output, fmt)
+    if args.json:
+        _write_json(args.json, figures)
+        if args.json == "-":
+            return EXIT_OK
+    _render_run(figures, make_console())
+    return 130 if figures["partial"] else EXIT_OK
+
+
+def _render_run(f: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"real I/O ({f['mode']})", title_justify="left", show_header=False)
+    t.add_column("figure", style="bold")
+    t.add_column("value", justify="right")
+    done = f"{f['completed']:,} of {f['requests']:,}" + (" (stopped: partial)" if f["partial"] else "")
+    t.add_row("requests", done)
+    t.add_row("elapsed", f"{f['elapsed_s']:,.3f} s")
+    t.add_row("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s")
+    if f.get("scheduled_iops"):
+        t.add_row("scheduled rate", f"{f['scheduled_iops']:,.1f} IOPS")
+    for key, label in (("latency_us", "latency"), ("lag_us", "issue lag")):
+        p = f.get(key) or {}
+        if p:
+            t.add_row(
+                f"{label} mean / p50 / p99 / max",
+                f"{p['mean']:,.1f} / {p['p50']:,.1f} / {p['p99']:,.1f} / {p['max']:,.1f} µs",
+            )
+    console.print(t)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    if not args.time_scale > 0:
+        raise InputError(f"--time-scale must be positive, found {args.time_scale}")
+    return _run_io(args, _read_reported(args), 1.0 / args.time_scale)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from iomimic.model import Model
+
+    trace = Model.load(args.model).generate(args.requests, duration=args.duration, seed=args.seed)
+    return _run_io(args, trace, args.intensity)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from iomimic.io import read_trace
     from iomimic.report import make_console
@@ -628,6 +694,63 @@ def build_parser() -> argparse.ArgumentParser:
         "  iomimic devices\n  iomimic devices --show fc60-r5-4disk\n",
     )
     p.add_argument("--show", metavar="NAME", help="print a preset's device file")
+
+    def add_run_options(p: argparse.ArgumentParser) -> None:
+        g = p.add_argument_group("where the I/O goes")
+        g.add_argument(
+            "--target", help="a file (created and preallocated with --size if missing) or a block device"
+        )
+        g.add_argument("--map", help="VOLUME=PATH,... one target per volume")
+        g.add_argument(
+            "--size", help="bytes of each target to use, e.g. 8G; needed to create one (default: its size)"
+        )
+        g.add_argument(
+            "--overwrite", action="store_true", help="write into an existing file iomimic did not create"
+        )
+        g.add_argument(
+            "--allow-device", action="store_true", help="allow a block device (never a mounted one)"
+        )
+        g = p.add_argument_group("how")
+        g.add_argument(
+            "--engine", default="psync", help="psync (thread pool) or null (no I/O); default psync"
+        )
+        g.add_argument(
+            "--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)"
+        )
+        g.add_argument("--workers", type=int, default=16, help="open loop: worker threads (default 16)")
+        g.add_argument("--no-stall", action="store_true", help="open loop without waiting for request times")
+        g.add_argument("--direct", action="store_true", help="O_DIRECT, 4 KiB-aligned offsets and sizes")
+        g = p.add_argument_group("results")
+        g.add_argument("-o", "--output", help="the completed requests as a trace (.parquet or .csv)")
+        g.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
+
+    p = command(
+        "replay",
+        cmd_replay,
+        "Issue a trace's requests against files or a device at their times (or faster).",
+        "  iomimic replay trace.csv --target /data/f.dat --size 8G -o done.parquet\n"
+        "  iomimic replay trace.csv --target f.dat --time-scale 0.5     # twice as fast\n"
+        "  iomimic replay trace.csv --target f.dat --no-stall --engine null\n",
+    )
+    p.add_argument("trace", help="trace file")
+    p.add_argument("--time-scale", type=float, default=1.0, help="multiply trace times (0.5: twice as fast)")
+    add_run_options(p)
+    _add_read_options(p)
+
+    p = command(
+        "run",
+        cmd_run,
+        "Generate a model's workload and issue it against files or a device.",
+        "  iomimic run model.json --target /data/iomimic.dat --size 8G --duration 60s -o done.parquet\n"
+        "  iomimic run model.json --map data=/data/a.dat,log=/data/b.dat --intensity 3\n"
+        "  iomimic run model.json --target f.dat -n 100000 --iodepth 32   # closed loop\n",
+    )
+    p.add_argument("model", help="model file (see `iomimic model`)")
+    p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
+    p.add_argument("--duration", help="generate this long a workload, e.g. 60s")
+    p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
+    p.add_argument("--seed", type=int, default=1, help="random seed")
+    add_run_options(p)
 
     export_cmd = sub.add_parser(
         "export",

@@ -36,3 +36,25 @@ def parse_duration_ns(text: str | float | int) -> int:
     if ns <= 0:
         raise InputError(f"a duration must be positive, found {text!r}")
     return ns
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+
+
+def parse_size_bytes(text: str | int) -> int:
+    """Bytes in a size such as ``8G``, ``512M``, ``4KiB`` or a bare number (binary units).
+
+    >>> parse_size_bytes("8G"), parse_size_bytes("4KiB"), parse_size_bytes(4096)
+    (8589934592, 4096, 4096)
+    """
+    if isinstance(text, int):
+        value, unit = float(text), ""
+    else:
+        m = _SIZE.match(text)
+        if not m:
+            raise InputError(f"cannot read {text!r} as a size; write e.g. 8G, 512M, 4KiB")
+        value, unit = float(m.group(1)), m.group(2).lower()
+    n = round(value * 1024 ** "kmgtp".find(unit) * 1024) if unit else round(value)
+    if n <= 0:
+        raise InputError(f"a size must be positive, found {text!r}")
+    return n

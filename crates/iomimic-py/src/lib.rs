@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
-use iomimic_core::{analyze, model, sim};
+use iomimic_core::{analyze, model, realio, sim};
 use iomimic_core::{Trace, TraceView};
 
 use errors::{to_py, InputError};
@@ -414,6 +414,74 @@ fn simulate<'py>(
     Ok(d)
 }
 
+/// Issues a trace's requests against files (see `iomimic_core::realio`); returns per-request
+/// issue times, latencies, lags, placements and which ran. Ctrl-C stops issuing and drains.
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1))]
+#[allow(clippy::too_many_arguments)]
+fn run_io<'py>(
+    py: Python<'py>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    paths: Vec<String>,
+    sizes: Vec<u64>,
+    write: bool,
+    direct: bool,
+    engine: &str,
+    iodepth: Option<usize>,
+    workers: usize,
+    intensity: f64,
+    no_stall: bool,
+    align: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let opts = realio::RunOptions {
+        engine: realio::Engine::parse(engine).map_err(to_py)?,
+        iodepth,
+        workers,
+        queue: 4096,
+        intensity,
+        no_stall,
+        align,
+    };
+    let targets = paths
+        .iter()
+        .zip(&sizes)
+        .map(|(p, &size)| realio::Target::open(std::path::Path::new(p), size, write, direct))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(to_py)?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut interrupted = false;
+    let result = with_view(&columns, &volumes, &files, |view| {
+        std::thread::scope(|scope| {
+            let handle = scope.spawn(|| realio::run(view, &targets, &opts, &stop));
+            // the run goes on without the GIL; every 50 ms Python gets to see Ctrl-C or SIGTERM
+            while !handle.is_finished() {
+                py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
+                if !interrupted && py.check_signals().is_err() {
+                    interrupted = true;
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            handle
+                .join()
+                .expect("the run thread does not panic")
+                .map_err(to_py)
+        })
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
+    d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
+    d.set_item("lag_ns", PyArray1::from_vec(py, result.lag_ns))?;
+    d.set_item("offset", PyArray1::from_vec(py, result.offset))?;
+    d.set_item("size", PyArray1::from_vec(py, result.size))?;
+    d.set_item("ran", PyArray1::from_vec(py, result.ran))?;
+    d.set_item("completed", result.completed)?;
+    d.set_item("elapsed_ns", result.elapsed_ns)?;
+    d.set_item("interrupted", interrupted)?;
+    Ok(d)
+}
+
 /// [(name, TOML text)] of the built-in device files.
 #[pyfunction]
 fn device_presets() -> Vec<(&'static str, &'static str)> {
@@ -445,6 +513,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_locality_free, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(run_io, m)?)?;
     m.add_function(wrap_pyfunction!(device_presets, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
     errors::register(m)?;

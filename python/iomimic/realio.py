@@ -1,0 +1,277 @@
+"""Real I/O against files: a trace or a model's workload issued open loop at its scheduled times
+(or closed loop at a fixed depth), with latencies, issue lag and throughput measured.
+
+Safety first: a target that does not exist is created and written once (laid out); an existing regular
+file is written only if iomimic created it or ``overwrite`` is set; block devices need
+``allow_device`` and are refused while mounted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from iomimic import _core
+from iomimic.errors import InputError
+from iomimic.trace import Trace, _Columns
+
+# marks files iomimic created, so later runs may write them without --overwrite
+_MARK = "user.iomimic.created"
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(f".{path.name}.iomimic")
+
+
+def _created_by_iomimic(path: Path) -> bool:
+    with contextlib.suppress(OSError):
+        if os.getxattr(path, _MARK):
+            return True
+    return _sidecar(path).exists()
+
+
+def _mark_created(path: Path) -> None:
+    try:
+        os.setxattr(path, _MARK, b"1")
+    except OSError:
+        # file systems without user xattrs (tmpfs on older kernels): a hidden file beside it
+        _sidecar(path).touch()
+
+
+def _in_use(device: Path) -> str | None:
+    """Why a block device must not be touched: it, or a partition of it, is mounted or swap, or
+    another device (LVM, RAID, dm-crypt) is built on it. None when it is free."""
+    rdev = os.stat(device).st_rdev
+    sysfs = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
+    ours = {rdev}
+    with contextlib.suppress(OSError):
+        for part in sysfs.resolve().iterdir():
+            dev = part / "dev"
+            if (part / "partition").exists() and dev.exists():
+                major, minor = dev.read_text().split(":")
+                ours.add(os.makedev(int(major), int(minor)))
+            if (part / "holders").is_dir() and any((part / "holders").iterdir()):
+                return f"its partition {part.name} is in use by another device"
+    with contextlib.suppress(OSError):
+        if any((sysfs / "holders").iterdir()):
+            return "another device (LVM, RAID, dm-crypt) is built on it"
+    with contextlib.suppress(OSError), open("/proc/swaps") as f:
+        for line in list(f)[1:]:
+            with contextlib.suppress(OSError):
+                if os.stat(line.split()[0]).st_rdev in ours:
+                    return "it (or a partition of it) is swap space"
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            major, minor = line.split()[2].split(":")
+            if os.makedev(int(major), int(minor)) in ours:
+                return "it (or a partition of it) is mounted"
+    return None
+
+
+def _lay_out(fd: int, size: int) -> None:
+    """Writes the whole file once, as fio lays out its files: preallocated but unwritten space
+    reads back as zeros without touching the device, which would make reads look free. The data
+    is random, so no layer can compress or deduplicate it away."""
+    chunk = np.random.default_rng(0).integers(0, 256, 4 * 1024 * 1024, dtype=np.uint8).tobytes()
+    with contextlib.suppress(OSError):
+        os.posix_fallocate(fd, 0, size)
+    done = 0
+    while done < size:
+        done += os.pwrite(fd, chunk[: min(len(chunk), size - done)], done)
+    os.fsync(fd)
+
+
+def prepare_target(
+    path: str | os.PathLike,
+    needed: int,
+    *,
+    size: int | None = None,
+    write: bool,
+    allow_device: bool = False,
+    overwrite: bool = False,
+) -> int:
+    """Checks (and if missing, creates) one target; returns the bytes requests may use."""
+    p = Path(path)
+    if p.exists():
+        mode = os.stat(p).st_mode
+        if stat.S_ISBLK(mode):
+            if not allow_device:
+                raise InputError(f"{p}: is a block device; pass --allow-device to run against it")
+            why = _in_use(p)
+            if why:
+                raise InputError(f"{p}: {why}; iomimic never runs against a device in use")
+            with open(p, "rb") as f:
+                have = f.seek(0, os.SEEK_END)
+        elif stat.S_ISREG(mode):
+            if write and not overwrite and not _created_by_iomimic(p):
+                raise InputError(
+                    f"{p}: exists and iomimic did not create it; the workload writes, so pass "
+                    "--overwrite to let it write there"
+                )
+            have = p.stat().st_size
+            if size is not None and have < size:
+                if not (overwrite or _created_by_iomimic(p)):
+                    raise InputError(f"{p}: holds {have:,} bytes, less than --size {size:,}")
+                os.truncate(p, size)
+                have = size
+        else:
+            raise InputError(f"{p}: not a regular file or a block device")
+        usable = min(have, size) if size is not None else have
+    else:
+        if size is None:
+            raise InputError(
+                f"{p}: does not exist; give --size to create it (the workload reaches "
+                f"{needed:,} bytes; offsets past --size fold into it)"
+            )
+        usable = size
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666)
+        try:
+            _lay_out(fd, usable)
+        except BaseException:
+            os.close(fd)
+            p.unlink()
+            raise
+        os.close(fd)
+        _mark_created(p)
+    if usable <= 0:
+        raise InputError(f"{p}: has no room for requests (size 0)")
+    return usable
+
+
+def parse_targets(target: str | None, map: str | None, volumes: list[str]) -> list[str]:
+    """One path per volume: ``--target`` for all, or ``--map vol=path,...`` (others fold onto
+    the first mapped target)."""
+    if (target is None) == (map is None):
+        raise InputError("name where the I/O goes: --target PATH or --map VOLUME=PATH,...")
+    if target is not None:
+        return [target] * len(volumes)
+    mapping: dict[str, str] = {}
+    for item in filter(None, map.split(",")):
+        volume, sep, path = item.partition("=")
+        if not sep or not path:
+            raise InputError(f"--map: expected VOLUME=PATH, found {item!r}")
+        if volume not in volumes:
+            raise InputError(f"--map: the workload has no volume {volume!r} (it has {', '.join(volumes)})")
+        mapping[volume] = path
+    if not mapping:
+        raise InputError("--map: name at least one VOLUME=PATH")
+    first = next(iter(mapping.values()))
+    return [mapping.get(v, first) for v in volumes]
+
+
+def run(
+    trace: Trace,
+    paths: list[str],
+    *,
+    size: int | None = None,
+    engine: str = "psync",
+    iodepth: int | None = None,
+    workers: int = 16,
+    intensity: float = 1.0,
+    no_stall: bool = False,
+    direct: bool = False,
+    allow_device: bool = False,
+    overwrite: bool = False,
+) -> tuple[Trace, dict[str, Any]]:
+    """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
+    Trace (issue times, placed offsets, ``latency_ns``) and the run's figures."""
+    if not len(trace):
+        raise InputError("nothing to run: the workload is empty")
+    if len(paths) != len(trace.volumes):
+        raise InputError(f"{len(paths)} target(s) for {len(trace.volumes)} volume(s)")
+    write = bool(np.any(trace.op == 1))
+    ends = trace.offset.astype(np.uint64) + trace.size.astype(np.uint64)
+    unique = list(dict.fromkeys(paths))
+    index = {p: k for k, p in enumerate(unique)}
+    needed = [0] * len(unique)
+    for v, p in enumerate(paths):
+        mine = ends[trace.volume == v]
+        if len(mine):
+            needed[index[p]] = max(needed[index[p]], int(mine.max()))
+    sizes = [
+        prepare_target(
+            p,
+            max(needed[k], 4096),
+            size=size,
+            write=write,
+            allow_device=allow_device,
+            overwrite=overwrite,
+        )
+        for k, p in enumerate(unique)
+    ]
+    # the core maps volume v to target v mod targets: hand it one target per volume
+    per_volume = [unique[index[p]] for p in paths]
+    per_volume_size = [sizes[index[p]] for p in paths]
+    d = _core.run_io(
+        _Columns(trace.columns),
+        trace.volumes,
+        trace.files,
+        per_volume,
+        per_volume_size,
+        write,
+        direct,
+        engine=engine,
+        iodepth=iodepth,
+        workers=workers,
+        intensity=float(intensity),
+        no_stall=no_stall,
+        # sectors as block traces have them; O_DIRECT wants the page size
+        align=4096 if direct else 512,
+    )
+    ran = d["ran"].astype(bool)
+    cols = {
+        "ts_ns": d["issue_ns"][ran],
+        "offset": d["offset"][ran],
+        "size": d["size"][ran],
+        "op": trace.op[ran],
+        "volume": trace.volume[ran],
+        "stream": trace.stream[ran],
+        "latency_ns": d["latency_ns"][ran],
+    }
+    done = Trace(volumes=trace.volumes, **cols)
+    return done, figures(d, trace, ran, iodepth, no_stall, intensity)
+
+
+def _pct(values: np.ndarray) -> dict[str, float]:
+    if not len(values):
+        return {}
+    q = np.percentile(values / 1e3, [50, 90, 99, 99.9])
+    return {
+        "mean": float(values.mean() / 1e3),
+        "p50": float(q[0]),
+        "p90": float(q[1]),
+        "p99": float(q[2]),
+        "p999": float(q[3]),
+        "max": float(values.max() / 1e3),
+    }
+
+
+def figures(
+    d: dict, trace: Trace, ran: np.ndarray, iodepth: int | None, no_stall: bool, intensity: float
+) -> dict[str, Any]:
+    elapsed_s = d["elapsed_ns"] / 1e9
+    n = int(ran.sum())
+    moved = float(d["size"][ran].astype(np.float64).sum())
+    f: dict[str, Any] = {
+        "mode": f"closed loop, depth {iodepth}"
+        if iodepth
+        else ("open loop, no stall" if no_stall else "open loop"),
+        "requests": len(trace),
+        "completed": n,
+        "partial": bool(d["interrupted"]) or n < len(trace),
+        "elapsed_s": elapsed_s,
+        "iops": n / elapsed_s if elapsed_s > 0 else 0.0,
+        "mb_per_s": moved / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
+        "latency_us": _pct(d["latency_ns"][ran].astype(np.float64)),
+    }
+    if not iodepth and not no_stall:
+        span_s = (trace.ts_ns[-1] - trace.ts_ns[0]) / 1e9
+        f["scheduled_iops"] = intensity * (len(trace) - 1) / span_s if span_s > 0 else None
+        f["lag_us"] = _pct(d["lag_ns"][ran].astype(np.float64))
+    return f

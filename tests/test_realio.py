@@ -1,0 +1,171 @@
+"""Real I/O against temporary files: counts, rates, placements, writes, refusals, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iomimic import Trace
+from iomimic.errors import InputError
+from iomimic.io import read_trace, write_trace
+from iomimic.realio import run
+
+from .conftest import run_cli
+
+MIB = 1 << 20
+
+
+def workload(n: int, rate: float, seed: int = 1, write_share: float = 0.3) -> Trace:
+    rng = np.random.default_rng(seed)
+    return Trace(
+        ts_ns=(np.arange(n) * (1e9 / rate)).astype(np.int64),
+        offset=rng.integers(0, 1024, n) * 4096,
+        size=rng.choice([4096, 8192, 65536], n),
+        op=(rng.random(n) < write_share).astype(np.uint8),
+    )
+
+
+def test_closed_loop_completes_every_request_as_scheduled(tmp_path: Path) -> None:
+    t = workload(3000, 1e6)
+    done, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, iodepth=8)
+    assert f["completed"] == len(done) == 3000 and not f["partial"]
+    # the completed trace has the scheduled mix and sizes, request for request
+    order = np.argsort(done.ts_ns, kind="stable")
+    assert sorted(done.size.tolist()) == sorted(t.size.tolist())
+    assert np.bincount(done.op, minlength=2).tolist() == np.bincount(t.op, minlength=2).tolist()
+    assert (done.latency_ns[order] > 0).all()
+    assert (done.offset + done.size <= 8 * MIB).all()
+
+
+def test_open_loop_keeps_the_rate(tmp_path: Path) -> None:
+    t = workload(2000, 2000.0)  # one second at 2,000 IOPS
+    _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB)
+    assert f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.01), f
+    assert f["lag_us"]["p50"] < 1000, f["lag_us"]
+
+
+def test_intensity_and_no_stall(tmp_path: Path) -> None:
+    t = workload(1000, 1000.0)
+    _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, intensity=4, engine="null")
+    assert f["elapsed_s"] == pytest.approx(0.25, abs=0.03) and f["scheduled_iops"] == pytest.approx(4000)
+    _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, no_stall=True, engine="null")
+    assert f["elapsed_s"] < 0.2
+
+
+def test_volumes_map_to_their_targets_and_writes_land(tmp_path: Path) -> None:
+    t = Trace(
+        ts_ns=[0, 0, 0],
+        offset=[0, 4096, 3 * MIB],  # the last folds into a 2 MiB target
+        size=[4096, 4096, 4096],
+        op=[1, 1, 1],
+        volume=[0, 1, 1],
+        volumes=["a", "b"],
+    )
+    a, b = tmp_path / "a.dat", tmp_path / "b.dat"
+    done, f = run(t, [str(a), str(b)], size=2 * MIB, iodepth=1)
+    assert f["completed"] == 3
+    assert sorted(done.offset.tolist()) == [0, 4096, MIB]
+    # each write carries its request number in every 8 bytes
+    assert int.from_bytes(a.read_bytes()[:8], "little") == 0
+    assert int.from_bytes(b.read_bytes()[4096:4104], "little") == 1
+    assert int.from_bytes(b.read_bytes()[MIB : MIB + 8], "little") == 2
+
+
+def test_refusals(tmp_path: Path) -> None:
+    t = workload(10, 1e6)
+    theirs = tmp_path / "theirs.dat"
+    theirs.write_bytes(b"\0" * MIB)
+    with pytest.raises(InputError, match=r"iomimic did not create it.*--overwrite"):
+        run(t, [str(theirs)])
+    assert theirs.read_bytes() == b"\0" * MIB
+    # reads only are fine, and --overwrite allows writes
+    assert run(workload(10, 1e6, write_share=0), [str(theirs)])[1]["completed"] == 10
+    assert run(t, [str(theirs)], overwrite=True)[1]["completed"] == 10
+    with pytest.raises(InputError, match="give --size to create it"):
+        run(t, [str(tmp_path / "new.dat")])
+    assert not (tmp_path / "new.dat").exists()
+    with pytest.raises(InputError, match="not a regular file or a block device"):
+        run(t, ["/dev/null"])
+    with pytest.raises(InputError, match="engine"):
+        run(t, [str(tmp_path / "x.dat")], size=MIB, engine="bogus")
+    blocks = [p for p in Path("/dev").iterdir() if p.is_block_device()] if Path("/dev").exists() else []
+    if blocks:
+        with pytest.raises(InputError, match="--allow-device"):
+            run(t, [str(blocks[0])])
+
+
+def test_a_file_iomimic_created_may_be_written_again(tmp_path: Path) -> None:
+    t = workload(20, 1e6)
+    run(t, [str(tmp_path / "f.dat")], size=MIB)
+    assert run(t, [str(tmp_path / "f.dat")])[1]["completed"] == 20
+
+
+def test_cli_replay_and_run(tmp_path: Path) -> None:
+    trace = tmp_path / "t.parquet"
+    write_trace(workload(500, 5000.0), trace)
+    r = run_cli(
+        "replay",
+        str(trace),
+        "--target",
+        "f.dat",
+        "--size",
+        "8M",
+        "-o",
+        "done.parquet",
+        "--json",
+        "r.json",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    figures = json.loads((tmp_path / "r.json").read_text())
+    assert figures["completed"] == 500 and len(read_trace(tmp_path / "done.parquet")) == 500
+    assert "issue lag" in r.stdout
+    assert run_cli("model", "preset", "tpcc", "-o", str(tmp_path / "m.json")).returncode == 0
+    r = run_cli(
+        "run", "m.json", "--target", "g.dat", "--size", "16M", "-n", "400", "--iodepth", "4", cwd=tmp_path
+    )
+    assert r.returncode == 0, r.stderr
+    assert "400 of 400" in r.stdout
+    r = run_cli("replay", str(trace), "--target", "nope.dat", cwd=tmp_path)
+    assert r.returncode == 2 and "give --size" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("replay", str(trace), cwd=tmp_path)
+    assert r.returncode == 2 and "--target PATH or --map" in r.stderr
+
+
+def test_ctrl_c_stops_issuing_and_reports_partial(tmp_path: Path) -> None:
+    trace = tmp_path / "t.parquet"
+    write_trace(workload(600, 100.0), trace)  # six seconds of requests
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "iomimic.cli",
+            "replay",
+            str(trace),
+            "--target",
+            "f.dat",
+            "--size",
+            "8M",
+            "--json",
+            "r.json",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["partial"] and 0 < f["completed"] < 600
+    assert os.path.exists(tmp_path / "f.dat")
