@@ -140,7 +140,8 @@ def test_cli_replay_and_run(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--target PATH or --map" in r.stderr
 
 
-def test_ctrl_c_stops_issuing_and_reports_partial(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_issuing_and_reports_partial(tmp_path: Path, sig: int) -> None:
     trace = tmp_path / "t.parquet"
     write_trace(workload(600, 100.0), trace)  # six seconds of requests
     proc = subprocess.Popen(
@@ -163,7 +164,7 @@ def test_ctrl_c_stops_issuing_and_reports_partial(tmp_path: Path) -> None:
         text=True,
     )
     time.sleep(2.0)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     f = json.loads((tmp_path / "r.json").read_text())

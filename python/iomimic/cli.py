@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -334,6 +335,8 @@ def _run_io(args: argparse.Namespace, trace, intensity: float) -> int:
 
     fmt = output_format(args.output, None) if args.output else None
     paths = parse_targets(args.target, args.map, trace.volumes)
+    # SIGTERM, like Ctrl-C, stops issuing and drains (the run sees it as an interrupt)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     done, figures = run(
         trace,
         paths,

@@ -203,7 +203,7 @@ impl Shared<'_> {
 
 /// Sleeps until `deadline` ns after `start`; spins the last stretch, where sleep is too coarse.
 fn wait_until(start: Instant, deadline: u64) {
-    const SPIN: u64 = 60_000;
+    const SPIN: u64 = 250_000;
     loop {
         let now = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         if now >= deadline {
