@@ -15,6 +15,8 @@ MODULES = [
     "iomimic.units",
     "iomimic.model",
     "iomimic.presets",
+    "iomimic.pattern",
+    "iomimic.fio_export",
 ]
 
 

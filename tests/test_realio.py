@@ -170,3 +170,24 @@ def test_ctrl_c_or_sigterm_stops_issuing_and_reports_partial(tmp_path: Path, sig
     f = json.loads((tmp_path / "r.json").read_text())
     assert f["partial"] and 0 < f["completed"] < 600
     assert os.path.exists(tmp_path / "f.dat")
+
+
+def test_pattern_runs(tmp_path: Path) -> None:
+    r = run_cli(
+        "run", "--pattern", "read seq 4k interarrival=5ms", "--target", "f.dat", "--size", "1M",
+        "--duration", "0.5s", "--json", "r.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["completed"] == 100 and f["iops"] == pytest.approx(200, rel=0.05)
+    assert sum(f["over_time"]["iops"]) * f["over_time"]["window_s"] == pytest.approx(100)
+    # back to back, closed loop, stopped by the duration
+    r = run_cli(
+        "run", "--pattern", "randread 4k", "--iodepth", "2", "--target", "f.dat", "--duration", "0.3s",
+        "--json", "r.json", "--engine", "null", cwd=tmp_path,
+    )  # fmt: skip
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert r.returncode == 0 and f["time_limited"] and not f["partial"]
+    assert f["elapsed_s"] == pytest.approx(0.3, abs=0.1) and f["completed"] > 1000
+    r = run_cli("run", "--pattern", "sideways 4k", "--target", "f.dat", "-n", "5", cwd=tmp_path)
+    assert r.returncode == 2 and "cannot read 'sideways'" in r.stderr

@@ -327,7 +327,7 @@ def cmd_export_fio(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_io(args: argparse.Namespace, trace, intensity: float) -> int:
+def _run_io(args: argparse.Namespace, trace, intensity: float, deadline_s: float | None = None) -> int:
     from iomimic.io import output_format, write_trace
     from iomimic.realio import parse_targets, run
     from iomimic.report import make_console
@@ -349,6 +349,7 @@ def _run_io(args: argparse.Namespace, trace, intensity: float) -> int:
         direct=args.direct,
         allow_device=args.allow_device,
         overwrite=args.overwrite,
+        deadline_s=deadline_s,
     )
     if args.output and len(done):
         write_trace(done, args.output, fmt)
@@ -366,10 +367,14 @@ def _render_run(f: dict[str, Any], console) -> None:
     t = Table(title=f"real I/O ({f['mode']})", title_justify="left", show_header=False)
     t.add_column("figure", style="bold")
     t.add_column("value", justify="right")
-    done = f"{f['completed']:,} of {f['requests']:,}" + (" (stopped: partial)" if f["partial"] else "")
+    if f["time_limited"] and not f["partial"]:
+        done = f"{f['completed']:,} (until the --duration)"
+    else:
+        done = f"{f['completed']:,} of {f['requests']:,}" + (" (stopped: partial)" if f["partial"] else "")
     t.add_row("requests", done)
     t.add_row("elapsed", f"{f['elapsed_s']:,.3f} s")
     t.add_row("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s")
+    t.add_row("CPU per I/O", f"{f['cpu_us_per_io']:,.2f} µs")
     if f.get("scheduled_iops"):
         t.add_row("scheduled rate", f"{f['scheduled_iops']:,.1f} IOPS")
     for key, label in (("latency_us", "latency"), ("lag_us", "issue lag")):
@@ -389,10 +394,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from iomimic.model import Model
+    if (args.model is None) == (args.pattern is None):
+        raise InputError("run a model (MODEL.json) or a --pattern, one of them")
+    if args.model is not None:
+        from iomimic.model import Model
 
-    trace = Model.load(args.model).generate(args.requests, duration=args.duration, seed=args.seed)
-    return _run_io(args, trace, args.intensity)
+        trace = Model.load(args.model).generate(args.requests, duration=args.duration, seed=args.seed)
+        return _run_io(args, trace, args.intensity)
+    from iomimic.pattern import pattern_trace
+    from iomimic.units import parse_duration_ns, parse_size_bytes
+
+    span = parse_size_bytes(args.size) if args.size else None
+    if args.requests is None and args.duration is None:
+        raise InputError("a --pattern run needs -n REQUESTS or --duration")
+    probe = pattern_trace(args.pattern, 2, span=span)
+    gap_ns = int(probe.ts_ns[1])
+    deadline_s = parse_duration_ns(args.duration) / 1e9 if args.duration else None
+    if args.requests is not None:
+        n = args.requests
+    elif gap_ns:
+        n = max(1, round(deadline_s * 1e9 * args.intensity / gap_ns))
+    else:
+        # back to back until the deadline: enough requests for any device this decade
+        n = 5_000_000
+    trace = pattern_trace(args.pattern, n, span=span, seed=args.seed)
+    return _run_io(args, trace, args.intensity, deadline_s)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -746,9 +772,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Generate a model's workload and issue it against files or a device.",
         "  iomimic run model.json --target /data/iomimic.dat --size 8G --duration 60s -o done.parquet\n"
         "  iomimic run model.json --map data=/data/a.dat,log=/data/b.dat --intensity 3\n"
-        "  iomimic run model.json --target f.dat -n 100000 --iodepth 32   # closed loop\n",
+        "  iomimic run model.json --target f.dat -n 100000 --iodepth 32   # closed loop\n"
+        '  iomimic run --pattern "read seq 4k interarrival=10ms" --target f.dat --size 1G --duration 20s\n'
+        '  iomimic run --pattern "randread 4k" --iodepth 32 --target f.dat --duration 20s\n',
     )
-    p.add_argument("model", help="model file (see `iomimic model`)")
+    p.add_argument("model", nargs="?", help="model file (see `iomimic model`)")
+    p.add_argument(
+        "--pattern",
+        help='a simple test instead of a model, e.g. "randread 4k", "write seq 64k rate=500" '
+        "(see docs/realio.md)",
+    )
     p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a workload, e.g. 60s")
     p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")

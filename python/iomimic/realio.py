@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -178,9 +179,11 @@ def run(
     direct: bool = False,
     allow_device: bool = False,
     overwrite: bool = False,
+    deadline_s: float | None = None,
 ) -> tuple[Trace, dict[str, Any]]:
     """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
-    Trace (issue times, placed offsets, ``latency_ns``) and the run's figures."""
+    Trace (issue times, placed offsets, ``latency_ns``) and the run's figures. ``deadline_s``
+    stops issuing that long after the start (a time-limited run; not marked partial)."""
     if not len(trace):
         raise InputError("nothing to run: the workload is empty")
     if len(paths) != len(trace.volumes):
@@ -208,6 +211,7 @@ def run(
     # the core maps volume v to target v mod targets: hand it one target per volume
     per_volume = [unique[index[p]] for p in paths]
     per_volume_size = [sizes[index[p]] for p in paths]
+    cpu0 = time.process_time()
     d = _core.run_io(
         _Columns(trace.columns),
         trace.volumes,
@@ -223,7 +227,10 @@ def run(
         no_stall=no_stall,
         # sectors as block traces have them; O_DIRECT wants the page size
         align=4096 if direct else 512,
+        deadline_ns=None if deadline_s is None else round(deadline_s * 1e9),
     )
+    d["cpu_s"] = time.process_time() - cpu0
+    d["time_limited"] = deadline_s is not None
     ran = d["ran"].astype(bool)
     cols = {
         "ts_ns": d["issue_ns"][ran],
@@ -252,6 +259,20 @@ def _pct(values: np.ndarray) -> dict[str, float]:
     }
 
 
+def over_time(issue_ns: np.ndarray, size: np.ndarray, elapsed_s: float) -> dict[str, Any]:
+    """IOPS and MB/s per window (1 s, or a hundredth of a shorter run), by issue time."""
+    window_s = 1.0 if elapsed_s >= 10 else max(elapsed_s / 100, 1e-3)
+    bins = max(1, int(np.ceil(elapsed_s / window_s)))
+    k = np.minimum((issue_ns / 1e9 / window_s).astype(np.int64), bins - 1)
+    count = np.bincount(k, minlength=bins)
+    moved = np.bincount(k, weights=size.astype(np.float64), minlength=bins)
+    return {
+        "window_s": window_s,
+        "iops": (count / window_s).tolist(),
+        "mb_per_s": (moved / 1e6 / window_s).tolist(),
+    }
+
+
 def figures(
     d: dict, trace: Trace, ran: np.ndarray, iodepth: int | None, no_stall: bool, intensity: float
 ) -> dict[str, Any]:
@@ -264,11 +285,14 @@ def figures(
         else ("open loop, no stall" if no_stall else "open loop"),
         "requests": len(trace),
         "completed": n,
-        "partial": bool(d["interrupted"]) or n < len(trace),
+        "partial": bool(d["interrupted"]) or (n < len(trace) and not d["time_limited"]),
         "elapsed_s": elapsed_s,
         "iops": n / elapsed_s if elapsed_s > 0 else 0.0,
         "mb_per_s": moved / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
         "latency_us": _pct(d["latency_ns"][ran].astype(np.float64)),
+        "time_limited": bool(d["time_limited"]),
+        "cpu_us_per_io": 1e6 * d["cpu_s"] / n if n else 0.0,
+        "over_time": over_time(d["issue_ns"][ran], d["size"][ran], elapsed_s),
     }
     if not iodepth and not no_stall:
         span_s = (trace.ts_ns[-1] - trace.ts_ns[0]) / 1e9

@@ -56,6 +56,8 @@ pub struct RunOptions {
     pub no_stall: bool,
     /// Offsets and sizes are rounded to this (O_DIRECT needs the device's block size).
     pub align: u64,
+    /// Stop issuing this long after the start (a time-limited run), ns.
+    pub deadline_ns: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -68,6 +70,7 @@ impl Default for RunOptions {
             intensity: 1.0,
             no_stall: false,
             align: 1,
+            deadline_ns: None,
         }
     }
 }
@@ -166,6 +169,10 @@ struct Shared<'a> {
 impl Shared<'_> {
     fn now(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.opts.deadline_ns.is_some_and(|d| self.now() >= d)
     }
 
     /// Runs request `i` on this worker's buffer.
@@ -271,7 +278,7 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
                     let mut buffer = Buffer::new(buffer_len);
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n || shared.stop.load(Ordering::Relaxed) {
+                        if i >= n || shared.stop.load(Ordering::Relaxed) || shared.past_deadline() {
                             return;
                         }
                         shared.perform(i, &mut buffer);
@@ -293,7 +300,7 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
                 });
             }
             for i in 0..n {
-                if stop.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) || shared.past_deadline() {
                     issued_count = i;
                     break;
                 }

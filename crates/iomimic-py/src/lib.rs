@@ -417,7 +417,7 @@ fn simulate<'py>(
 /// Issues a trace's requests against files (see `iomimic_core::realio`); returns per-request
 /// issue times, latencies, lags, placements and which ran. Ctrl-C stops issuing and drains.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1))]
+#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_io<'py>(
     py: Python<'py>,
@@ -434,6 +434,7 @@ fn run_io<'py>(
     intensity: f64,
     no_stall: bool,
     align: u64,
+    deadline_ns: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = realio::RunOptions {
         engine: realio::Engine::parse(engine).map_err(to_py)?,
@@ -443,6 +444,7 @@ fn run_io<'py>(
         intensity,
         no_stall,
         align,
+        deadline_ns,
     };
     let targets = paths
         .iter()

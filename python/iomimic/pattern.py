@@ -1,0 +1,86 @@
+"""Simple IOMeter/fio-style tests as workloads: ``"read seq 4k interarrival=10ms"``,
+``"randread 4k"``, ``"write rand 64k rate=500 mix=70"``.
+
+Words, in any order:
+
+- the operation: ``read``, ``write``, ``randread``, ``randwrite``, ``readwrite`` / ``rw``
+  (mixed; ``mix=P`` percent reads, default 50), optionally with ``seq`` or ``rand``
+  (default ``rand``; ``randread`` and the like say it themselves);
+- a request size: ``4k``, ``64KiB``, ``1m`` (default 4 KiB);
+- the timing: ``interarrival=10ms`` (fixed gaps), ``rate=500`` (requests per second, fixed
+  gaps), add ``poisson`` for exponential gaps at that mean; none: back-to-back (for
+  closed-loop runs with ``--iodepth``);
+- ``span=1g``: the address range random requests fall in (default: the target's size, 1 GiB
+  when unknown).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iomimic.errors import InputError
+from iomimic.trace import Trace
+from iomimic.units import parse_duration_ns, parse_size_bytes
+
+_OPS = {
+    "read": (100, None),
+    "write": (0, None),
+    "randread": (100, "rand"),
+    "randwrite": (0, "rand"),
+    "readwrite": (None, None),
+    "rw": (None, None),
+    "randrw": (None, "rand"),
+}
+
+
+def pattern_trace(spec: str, requests: int, *, span: int | None = None, seed: int = 1) -> Trace:
+    """The workload ``spec`` describes, ``requests`` long.
+
+    >>> t = pattern_trace("read seq 4k interarrival=10ms", 3)
+    >>> t.offset.tolist(), t.size.tolist(), t.ts_ns.tolist(), t.op.tolist()
+    ([0, 4096, 8192], [4096, 4096, 4096], [0, 10000000, 20000000], [0, 0, 0])
+    """
+    if requests <= 0:
+        raise InputError("a pattern needs a positive request count (-n or --duration)")
+    reads, order, size, gap_ns, poisson, mix = None, None, 4096, 0, False, 50
+    for word in spec.lower().split():
+        key, eq, value = word.partition("=")
+        if word in _OPS:
+            reads, implied = _OPS[word]
+            order = implied or order
+        elif word in ("seq", "sequential", "rand", "random"):
+            order = "seq" if word.startswith("seq") else "rand"
+        elif word == "poisson":
+            poisson = True
+        elif eq and key == "interarrival":
+            gap_ns = parse_duration_ns(value)
+        elif eq and key == "rate":
+            try:
+                gap_ns = round(1e9 / float(value))
+            except (ValueError, ZeroDivisionError):
+                raise InputError(f"--pattern: rate must be requests per second, found {value!r}") from None
+        elif eq and key == "mix":
+            mix = int(value)
+            if not 0 <= mix <= 100:
+                raise InputError(f"--pattern: mix is a percentage of reads, found {value!r}")
+        elif eq and key == "span":
+            span = parse_size_bytes(value)
+        elif word[0].isdigit():
+            size = parse_size_bytes(word)
+        else:
+            raise InputError(f"--pattern: cannot read {word!r}; see `iomimic run --help`")
+    if reads is None and not any(w in _OPS for w in spec.lower().split()):
+        raise InputError("--pattern: name the operation (read, write, randread, randwrite, rw)")
+    read_pct = mix if reads is None else reads
+    rng = np.random.default_rng(seed)
+    if order == "seq":
+        offset = np.arange(requests, dtype=np.uint64) * size
+    else:
+        room = max((span or 1 << 30) // size, 1)
+        offset = rng.integers(0, room, requests).astype(np.uint64) * size
+    op = (rng.random(requests) * 100 >= read_pct).astype(np.uint8)
+    if poisson and gap_ns:
+        ts = np.concatenate([[0], np.cumsum(rng.exponential(gap_ns, requests - 1))]).astype(np.int64)
+    else:
+        ts = np.arange(requests, dtype=np.int64) * gap_ns
+    return Trace(ts_ns=ts, offset=offset, size=np.full(requests, size), op=op, volumes=["pattern"])
