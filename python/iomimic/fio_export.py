@@ -157,7 +157,8 @@ def export_fio(
     >>> d = tempfile.mkdtemp()
     >>> t = Trace(ts_ns=[0, 2000], offset=[0, 4096], size=[4096, 4096], op=[0, 1], volumes=["sda"])
     >>> r = export_fio(t, os.path.join(d, "job.fio"), os.path.join(d, "t.iolog"))
-    >>> r["files"], open(os.path.join(d, "t.iolog")).read().splitlines()[3:5]
+    >>> from pathlib import Path
+    >>> r["files"], Path(d, "t.iolog").read_text().splitlines()[3:5]
     ({'iomimic-sda.dat': 8192}, ['0 iomimic-sda.dat read 0 4096', '2 iomimic-sda.dat write 4096 4096'])
     """
     if not len(trace):
