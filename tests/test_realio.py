@@ -191,3 +191,71 @@ def test_pattern_runs(tmp_path: Path) -> None:
     assert f["elapsed_s"] == pytest.approx(0.3, abs=0.1) and f["completed"] > 1000
     r = run_cli("run", "--pattern", "sideways 4k", "--target", "f.dat", "-n", "5", cwd=tmp_path)
     assert r.returncode == 2 and "cannot read 'sideways'" in r.stderr
+
+
+def test_verify_checks_every_written_sector(tmp_path: Path) -> None:
+    # overlapping reads and writes of mixed sizes over a small file, closed loop at depth 4
+    t = workload(3000, 1e6, write_share=0.5)
+    target = tmp_path / "f.dat"
+    _, f = run(t, [str(target)], size=2 * MIB, iodepth=4, verify=True)
+    v = f["verify"]
+    assert v["failures"] == 0, v["first"]
+    written_sectors = 2 * MIB // 512  # 1,500 writes of 4-64 KiB over 2 MiB cover every sector
+    assert v["sectors_checked"] > written_sectors
+
+
+def test_verify_catches_data_damaged_behind_its_back(tmp_path: Path) -> None:
+    import threading
+
+    # write 1 KiB at 0, read it back 0.6 s later; meanwhile another writer flips a byte
+    t = Trace(ts_ns=[0, 600_000_000], offset=[0, 0], size=[1024, 1024], op=[1, 0])
+    target = tmp_path / "f.dat"
+    run(workload(1, 1e6, write_share=0), [str(target)], size=MIB)  # lay the file out first
+
+    def damage() -> None:
+        time.sleep(0.3)
+        fd = os.open(target, os.O_RDWR)
+        try:
+            byte = os.pread(fd, 1, 600)
+            os.pwrite(fd, bytes([byte[0] ^ 0xFF]), 600)
+        finally:
+            os.close(fd)
+
+    vandal = threading.Thread(target=damage)
+    vandal.start()
+    _, f = run(t, [str(target)], verify=True)
+    vandal.join()
+    v = f["verify"]
+    # the read and the final check both find sector 512 wrong; sector 0 is fine
+    assert v["failures"] == 2, v
+    assert all("sector at 512" in line for line in v["first"]), v
+
+
+def test_verify_reports_damage_by_exit_code(tmp_path: Path) -> None:
+    trace = tmp_path / "t.parquet"
+    # write sector 0, then read it back 50 ms later
+    write_trace(Trace(ts_ns=[0, 50_000_000], offset=[0, 0], size=[512, 512], op=[1, 0]), trace)
+    r = run_cli("replay", str(trace), "--target", "f.dat", "--size", "1M", "--verify", cwd=tmp_path)
+    assert r.returncode == 0 and "0 wrong" in r.stdout, r.stdout + r.stderr
+    # damage found: exit 1 (a failure, not a user mistake) and where, on stderr
+    write_trace(Trace(ts_ns=[0, 3_000_000_000], offset=[0, 0], size=[1024, 1024], op=[1, 0]), trace)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iomimic.cli", "replay", str(trace), "--target", "f.dat", "--verify"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    magic = (0x696F6D696D696331).to_bytes(8, "little")
+    deadline = time.monotonic() + 20
+    # once the write has landed (its header is there), damage its body before the read
+    while time.monotonic() < deadline:
+        with open(tmp_path / "f.dat", "r+b") as f:
+            f.seek(512)
+            if f.read(8) == magic:
+                f.seek(700)
+                f.write(b"\xff")
+                break
+        time.sleep(0.01)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "verify: sector at 512: body damaged" in err, err

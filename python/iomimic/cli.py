@@ -350,6 +350,7 @@ def _run_io(args: argparse.Namespace, trace, intensity: float, deadline_s: float
         allow_device=args.allow_device,
         overwrite=args.overwrite,
         deadline_s=deadline_s,
+        verify=args.verify,
     )
     if args.output and len(done):
         write_trace(done, args.output, fmt)
@@ -358,6 +359,10 @@ def _run_io(args: argparse.Namespace, trace, intensity: float, deadline_s: float
         if args.json == "-":
             return EXIT_OK
     _render_run(figures, make_console())
+    if figures.get("verify", {}).get("failures"):
+        for line in figures["verify"]["first"]:
+            print(f"iomimic: verify: {line}", file=sys.stderr)
+        return EXIT_FAILURE
     return 130 if figures["partial"] else EXIT_OK
 
 
@@ -375,6 +380,9 @@ def _render_run(f: dict[str, Any], console) -> None:
     t.add_row("elapsed", f"{f['elapsed_s']:,.3f} s")
     t.add_row("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s")
     t.add_row("CPU per I/O", f"{f['cpu_us_per_io']:,.2f} µs")
+    if "verify" in f:
+        v = f["verify"]
+        t.add_row("verify", f"{v['sectors_checked']:,} sectors checked, {v['failures']:,} wrong")
     if f.get("scheduled_iops"):
         t.add_row("scheduled rate", f"{f['scheduled_iops']:,.1f} IOPS")
     for key, label in (("latency_us", "latency"), ("lag_us", "issue lag")):
@@ -749,6 +757,11 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--workers", type=int, default=16, help="open loop: worker threads (default 16)")
         g.add_argument("--no-stall", action="store_true", help="open loop without waiting for request times")
         g.add_argument("--direct", action="store_true", help="O_DIRECT, 4 KiB-aligned offsets and sizes")
+        g.add_argument(
+            "--verify",
+            action="store_true",
+            help="checksummed sector headers on writes, checked on reads and at the end",
+        )
         g = p.add_argument_group("results")
         g.add_argument("-o", "--output", help="the completed requests as a trace (.parquet or .csv)")
         g.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")

@@ -180,6 +180,7 @@ def run(
     allow_device: bool = False,
     overwrite: bool = False,
     deadline_s: float | None = None,
+    verify: bool = False,
 ) -> tuple[Trace, dict[str, Any]]:
     """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
     Trace (issue times, placed offsets, ``latency_ns``) and the run's figures. ``deadline_s``
@@ -228,9 +229,11 @@ def run(
         # sectors as block traces have them; O_DIRECT wants the page size
         align=4096 if direct else 512,
         deadline_ns=None if deadline_s is None else round(deadline_s * 1e9),
+        verify=verify,
     )
     d["cpu_s"] = time.process_time() - cpu0
     d["time_limited"] = deadline_s is not None
+    d["verify"] = verify
     ran = d["ran"].astype(bool)
     cols = {
         "ts_ns": d["issue_ns"][ran],
@@ -294,6 +297,13 @@ def figures(
         "cpu_us_per_io": 1e6 * d["cpu_s"] / n if n else 0.0,
         "over_time": over_time(d["issue_ns"][ran], d["size"][ran], elapsed_s),
     }
+    if d["verify"]:
+        failures = list(d["verify_failures"])
+        f["verify"] = {
+            "sectors_checked": d["verified_sectors"],
+            "failures": len(failures),
+            "first": failures[:10],
+        }
     if not iodepth and not no_stall:
         span_s = (trace.ts_ns[-1] - trace.ts_ns[0]) / 1e9
         f["scheduled_iops"] = intensity * (len(trace) - 1) / span_s if span_s > 0 else None

@@ -417,8 +417,8 @@ fn simulate<'py>(
 /// Issues a trace's requests against files (see `iomimic_core::realio`); returns per-request
 /// issue times, latencies, lags, placements and which ran. Ctrl-C stops issuing and drains.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false))]
+#[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
 fn run_io<'py>(
     py: Python<'py>,
     columns: Columns<'_>,
@@ -435,6 +435,7 @@ fn run_io<'py>(
     no_stall: bool,
     align: u64,
     deadline_ns: Option<u64>,
+    verify: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = realio::RunOptions {
         engine: realio::Engine::parse(engine).map_err(to_py)?,
@@ -445,6 +446,7 @@ fn run_io<'py>(
         no_stall,
         align,
         deadline_ns,
+        verify,
     };
     let targets = paths
         .iter()
@@ -481,6 +483,8 @@ fn run_io<'py>(
     d.set_item("completed", result.completed)?;
     d.set_item("elapsed_ns", result.elapsed_ns)?;
     d.set_item("interrupted", interrupted)?;
+    d.set_item("verified_sectors", result.verified_sectors)?;
+    d.set_item("verify_failures", result.verify_failures)?;
     Ok(d)
 }
 

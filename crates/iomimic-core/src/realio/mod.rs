@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
+pub mod verify;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
     Psync,
@@ -58,6 +60,8 @@ pub struct RunOptions {
     pub align: u64,
     /// Stop issuing this long after the start (a time-limited run), ns.
     pub deadline_ns: Option<u64>,
+    /// Checksummed sector headers on writes, checked on reads and once more at the end.
+    pub verify: bool,
 }
 
 impl Default for RunOptions {
@@ -71,6 +75,7 @@ impl Default for RunOptions {
             no_stall: false,
             align: 1,
             deadline_ns: None,
+            verify: false,
         }
     }
 }
@@ -121,6 +126,9 @@ pub struct RunResult {
     /// Which requests ran (all of them unless the run was stopped).
     pub ran: Vec<bool>,
     pub completed: usize,
+    /// `--verify`: sectors checked (during the run and after it) and what was wrong.
+    pub verified_sectors: u64,
+    pub verify_failures: Vec<String>,
 }
 
 /// Where a request lands in its target: size rounded up to `align` (and cut to the target);
@@ -163,6 +171,9 @@ struct Shared<'a> {
     done: Vec<AtomicU64>,
     errors: Mutex<Vec<(usize, std::io::Error)>>,
     completed: AtomicUsize,
+    ledger: verify::Ledger,
+    verified: AtomicU64,
+    failures: Mutex<Vec<String>>,
     stop: &'a AtomicBool,
 }
 
@@ -180,20 +191,34 @@ impl Shared<'_> {
         let issued = self.now();
         self.issue[i].store(issued, Ordering::Relaxed);
         if self.opts.engine == Engine::Psync {
-            let target = &self.targets[self.t.volume[i] as usize % self.targets.len()];
+            let which = self.t.volume[i] as usize % self.targets.len();
+            let target = &self.targets[which];
             let (offset, size) = self.placed[i];
             let data = buffer.slice(usize::try_from(size).unwrap_or(usize::MAX));
             let op = self.t.op[i];
             let outcome = if op == Op::Write as u8 {
-                // a recognisable pattern: the request number in every 8 bytes
-                for chunk in data.chunks_exact_mut(8) {
-                    chunk.copy_from_slice(&(i as u64).to_le_bytes());
+                if self.opts.verify {
+                    verify::stamp(data, which, offset, i as u64);
+                } else {
+                    // a recognisable pattern: the request number in every 8 bytes
+                    for chunk in data.chunks_exact_mut(8) {
+                        chunk.copy_from_slice(&(i as u64).to_le_bytes());
+                    }
                 }
-                target.file.write_all_at(data, offset)
+                let written = target.file.write_all_at(data, offset);
+                if written.is_ok() && self.opts.verify {
+                    self.ledger
+                        .wrote(which, offset, size, i as u64, issued, self.now());
+                }
+                written
             } else if op == Op::Flush as u8 {
                 target.file.sync_data()
             } else if op == Op::Read as u8 {
-                target.file.read_exact_at(data, offset)
+                let read = target.file.read_exact_at(data, offset);
+                if read.is_ok() && self.opts.verify {
+                    self.check_read(data, which, offset, issued);
+                }
+                read
             } else {
                 // trims need a block device or a punch-hole call; counted as done, no I/O
                 Ok(())
@@ -205,6 +230,48 @@ impl Shared<'_> {
         // never 0: 0 marks a request that did not run
         self.done[i].store(self.now().max(1), Ordering::Relaxed);
         self.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Checks every sector of a read that a finished write had put down before it was issued.
+    fn check_read(&self, data: &[u8], target: usize, offset: u64, issued: u64) {
+        for (k, sector) in data.chunks(verify::SECTOR).enumerate() {
+            let at = offset + (k * verify::SECTOR) as u64;
+            if self.ledger.written_before(target, at, issued) {
+                self.verified.fetch_add(1, Ordering::Relaxed);
+                if let Err(what) = verify::check(sector, target, at) {
+                    self.fail(what);
+                }
+            }
+        }
+    }
+
+    fn fail(&self, what: String) {
+        let mut failures = self.failures.lock().expect("failure list");
+        failures.push(what);
+    }
+
+    /// After the run: every written sector holds the last write to it.
+    fn check_written(&self) {
+        let mut buffer = Buffer::new(verify::SECTOR);
+        for ((target, at), seq, also) in self.ledger.expected() {
+            let sector = buffer.slice(verify::SECTOR);
+            if let Err(e) = self.targets[target].file.read_exact_at(sector, at) {
+                self.fail(format!(
+                    "sector at {at} of target {target}: reading it back failed: {e}"
+                ));
+                continue;
+            }
+            self.verified.fetch_add(1, Ordering::Relaxed);
+            match verify::check(sector, target, at) {
+                Ok(found) if found == seq || Some(found) == also => {}
+                Ok(found) => self.fail(format!(
+                    "sector at {at} of target {target}: holds request {} where request {} wrote last (stale)",
+                    found + 1,
+                    seq + 1
+                )),
+                Err(what) => self.fail(what),
+            }
+        }
     }
 }
 
@@ -261,6 +328,9 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
         done: (0..n).map(|_| AtomicU64::new(0)).collect(),
         errors: Mutex::new(Vec::new()),
         completed: AtomicUsize::new(0),
+        ledger: verify::Ledger::default(),
+        verified: AtomicU64::new(0),
+        failures: Mutex::new(Vec::new()),
         stop,
     };
     let buffer_len = usize::try_from(largest).unwrap_or(usize::MAX);
@@ -317,6 +387,9 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
     });
 
     let elapsed_ns = shared.now();
+    if opts.verify && opts.engine == Engine::Psync {
+        shared.check_written();
+    }
     let errors = shared.errors.into_inner().expect("error list");
     if let Some((i, e)) = errors.into_iter().next() {
         let (offset, size) = shared.placed[i];
@@ -359,6 +432,8 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
         elapsed_ns,
         ran,
         completed,
+        verified_sectors: shared.verified.load(Ordering::Relaxed),
+        verify_failures: shared.failures.into_inner().expect("failure list"),
     })
 }
 
