@@ -130,7 +130,9 @@ mod tests {
         data[20] ^= 1;
         assert!(check(&data[..SECTOR], 1, 4096).unwrap_err().contains("checksum"));
         data[SECTOR + 300] ^= 1;
-        assert!(check(&data[SECTOR..], 1, 4096 + 512).unwrap_err().contains("body damaged"));
+        assert!(check(&data[SECTOR..], 1, 4096 + 512)
+            .unwrap_err()
+            .contains("body damaged"));
         assert!(check(&[0u8; SECTOR], 1, 0)
             .unwrap_err()
             .contains("no iomimic header"));
