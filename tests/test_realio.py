@@ -259,3 +259,12 @@ def test_verify_reports_damage_by_exit_code(tmp_path: Path) -> None:
         time.sleep(0.01)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1 and "verify: sector at 512: body damaged" in err, err
+
+
+def test_progress_is_reported_while_running(tmp_path: Path) -> None:
+    seen: list[tuple[int, float]] = []
+    t = workload(300, 600.0)  # half a second
+    run(t, [str(tmp_path / "f.dat")], size=MIB, engine="null", progress=lambda n, s: seen.append((n, s)))
+    assert len(seen) >= 5
+    counts = [n for n, _ in seen]
+    assert counts == sorted(counts) and 0 < counts[len(counts) // 2] < 300

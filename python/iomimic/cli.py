@@ -69,6 +69,31 @@ def _progress_reader(path: str) -> tuple[Callable[[int, int], None] | None, Call
     return (lambda done, total: bar.update(task, completed=done, total=total)), bar.stop
 
 
+def _progress_run(total: int) -> tuple[Callable[[int, float], None] | None, Callable[[], None]]:
+    """On a terminal: a live line with requests done, elapsed time and IOPS during real I/O."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        "{task.fields[iops]}",
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("running", total=total, iops="")
+    bar.start()
+
+    def report(done: int, elapsed: float) -> None:
+        bar.update(task, completed=done, iops=f"{done / elapsed:,.0f} IOPS" if elapsed > 0 else "")
+
+    return report, bar.stop
+
+
 def _read(args: argparse.Namespace):
     from iomimic.io import read_trace
 
@@ -337,21 +362,26 @@ def _run_io(args: argparse.Namespace, trace, intensity: float, deadline_s: float
     paths = parse_targets(args.target, args.map, trace.volumes)
     # SIGTERM, like Ctrl-C, stops issuing and drains (the run sees it as an interrupt)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    done, figures = run(
-        trace,
-        paths,
-        size=parse_size_bytes(args.size) if args.size else None,
-        engine=args.engine,
-        iodepth=args.iodepth,
-        workers=args.workers,
-        intensity=intensity,
-        no_stall=args.no_stall,
-        direct=args.direct,
-        allow_device=args.allow_device,
-        overwrite=args.overwrite,
-        deadline_s=deadline_s,
-        verify=args.verify,
-    )
+    progress, close = _progress_run(len(trace))
+    try:
+        done, figures = run(
+            trace,
+            paths,
+            size=parse_size_bytes(args.size) if args.size else None,
+            engine=args.engine,
+            iodepth=args.iodepth,
+            workers=args.workers,
+            intensity=intensity,
+            no_stall=args.no_stall,
+            direct=args.direct,
+            allow_device=args.allow_device,
+            overwrite=args.overwrite,
+            deadline_s=deadline_s,
+            verify=args.verify,
+            progress=progress,
+        )
+    finally:
+        close()
     if args.output and len(done):
         write_trace(done, args.output, fmt)
     if args.json:

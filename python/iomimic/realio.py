@@ -12,6 +12,7 @@ import contextlib
 import os
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,7 @@ def run(
     overwrite: bool = False,
     deadline_s: float | None = None,
     verify: bool = False,
+    progress: Callable[[int, float], None] | None = None,
 ) -> tuple[Trace, dict[str, Any]]:
     """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
     Trace (issue times, placed offsets, ``latency_ns``) and the run's figures. ``deadline_s``
@@ -230,6 +232,7 @@ def run(
         align=4096 if direct else 512,
         deadline_ns=None if deadline_s is None else round(deadline_s * 1e9),
         verify=verify,
+        progress=progress,
     )
     d["cpu_s"] = time.process_time() - cpu0
     d["time_limited"] = deadline_s is not None

@@ -417,7 +417,7 @@ fn simulate<'py>(
 /// Issues a trace's requests against files (see `iomimic_core::realio`); returns per-request
 /// issue times, latencies, lags, placements and which ran. Ctrl-C stops issuing and drains.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false))]
+#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, progress=None))]
 #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
 fn run_io<'py>(
     py: Python<'py>,
@@ -436,6 +436,7 @@ fn run_io<'py>(
     align: u64,
     deadline_ns: Option<u64>,
     verify: bool,
+    progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = realio::RunOptions {
         engine: realio::Engine::parse(engine).map_err(to_py)?,
@@ -454,17 +455,24 @@ fn run_io<'py>(
         .map(|(p, &size)| realio::Target::open(std::path::Path::new(p), size, write, direct))
         .collect::<Result<Vec<_>, _>>()
         .map_err(to_py)?;
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    let control = realio::Control::default();
     let mut interrupted = false;
+    let started = std::time::Instant::now();
     let result = with_view(&columns, &volumes, &files, |view| {
         std::thread::scope(|scope| {
-            let handle = scope.spawn(|| realio::run(view, &targets, &opts, &stop));
+            let handle = scope.spawn(|| realio::run(view, &targets, &opts, &control));
             // the run goes on without the GIL; every 50 ms Python gets to see Ctrl-C or SIGTERM
+            // and to show progress
             while !handle.is_finished() {
                 py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
                 if !interrupted && py.check_signals().is_err() {
                     interrupted = true;
-                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    control.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                if let Some(report) = &progress {
+                    let done = control.completed.load(std::sync::atomic::Ordering::Relaxed);
+                    // a failing progress display must not stop the I/O
+                    let _ = report.call1((done, started.elapsed().as_secs_f64()));
                 }
             }
             handle

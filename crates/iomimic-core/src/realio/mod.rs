@@ -80,6 +80,14 @@ impl Default for RunOptions {
     }
 }
 
+/// How the caller steers and watches a run from another thread: `stop` ends it early (Ctrl-C),
+/// `completed` counts finished requests (for progress).
+#[derive(Default)]
+pub struct Control {
+    pub stop: AtomicBool,
+    pub completed: AtomicUsize,
+}
+
 /// A file requests go to, and how many bytes of it they may use.
 pub struct Target {
     pub file: File,
@@ -170,11 +178,10 @@ struct Shared<'a> {
     issue: Vec<AtomicU64>,
     done: Vec<AtomicU64>,
     errors: Mutex<Vec<(usize, std::io::Error)>>,
-    completed: AtomicUsize,
     ledger: verify::Ledger,
     verified: AtomicU64,
     failures: Mutex<Vec<String>>,
-    stop: &'a AtomicBool,
+    control: &'a Control,
 }
 
 impl Shared<'_> {
@@ -205,6 +212,9 @@ impl Shared<'_> {
                         chunk.copy_from_slice(&(i as u64).to_le_bytes());
                     }
                 }
+                if self.opts.verify {
+                    self.ledger.writing(which, offset, size, issued);
+                }
                 let written = target.file.write_all_at(data, offset);
                 if written.is_ok() && self.opts.verify {
                     self.ledger
@@ -229,16 +239,19 @@ impl Shared<'_> {
         }
         // never 0: 0 marks a request that did not run
         self.done[i].store(self.now().max(1), Ordering::Relaxed);
-        self.completed.fetch_add(1, Ordering::Relaxed);
+        self.control.completed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Checks every sector of a read that a finished write had put down before it was issued.
+    /// Checks every sector of a read that a finished write had put down before it was issued
+    /// and that no write touched while it ran.
     fn check_read(&self, data: &[u8], target: usize, offset: u64, issued: u64) {
         for (k, sector) in data.chunks(verify::SECTOR).enumerate() {
             let at = offset + (k * verify::SECTOR) as u64;
-            if self.ledger.written_before(target, at, issued) {
+            let result = verify::check(sector, target, at);
+            // judged only once the read is over, so a write racing it is seen
+            if self.ledger.settled(target, at, issued) {
                 self.verified.fetch_add(1, Ordering::Relaxed);
-                if let Err(what) = verify::check(sector, target, at) {
+                if let Err(what) = result {
                     self.fail(what);
                 }
             }
@@ -263,7 +276,7 @@ impl Shared<'_> {
             }
             self.verified.fetch_add(1, Ordering::Relaxed);
             match verify::check(sector, target, at) {
-                Ok(found) if found == seq || Some(found) == also => {}
+                Ok(found) if found == seq || also.contains(&found) => {}
                 Ok(found) => self.fail(format!(
                     "sector at {at} of target {target}: holds request {} where request {} wrote last (stale)",
                     found + 1,
@@ -292,9 +305,9 @@ fn wait_until(start: Instant, deadline: u64) {
     }
 }
 
-/// Issues every request of `t` against `targets`. `stop` ends the run early (Ctrl-C): requests
-/// not yet issued are left out, and `completed` says how many ran.
-pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &AtomicBool) -> Result<RunResult> {
+/// Issues every request of `t` against `targets`. `control.stop` ends the run early (Ctrl-C):
+/// requests not yet issued are left out, and `completed` says how many ran.
+pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &Control) -> Result<RunResult> {
     if targets.is_empty() {
         return Err(Error::Usage("no target to run against".into()));
     }
@@ -327,11 +340,10 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
         issue: (0..n).map(|_| AtomicU64::new(0)).collect(),
         done: (0..n).map(|_| AtomicU64::new(0)).collect(),
         errors: Mutex::new(Vec::new()),
-        completed: AtomicUsize::new(0),
         ledger: verify::Ledger::default(),
         verified: AtomicU64::new(0),
         failures: Mutex::new(Vec::new()),
-        stop,
+        control,
     };
     let buffer_len = usize::try_from(largest).unwrap_or(usize::MAX);
     let start_ts = t.ts_ns.first().copied().unwrap_or(0);
@@ -348,7 +360,7 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
                     let mut buffer = Buffer::new(buffer_len);
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n || shared.stop.load(Ordering::Relaxed) || shared.past_deadline() {
+                        if i >= n || shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline() {
                             return;
                         }
                         shared.perform(i, &mut buffer);
@@ -370,7 +382,7 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
                 });
             }
             for i in 0..n {
-                if stop.load(Ordering::Relaxed) || shared.past_deadline() {
+                if control.stop.load(Ordering::Relaxed) || shared.past_deadline() {
                     issued_count = i;
                     break;
                 }
@@ -404,7 +416,7 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, stop: &Atom
             size
         )));
     }
-    let completed = shared.completed.load(Ordering::Relaxed).min(issued_count);
+    let completed = control.completed.load(Ordering::Relaxed).min(issued_count);
     let issue_ns: Vec<u64> = shared.issue.iter().map(|a| a.load(Ordering::Relaxed)).collect();
     let done: Vec<u64> = shared.done.iter().map(|a| a.load(Ordering::Relaxed)).collect();
     let ran = done.iter().map(|&d| d != 0).collect();
@@ -482,7 +494,7 @@ mod tests {
             iodepth: Some(4),
             ..RunOptions::default()
         };
-        let r = run(&t.view(), &targets, &opts, &AtomicBool::new(false)).unwrap();
+        let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
         assert_eq!(r.completed, 64);
         let data = std::fs::read(dir.join("t.dat")).unwrap();
         for i in 0..64usize {
@@ -503,7 +515,7 @@ mod tests {
             engine: Engine::Null,
             ..RunOptions::default()
         };
-        let r = run(&t.view(), &targets, &opts, &AtomicBool::new(false)).unwrap();
+        let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
         assert_eq!(r.completed, 200);
         for (i, (&issued, &due)) in r.issue_ns.iter().zip(&ts).enumerate() {
             assert!(issued >= due, "request {i} issued early");
@@ -519,8 +531,9 @@ mod tests {
         let ts: Vec<u64> = (0..100).map(|i| i * 1_000_000).collect();
         let t = reads(&ts, &vec![0; 100], 4096);
         let targets = [target(&dir, 1 << 20)];
-        let stop = AtomicBool::new(true);
-        let r = run(&t.view(), &targets, &RunOptions::default(), &stop).unwrap();
+        let control = Control::default();
+        control.stop.store(true, Ordering::Relaxed);
+        let r = run(&t.view(), &targets, &RunOptions::default(), &control).unwrap();
         assert_eq!(r.completed, 0);
         std::fs::remove_dir_all(dir).unwrap();
     }

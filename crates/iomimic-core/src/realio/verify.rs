@@ -65,12 +65,17 @@ pub fn check(sector: &[u8], target: usize, offset: u64) -> Result<u64, String> {
     Ok(seq)
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Default)]
 struct Record {
+    /// the last write to finish, and when
     seq: u64,
     done_ns: u64,
-    /// an overlapping earlier write whose data may be the one that stuck
-    also: Option<u64>,
+    /// writes that overlapped it in time: any of them may be the one the device kept
+    also: Vec<u64>,
+    /// writes to the sector under way, and when the latest of them started
+    in_flight: u32,
+    last_start_ns: u64,
+    written: bool,
 }
 
 /// What has been written where, to know what a read must find.
@@ -80,36 +85,53 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub fn wrote(&self, target: usize, offset: u64, size: u64, seq: u64, issue_ns: u64, done_ns: u64) {
+    /// A write to `offset..offset + size` starts at `issue_ns`.
+    pub fn writing(&self, target: usize, offset: u64, size: u64, issue_ns: u64) {
         let mut map = self.sectors.lock().expect("ledger");
         for at in (offset..offset + size).step_by(SECTOR) {
-            let record = map.entry((target, at)).or_insert(Record {
-                seq,
-                done_ns,
-                also: None,
-            });
-            if record.seq != seq {
-                // an earlier write still finishing when this one started may be the one kept
-                let overlapped = record.done_ns > issue_ns;
-                *record = Record {
-                    seq,
-                    done_ns,
-                    also: overlapped.then_some(record.seq),
-                };
-            }
+            let record = map.entry((target, at)).or_default();
+            record.in_flight += 1;
+            record.last_start_ns = record.last_start_ns.max(issue_ns);
         }
     }
 
-    /// True when a write to this sector had finished before `issue_ns`.
-    pub fn written_before(&self, target: usize, at: u64, issue_ns: u64) -> bool {
-        let map = self.sectors.lock().expect("ledger");
-        map.get(&(target, at)).is_some_and(|r| r.done_ns < issue_ns)
+    /// That write (request `seq`, started at `issue_ns`) finished at `done_ns`.
+    pub fn wrote(&self, target: usize, offset: u64, size: u64, seq: u64, issue_ns: u64, done_ns: u64) {
+        let mut map = self.sectors.lock().expect("ledger");
+        for at in (offset..offset + size).step_by(SECTOR) {
+            let record = map.entry((target, at)).or_default();
+            record.in_flight = record.in_flight.saturating_sub(1);
+            if record.written && record.done_ns > issue_ns {
+                // the previous write was still finishing when this one started
+                let previous = record.seq;
+                record.also.push(previous);
+            } else {
+                record.also.clear();
+            }
+            record.seq = seq;
+            record.done_ns = done_ns;
+            record.written = true;
+        }
     }
 
-    /// Every written sector, with the request numbers it may hold.
-    pub fn expected(&self) -> Vec<((usize, u64), u64, Option<u64>)> {
+    /// True when a read issued at `issue_ns` and done now must find a whole write here: one
+    /// had finished before the read, and none overlapped the read (a concurrent write may
+    /// legitimately tear what a buffered read sees).
+    pub fn settled(&self, target: usize, at: u64, issue_ns: u64) -> bool {
         let map = self.sectors.lock().expect("ledger");
-        let mut all: Vec<_> = map.iter().map(|(&k, r)| (k, r.seq, r.also)).collect();
+        map.get(&(target, at)).is_some_and(|r| {
+            r.written && r.done_ns < issue_ns && r.in_flight == 0 && r.last_start_ns < issue_ns
+        })
+    }
+
+    /// Every written sector, with the last write to it and the writes that overlapped that one.
+    pub fn expected(&self) -> Vec<((usize, u64), u64, Vec<u64>)> {
+        let map = self.sectors.lock().expect("ledger");
+        let mut all: Vec<_> = map
+            .iter()
+            .filter(|(_, r)| r.written)
+            .map(|(&k, r)| (k, r.seq, r.also.clone()))
+            .collect();
         all.sort_unstable_by_key(|&(k, _, _)| k);
         all
     }
@@ -141,10 +163,15 @@ mod tests {
     #[test]
     fn the_ledger_remembers_the_last_write_and_overlaps() {
         let l = Ledger::default();
+        l.writing(0, 0, 1024, 0);
+        l.writing(0, 512, 512, 50); // starts before write 1 finishes
         l.wrote(0, 0, 1024, 1, 0, 100);
-        l.wrote(0, 512, 512, 2, 50, 120); // started before write 1 finished
+        // write 2 still under way: a read now may see either
+        assert!(!l.settled(0, 512, 110) && l.settled(0, 0, 110));
+        l.wrote(0, 512, 512, 2, 50, 120);
+        l.writing(0, 0, 512, 200);
         l.wrote(0, 0, 512, 3, 200, 300);
-        assert!(l.written_before(0, 0, 301) && !l.written_before(0, 0, 250));
-        assert_eq!(l.expected(), vec![((0, 0), 3, None), ((0, 512), 2, Some(1))]);
+        assert!(l.settled(0, 0, 301) && !l.settled(0, 0, 250));
+        assert_eq!(l.expected(), vec![((0, 0), 3, vec![]), ((0, 512), 2, vec![1])]);
     }
 }
