@@ -1,6 +1,6 @@
 """Real I/O against fio on the same file, engine and depth: peak 4 KiB random O_DIRECT reads
-(psync at depth 1, and iomimic's psync pool at depth 32 against fio's psync with 32 jobs and
-io_uring at depth 32), and the generator with no I/O (iomimic's null engine, fio's null).
+(psync at depth 1; iomimic's psync pool at depth 32 against fio's psync with 32 jobs; io_uring at
+depth 32 on both sides), and the generator with no I/O (iomimic's null engine, fio's null).
 
 fio comes from the system package (`apt-get install fio`, done here when missing and root);
 the run notes its version. Prints IOPS and the ratio iomimic / fio."""
@@ -67,7 +67,8 @@ def main() -> None:
     rows = [
         ("psync depth 1, O_DIRECT", ("psync", 1, 1), ("psync", 1)),
         ("depth 32, O_DIRECT (fio psync x32 jobs)", ("psync", 1, 32), ("psync", 32)),
-        ("depth 32, O_DIRECT (fio io_uring)", ("io_uring", 32, 1), ("psync", 32)),
+        ("depth 32, O_DIRECT, psync pool vs fio io_uring", ("io_uring", 32, 1), ("psync", 32)),
+        ("io_uring depth 32, O_DIRECT", ("io_uring", 32, 1), ("io_uring", 32)),
         ("null engine, no I/O", ("null", 1, 1), ("null", 1)),
     ]
     for name, (fe, fd, fj), (ie, idepth) in rows:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iomimic import Trace
+from iomimic import Trace, _core
 from iomimic.errors import InputError
 from iomimic.io import read_trace, write_trace
 from iomimic.realio import run
@@ -268,3 +268,13 @@ def test_progress_is_reported_while_running(tmp_path: Path) -> None:
     assert len(seen) >= 5
     counts = [n for n, _ in seen]
     assert counts == sorted(counts) and 0 < counts[len(counts) // 2] < 300
+
+
+@pytest.mark.skipif(not _core.io_uring_available(), reason="io_uring is not allowed here")
+def test_io_uring_engine(tmp_path: Path) -> None:
+    t = workload(2000, 1e6, write_share=0.5)
+    _, f = run(t, [str(tmp_path / "f.dat")], size=2 * MIB, iodepth=16, engine="io_uring", verify=True)
+    assert f["engine"] == "io_uring" and f["completed"] == 2000 and f["verify"]["failures"] == 0
+    _, f = run(workload(500, 2500.0), [str(tmp_path / "f.dat")], engine="io_uring")
+    assert f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.01)
+    assert run(t, [str(tmp_path / "f.dat")], iodepth=2)[1]["engine"] == "io_uring"  # auto

@@ -399,7 +399,7 @@ def _run_io(args: argparse.Namespace, trace, intensity: float, deadline_s: float
 def _render_run(f: dict[str, Any], console) -> None:
     from rich.table import Table
 
-    t = Table(title=f"real I/O ({f['mode']})", title_justify="left", show_header=False)
+    t = Table(title=f"real I/O ({f['engine']}, {f['mode']})", title_justify="left", show_header=False)
     t.add_column("figure", style="bold")
     t.add_column("value", justify="right")
     if f["time_limited"] and not f["partial"]:

@@ -172,7 +172,7 @@ def run(
     paths: list[str],
     *,
     size: int | None = None,
-    engine: str = "psync",
+    engine: str = "auto",
     iodepth: int | None = None,
     workers: int = 16,
     intensity: float = 1.0,
@@ -237,6 +237,7 @@ def run(
     d["cpu_s"] = time.process_time() - cpu0
     d["time_limited"] = deadline_s is not None
     d["verify"] = verify
+    d["engine"] = engine_used(engine)
     ran = d["ran"].astype(bool)
     cols = {
         "ts_ns": d["issue_ns"][ran],
@@ -249,6 +250,13 @@ def run(
     }
     done = Trace(volumes=trace.volumes, **cols)
     return done, figures(d, trace, ran, iodepth, no_stall, intensity)
+
+
+def engine_used(engine: str) -> str:
+    """What ``auto`` (the default) resolves to: io_uring where the kernel allows it, else psync."""
+    if engine == "auto":
+        return "io_uring" if _core.io_uring_available() else "psync"
+    return "io_uring" if engine == "uring" else engine
 
 
 def _pct(values: np.ndarray) -> dict[str, float]:
@@ -286,6 +294,7 @@ def figures(
     n = int(ran.sum())
     moved = float(d["size"][ran].astype(np.float64).sum())
     f: dict[str, Any] = {
+        "engine": d["engine"],
         "mode": f"closed loop, depth {iodepth}"
         if iodepth
         else ("open loop, no stall" if no_stall else "open loop"),

@@ -417,7 +417,7 @@ fn simulate<'py>(
 /// Issues a trace's requests against files (see `iomimic_core::realio`); returns per-request
 /// issue times, latencies, lags, placements and which ran. Ctrl-C stops issuing and drains.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="psync", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, progress=None))]
+#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, progress=None))]
 #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
 fn run_io<'py>(
     py: Python<'py>,
@@ -496,6 +496,12 @@ fn run_io<'py>(
     Ok(d)
 }
 
+/// True when the kernel lets this process use io_uring.
+#[pyfunction]
+fn io_uring_available() -> bool {
+    realio::io_uring_available()
+}
+
 /// [(name, TOML text)] of the built-in device files.
 #[pyfunction]
 fn device_presets() -> Vec<(&'static str, &'static str)> {
@@ -528,6 +534,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate_locality_free, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(run_io, m)?)?;
+    m.add_function(wrap_pyfunction!(io_uring_available, m)?)?;
     m.add_function(wrap_pyfunction!(device_presets, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
     errors::register(m)?;

@@ -20,10 +20,14 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
+mod uring;
 pub mod verify;
+
+pub use uring::available as io_uring_available;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
+    IoUring,
     Psync,
     Null,
 }
@@ -31,13 +35,17 @@ pub enum Engine {
 impl Engine {
     pub fn parse(name: &str) -> Result<Self> {
         match name {
-            "psync" => Ok(Engine::Psync),
-            "null" => Ok(Engine::Null),
+            // io_uring where the kernel allows it
+            "io_uring" | "uring" | "auto" if uring::available() => Ok(Engine::IoUring),
             "io_uring" | "uring" => Err(Error::Usage(
-                "--engine io_uring is not built yet; use psync (or null to measure the generator)".into(),
+                "--engine io_uring: this kernel (or its seccomp policy) does not allow io_uring here; \
+                 use --engine psync"
+                    .into(),
             )),
+            "auto" | "psync" => Ok(Engine::Psync),
+            "null" => Ok(Engine::Null),
             other => Err(Error::Usage(format!(
-                "unknown --engine {other:?}; choose psync or null"
+                "unknown --engine {other:?}; choose io_uring, psync, null or auto"
             ))),
         }
     }
@@ -193,53 +201,72 @@ impl Shared<'_> {
         self.opts.deadline_ns.is_some_and(|d| self.now() >= d)
     }
 
-    /// Runs request `i` on this worker's buffer.
-    fn perform(&self, i: usize, buffer: &mut Buffer) {
+    /// Starts request `i`: records its issue time and, for a write, fills its data. Returns the
+    /// target index, offset and size, and the issue time.
+    fn prepare(&self, i: usize, data: &mut [u8]) -> (usize, u64, u64, u64) {
         let issued = self.now();
         self.issue[i].store(issued, Ordering::Relaxed);
-        if self.opts.engine == Engine::Psync {
-            let which = self.t.volume[i] as usize % self.targets.len();
-            let target = &self.targets[which];
-            let (offset, size) = self.placed[i];
-            let data = buffer.slice(usize::try_from(size).unwrap_or(usize::MAX));
-            let op = self.t.op[i];
-            let outcome = if op == Op::Write as u8 {
-                if self.opts.verify {
-                    verify::stamp(data, which, offset, i as u64);
-                } else {
-                    // a recognisable pattern: the request number in every 8 bytes
-                    for chunk in data.chunks_exact_mut(8) {
-                        chunk.copy_from_slice(&(i as u64).to_le_bytes());
-                    }
+        let which = self.t.volume[i] as usize % self.targets.len();
+        let (offset, size) = self.placed[i];
+        if self.t.op[i] == Op::Write as u8 && self.opts.engine != Engine::Null {
+            if self.opts.verify {
+                verify::stamp(data, which, offset, i as u64);
+                self.ledger.writing(which, offset, size, issued);
+            } else {
+                // a recognisable pattern: the request number in every 8 bytes
+                for chunk in data.chunks_exact_mut(8) {
+                    chunk.copy_from_slice(&(i as u64).to_le_bytes());
                 }
-                if self.opts.verify {
-                    self.ledger.writing(which, offset, size, issued);
-                }
-                let written = target.file.write_all_at(data, offset);
-                if written.is_ok() && self.opts.verify {
+            }
+        }
+        (which, offset, size, issued)
+    }
+
+    /// Ends request `i`, whose I/O had `outcome`; `data` is what a read brought back.
+    fn finish(&self, i: usize, data: &[u8], outcome: std::io::Result<()>, start: (usize, u64, u64, u64)) {
+        let (which, offset, size, issued) = start;
+        match outcome {
+            Ok(()) if self.opts.verify && self.opts.engine != Engine::Null => {
+                let op = self.t.op[i];
+                if op == Op::Write as u8 {
                     self.ledger
                         .wrote(which, offset, size, i as u64, issued, self.now());
-                }
-                written
-            } else if op == Op::Flush as u8 {
-                target.file.sync_data()
-            } else if op == Op::Read as u8 {
-                let read = target.file.read_exact_at(data, offset);
-                if read.is_ok() && self.opts.verify {
+                } else if op == Op::Read as u8 {
                     self.check_read(data, which, offset, issued);
                 }
-                read
-            } else {
-                // trims need a block device or a punch-hole call; counted as done, no I/O
-                Ok(())
-            };
-            if let Err(e) = outcome {
-                self.errors.lock().expect("error list").push((i, e));
             }
+            Ok(()) => {}
+            Err(e) => self.errors.lock().expect("error list").push((i, e)),
         }
         // never 0: 0 marks a request that did not run
         self.done[i].store(self.now().max(1), Ordering::Relaxed);
         self.control.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn buffer_len(&self, i: usize) -> usize {
+        usize::try_from(self.placed[i].1).unwrap_or(usize::MAX)
+    }
+
+    /// Runs request `i` on this worker's buffer with positional reads and writes.
+    fn perform(&self, i: usize, buffer: &mut Buffer) {
+        let data = buffer.slice(self.buffer_len(i));
+        let start = self.prepare(i, data);
+        let (which, offset, _, _) = start;
+        let file = &self.targets[which].file;
+        let op = self.t.op[i];
+        let outcome = if self.opts.engine == Engine::Null {
+            Ok(())
+        } else if op == Op::Write as u8 {
+            file.write_all_at(data, offset)
+        } else if op == Op::Flush as u8 {
+            file.sync_data()
+        } else if op == Op::Read as u8 {
+            file.read_exact_at(data, offset)
+        } else {
+            // trims need a block device or a punch-hole call; counted as done, no I/O
+            Ok(())
+        };
+        self.finish(i, data, outcome, start);
     }
 
     /// Checks every sector of a read that a finished write had put down before it was issued
@@ -351,8 +378,18 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
     let scheduled = |i: usize| ((t.ts_ns[i] - start_ts) as f64 / opts.intensity) as u64;
     let mut issued_count = n;
 
+    let mut uring_error = None;
     std::thread::scope(|scope| {
-        if let Some(depth) = opts.iodepth {
+        if opts.engine == Engine::IoUring {
+            let depth = opts.iodepth.unwrap_or(opts.workers);
+            let due = |i: usize| scheduled(i);
+            let due: Option<&dyn Fn(usize) -> u64> =
+                (opts.iodepth.is_none() && !opts.no_stall).then_some(&due);
+            match uring::drive(&shared, n, depth, due, buffer_len) {
+                Ok(issued) => issued_count = issued,
+                Err(e) => uring_error = Some(e),
+            }
+        } else if let Some(depth) = opts.iodepth {
             let next = Arc::new(AtomicUsize::new(0));
             for _ in 0..depth.min(n.max(1)) {
                 let (shared, next) = (&shared, Arc::clone(&next));
@@ -398,8 +435,11 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
         }
     });
 
+    if let Some(e) = uring_error {
+        return Err(Error::Usage(format!("io_uring: {e}; try --engine psync")));
+    }
     let elapsed_ns = shared.now();
-    if opts.verify && opts.engine == Engine::Psync {
+    if opts.verify && opts.engine != Engine::Null {
         shared.check_written();
     }
     let errors = shared.errors.into_inner().expect("error list");
@@ -489,17 +529,36 @@ mod tests {
         let dir = temp_dir("closed");
         let mut t = reads(&[0; 64], &(0..64).map(|i| i * 4096).collect::<Vec<_>>(), 4096);
         t.op = vec![Op::Write as u8; 64];
-        let targets = [target(&dir, 64 * 4096)];
-        let opts = RunOptions {
-            iodepth: Some(4),
-            ..RunOptions::default()
+        let engines: &[Engine] = if uring::available() {
+            &[Engine::Psync, Engine::IoUring]
+        } else {
+            &[Engine::Psync]
         };
-        let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
-        assert_eq!(r.completed, 64);
-        let data = std::fs::read(dir.join("t.dat")).unwrap();
-        for i in 0..64usize {
-            let word = u64::from_le_bytes(data[i * 4096..i * 4096 + 8].try_into().unwrap());
-            assert_eq!(word, i as u64);
+        for &engine in engines {
+            let targets = [target(&dir, 64 * 4096)];
+            let opts = RunOptions {
+                engine,
+                iodepth: Some(4),
+                verify: true,
+                ..RunOptions::default()
+            };
+            let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
+            assert_eq!(r.completed, 64, "{engine:?}");
+            assert!(
+                r.verify_failures.is_empty(),
+                "{engine:?}: {:?}",
+                r.verify_failures
+            );
+            assert_eq!(r.verified_sectors, 64 * 8, "{engine:?}");
+            let data = std::fs::read(dir.join("t.dat")).unwrap();
+            for i in 0..64usize {
+                let sector = &data[i * 4096..i * 4096 + 512];
+                assert_eq!(
+                    verify::check(sector, 0, (i * 4096) as u64),
+                    Ok(i as u64),
+                    "{engine:?}"
+                );
+            }
         }
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -511,17 +570,24 @@ mod tests {
         let ts: Vec<u64> = (0..200).map(|i| i * 1_000_000).collect();
         let t = reads(&ts, &vec![0; 200], 4096);
         let targets = [target(&dir, 1 << 20)];
-        let opts = RunOptions {
-            engine: Engine::Null,
-            ..RunOptions::default()
+        let engines: &[Engine] = if uring::available() {
+            &[Engine::Null, Engine::Psync, Engine::IoUring]
+        } else {
+            &[Engine::Null, Engine::Psync]
         };
-        let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
-        assert_eq!(r.completed, 200);
-        for (i, (&issued, &due)) in r.issue_ns.iter().zip(&ts).enumerate() {
-            assert!(issued >= due, "request {i} issued early");
+        for &engine in engines {
+            let opts = RunOptions {
+                engine,
+                ..RunOptions::default()
+            };
+            let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
+            assert_eq!(r.completed, 200);
+            for (i, (&issued, &due)) in r.issue_ns.iter().zip(&ts).enumerate() {
+                assert!(issued >= due, "{engine:?}: request {i} issued early");
+            }
+            // the last request within 5 ms of its time even on a busy test machine
+            assert!(r.lag_ns[199] < 5_000_000, "{engine:?}: {}", r.lag_ns[199]);
         }
-        // the last request within 5 ms of its time even on a busy test machine
-        assert!(r.lag_ns[199] < 5_000_000, "{}", r.lag_ns[199]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
