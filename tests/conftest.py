@@ -20,6 +20,17 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     )
 
 
+def start_cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
+    """Starts `iomimic ARGS` in the background, for tests that act on it while it runs."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "iomimic.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 @pytest.fixture
 def wsrch_small() -> Path:
     path = SHARED_TRACES / "wsrch-small.trace"

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from iomimic.errors import InputError
 from iomimic.io import read_trace, write_trace
 from iomimic.realio import run
 
-from .conftest import run_cli
+from .conftest import run_cli, start_cli
 
 MIB = 1 << 20
 
@@ -144,24 +142,8 @@ def test_cli_replay_and_run(tmp_path: Path) -> None:
 def test_ctrl_c_or_sigterm_stops_issuing_and_reports_partial(tmp_path: Path, sig: int) -> None:
     trace = tmp_path / "t.parquet"
     write_trace(workload(600, 100.0), trace)  # six seconds of requests
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "iomimic.cli",
-            "replay",
-            str(trace),
-            "--target",
-            "f.dat",
-            "--size",
-            "8M",
-            "--json",
-            "r.json",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = start_cli(
+        "replay", str(trace), "--target", "f.dat", "--size", "8M", "--json", "r.json", cwd=tmp_path
     )
     time.sleep(2.0)
     proc.send_signal(sig)
@@ -239,13 +221,7 @@ def test_verify_reports_damage_by_exit_code(tmp_path: Path) -> None:
     assert r.returncode == 0 and "0 wrong" in r.stdout, r.stdout + r.stderr
     # damage found: exit 1 (a failure, not a user mistake) and where, on stderr
     write_trace(Trace(ts_ns=[0, 3_000_000_000], offset=[0, 0], size=[1024, 1024], op=[1, 0]), trace)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "iomimic.cli", "replay", str(trace), "--target", "f.dat", "--verify"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli("replay", str(trace), "--target", "f.dat", "--verify", cwd=tmp_path)
     magic = (0x696F6D696D696331).to_bytes(8, "little")
     deadline = time.monotonic() + 20
     # once the write has landed (its header is there), damage its body before the read

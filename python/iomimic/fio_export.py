@@ -16,6 +16,7 @@ import numpy as np
 
 from iomimic.errors import InputError
 from iomimic.io import atomic_output
+from iomimic.realio import bytes_needed, parse_volume_map
 from iomimic.trace import Trace
 
 # the trace's op codes as fio log actions
@@ -26,31 +27,13 @@ _BATCH = 1 << 18
 
 def parse_map(text: str | None, volumes: list[str]) -> dict[str, str]:
     """``vol0=/data/a.dat,vol1=/data/b.dat`` → {volume: path}; unnamed volumes get defaults."""
-    mapping: dict[str, str] = {}
-    for item in filter(None, (text or "").split(",")):
-        volume, sep, path = item.partition("=")
-        if not sep or not path:
-            raise InputError(f"--map: expected VOLUME=PATH, found {item!r}")
-        if volume not in volumes:
-            raise InputError(f"--map: the trace has no volume {volume!r} (it has {', '.join(volumes)})")
-        mapping[volume] = path
+    mapping = parse_volume_map(text or "", volumes)
     for volume in volumes:
         mapping.setdefault(volume, f"iomimic-{re.sub(r'[^A-Za-z0-9_.-]+', '_', volume)}.dat")
     for path in mapping.values():
         if any(c.isspace() for c in path):
             raise InputError(f"--map: fio logs cannot name a path with blanks: {path!r}")
     return mapping
-
-
-def file_sizes(trace: Trace, files: list[str]) -> dict[str, int]:
-    """The bytes each file must hold for the log to stay inside it."""
-    ends = trace.offset.astype(np.uint64) + trace.size.astype(np.uint64)
-    sizes = np.zeros(len(files), dtype=np.uint64)
-    np.maximum.at(sizes, trace.volume, ends)
-    needed: dict[str, int] = {}
-    for path, size in zip(files, sizes.tolist(), strict=True):
-        needed[path] = max(needed.get(path, 0), int(size))
-    return needed
 
 
 def write_iolog(trace: Trace, path: str | os.PathLike, files: list[str]) -> None:
@@ -165,7 +148,7 @@ def export_fio(
         raise InputError("nothing to export: the trace is empty")
     mapping = parse_map(map, trace.volumes)
     files = [mapping[v] for v in trace.volumes]
-    sizes = file_sizes(trace, files)
+    sizes = bytes_needed(trace, files)
     # refuse before writing anything
     made = missing_files(sizes) if prepare else []
     write_iolog(trace, iolog_path, files)

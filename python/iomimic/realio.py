@@ -146,6 +146,30 @@ def prepare_target(
     return usable
 
 
+def parse_volume_map(text: str, volumes: list[str]) -> dict[str, str]:
+    """``vol0=/data/a.dat,vol1=/data/b.dat`` → {volume: path}, each volume one the workload has."""
+    mapping: dict[str, str] = {}
+    for item in filter(None, text.split(",")):
+        volume, sep, path = item.partition("=")
+        if not sep or not path:
+            raise InputError(f"--map: expected VOLUME=PATH, found {item!r}")
+        if volume not in volumes:
+            raise InputError(f"--map: the trace has no volume {volume!r} (it has {', '.join(volumes)})")
+        mapping[volume] = path
+    return mapping
+
+
+def bytes_needed(trace: Trace, paths: list[str]) -> dict[str, int]:
+    """The bytes each path (one per volume) must hold for the trace's requests to stay inside it."""
+    ends = trace.offset.astype(np.uint64) + trace.size.astype(np.uint64)
+    per_volume = np.zeros(len(paths), dtype=np.uint64)
+    np.maximum.at(per_volume, trace.volume, ends)
+    needed: dict[str, int] = {}
+    for path, size in zip(paths, per_volume.tolist(), strict=True):
+        needed[path] = max(needed.get(path, 0), int(size))
+    return needed
+
+
 def parse_targets(target: str | None, map: str | None, volumes: list[str]) -> list[str]:
     """One path per volume: ``--target`` for all, or ``--map vol=path,...`` (others fold onto
     the first mapped target)."""
@@ -153,14 +177,7 @@ def parse_targets(target: str | None, map: str | None, volumes: list[str]) -> li
         raise InputError("name where the I/O goes: --target PATH or --map VOLUME=PATH,...")
     if target is not None:
         return [target] * len(volumes)
-    mapping: dict[str, str] = {}
-    for item in filter(None, map.split(",")):
-        volume, sep, path = item.partition("=")
-        if not sep or not path:
-            raise InputError(f"--map: expected VOLUME=PATH, found {item!r}")
-        if volume not in volumes:
-            raise InputError(f"--map: the workload has no volume {volume!r} (it has {', '.join(volumes)})")
-        mapping[volume] = path
+    mapping = parse_volume_map(map, volumes)
     if not mapping:
         raise InputError("--map: name at least one VOLUME=PATH")
     first = next(iter(mapping.values()))
@@ -192,35 +209,24 @@ def run(
     if len(paths) != len(trace.volumes):
         raise InputError(f"{len(paths)} target(s) for {len(trace.volumes)} volume(s)")
     write = bool(np.any(trace.op == 1))
-    ends = trace.offset.astype(np.uint64) + trace.size.astype(np.uint64)
-    unique = list(dict.fromkeys(paths))
-    index = {p: k for k, p in enumerate(unique)}
-    needed = [0] * len(unique)
-    for v, p in enumerate(paths):
-        mine = ends[trace.volume == v]
-        if len(mine):
-            needed[index[p]] = max(needed[index[p]], int(mine.max()))
-    sizes = [
-        prepare_target(
-            p,
-            max(needed[k], 4096),
+    usable = {
+        path: prepare_target(
+            path,
+            max(needed, 4096),
             size=size,
             write=write,
             allow_device=allow_device,
             overwrite=overwrite,
         )
-        for k, p in enumerate(unique)
-    ]
-    # the core maps volume v to target v mod targets: hand it one target per volume
-    per_volume = [unique[index[p]] for p in paths]
-    per_volume_size = [sizes[index[p]] for p in paths]
+        for path, needed in bytes_needed(trace, paths).items()
+    }
     cpu0 = time.process_time()
     d = _core.run_io(
         _Columns(trace.columns),
         trace.volumes,
         trace.files,
-        per_volume,
-        per_volume_size,
+        paths,
+        [usable[p] for p in paths],
         write,
         direct,
         engine=engine,

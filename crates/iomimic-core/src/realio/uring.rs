@@ -29,6 +29,7 @@ pub(super) fn drive(
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut slots = vec![(0usize, (0usize, 0u64, 0u64, 0u64)); depth];
     let (mut in_flight, mut next) = (0usize, 0usize);
+    let mut reaped: Vec<(usize, i32)> = Vec::with_capacity(depth);
     loop {
         let stopping = shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline();
         while !stopping && next < n && !free.is_empty() {
@@ -92,11 +93,12 @@ pub(super) fn drive(
         } else {
             ring.submit_and_wait(1)?;
         }
-        let reaped: Vec<(usize, i32)> = ring
-            .completion()
-            .map(|c| (usize::try_from(c.user_data()).unwrap_or(usize::MAX), c.result()))
-            .collect();
-        for (slot, result) in reaped {
+        reaped.clear();
+        reaped.extend(
+            ring.completion()
+                .map(|c| (usize::try_from(c.user_data()).unwrap_or(usize::MAX), c.result())),
+        );
+        for &(slot, result) in &reaped {
             let (i, start) = slots[slot];
             let len = shared.buffer_len(i);
             let transfers = matches!(shared.t.op[i], x if x == Op::Read as u8 || x == Op::Write as u8);
