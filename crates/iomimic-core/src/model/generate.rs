@@ -19,7 +19,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::sample::{pick, Prng, ReuseSampler, Sampler, SizeSampler};
+use super::sample::{pick, Alias, Prng, ReuseSampler, Sampler, SizeSampler};
+use super::used::Used;
 use super::{Chain, Model, Stats, Thread};
 use crate::error::{Error, Result};
 use crate::trace::{Trace, TraceView};
@@ -58,6 +59,7 @@ impl Default for GenerateOptions {
 
 struct Ready {
     stats: Stats,
+    ops: Alias,
     sizes: SizeSampler,
     gap: Sampler,
 }
@@ -66,6 +68,7 @@ impl Ready {
     fn new(s: &Stats) -> Self {
         Self {
             stats: s.clone(),
+            ops: Alias::new(&s.ops),
             sizes: SizeSampler::new(&s.sizes),
             gap: Sampler::new(&s.interarrival),
         }
@@ -75,23 +78,30 @@ impl Ready {
 /// A chain with its edges' samplers built once.
 struct ChainRt {
     states: Vec<(u32, u64, u64)>,
-    initial: Vec<f64>,
-    edges: Vec<Vec<(usize, f64, Option<Ready>)>>,
+    initial: Alias,
+    edges: Vec<Row>,
     children: Vec<Option<ChainRt>>,
+}
+
+/// One state's outgoing edges, column by column so a draw scans only the probabilities.
+struct Row {
+    pick: Alias,
+    to: Vec<usize>,
+    ready: Vec<Option<Ready>>,
 }
 
 impl ChainRt {
     fn new(c: &Chain) -> Self {
         Self {
             states: c.states.iter().map(|s| (s.volume, s.start, s.end)).collect(),
-            initial: c.initial.clone(),
+            initial: Alias::new(&c.initial),
             edges: c
                 .transitions
                 .iter()
-                .map(|row| {
-                    row.iter()
-                        .map(|e| (e.to as usize, e.p, e.stats.as_ref().map(Ready::new)))
-                        .collect()
+                .map(|row| Row {
+                    pick: Alias::new(&row.iter().map(|e| e.p).collect::<Vec<_>>()),
+                    to: row.iter().map(|e| e.to as usize).collect(),
+                    ready: row.iter().map(|e| e.stats.as_ref().map(Ready::new)).collect(),
                 })
                 .collect(),
             children: c
@@ -119,57 +129,6 @@ struct ThreadRt {
     near: Option<(Vec<f64>, SizeSampler)>,
     alignment: u64,
     spans: Vec<u64>,
-}
-
-/// A Bloom filter of the offsets a thread has used, so a request the model calls new does not
-/// land on a used offset by chance (which would add reuse the trace never had). Fixed memory,
-/// one byte per request; a false positive only costs a retry.
-struct Used {
-    bits: Vec<u64>,
-}
-
-impl Used {
-    fn new(expected: u64) -> Self {
-        // about 16 bits per request: a few blocks each, three probes
-        let words = (expected.clamp(1 << 10, 1 << 32) / 4).next_power_of_two() as usize;
-        Self { bits: vec![0; words] }
-    }
-
-    /// A word and three bits in it: one cache line per lookup (a blocked Bloom filter).
-    #[inline]
-    fn probe(&self, volume: u32, block: u64) -> (usize, u64) {
-        let h = splitmix(block ^ (u64::from(volume) << 48));
-        let word = (h as usize) & (self.bits.len() - 1);
-        let bits = (1u64 << ((h >> 40) & 63)) | (1u64 << ((h >> 46) & 63)) | (1u64 << ((h >> 52) & 63));
-        (word, bits)
-    }
-
-    #[inline]
-    fn contains(&self, volume: u32, block: u64) -> bool {
-        let (word, bits) = self.probe(volume, block);
-        self.bits[word] & bits == bits
-    }
-
-    #[inline]
-    fn insert(&mut self, volume: u32, block: u64) {
-        let (word, bits) = self.probe(volume, block);
-        self.bits[word] |= bits;
-    }
-
-    /// 4 KiB blocks a request covers (the unit the miss-ratio curve counts).
-    fn blocks(offset: u64, size: u32) -> std::ops::RangeInclusive<u64> {
-        offset / 4096..=(offset + u64::from(size).max(1) - 1) / 4096
-    }
-
-    fn any_used(&self, volume: u32, offset: u64, size: u32) -> bool {
-        Self::blocks(offset, size).any(|b| self.contains(volume, b))
-    }
-
-    fn insert_request(&mut self, volume: u32, offset: u64, size: u32) {
-        for b in Self::blocks(offset, size) {
-            self.insert(volume, b);
-        }
-    }
 }
 
 /// Tries at placing a new request on an unused offset before accepting a used one.
@@ -237,7 +196,7 @@ impl ThreadState {
         self.path.truncate(level);
         let mut chain = rt.chain_at(&self.path);
         loop {
-            let s = pick(chain.initial.iter().copied(), &mut self.rng);
+            let s = chain.initial.draw(&mut self.rng);
             self.path.push(s);
             match chain.children[s].as_ref() {
                 Some(c) => chain = c,
@@ -248,6 +207,12 @@ impl ThreadState {
 
     /// The path to the leaf holding `offset` of `volume`.
     fn relocate(&mut self, rt: &ThreadRt, volume: u32, offset: u64) {
+        // most placements (sequential ones above all) stay in the current leaf
+        let (leaf, parents) = self.path.split_last().expect("a path reaches a leaf");
+        let (v, start, end) = rt.chain_at(parents).states[*leaf];
+        if v == volume && (start..end).contains(&offset) {
+            return;
+        }
         self.path.clear();
         let mut c = &rt.root;
         loop {
@@ -266,13 +231,13 @@ impl ThreadState {
         for level in 0..depth {
             let chain = rt.chain_at(&self.path[..level]);
             let s = self.path[level];
-            let edges = &chain.edges[s];
-            if edges.is_empty() {
+            let row = &chain.edges[s];
+            if row.to.is_empty() {
                 self.enter(rt, level);
                 return &rt.defaults;
             }
-            let (to, _, ready) = &edges[pick(edges.iter().map(|e| e.1), &mut self.rng)];
-            let to = *to;
+            let e = row.pick.draw(&mut self.rng);
+            let (to, ready) = (row.to[e], &row.ready[e]);
             if to != s || chain.children[s].is_none() || level + 1 == depth {
                 if to != s {
                     self.path.truncate(level);
@@ -290,13 +255,23 @@ impl ThreadState {
     /// Generates the next request into `out`.
     fn next(&mut self, rt: &ThreadRt) {
         let ready = self.step(rt);
-        let op = pick(ready.stats.ops.iter().copied(), &mut self.rng) as u8;
         let mut size = ready.sizes.draw(&mut self.rng);
-        let gap = ready.gap.draw(&mut self.rng);
         let kind = self.rng.f64();
         let (volume, start, end) =
             rt.chain_at(&self.path[..self.path.len() - 1]).states[self.path[self.path.len() - 1]];
         let st = &ready.stats;
+        // aligned to the volume, not to the state's start (state bounds are arbitrary)
+        let first = start.div_ceil(rt.alignment) * rt.alignment;
+        let room = end.saturating_sub(first).saturating_sub(u64::from(size)) / rt.alignment;
+        // A request the model places at random gets its first candidate now, so the filter's
+        // line for it loads from memory while the op and the gap are drawn.
+        let candidate = (kind >= st.sequential + st.continuation + st.near + st.reuse).then(|| {
+            let offset = first + rt.alignment * self.rng.below(room + 1);
+            self.used.preload(volume, offset);
+            offset
+        });
+        let op = ready.ops.draw(&mut self.rng) as u8;
+        let gap = ready.gap.draw(&mut self.rng);
         let ends = &self.ends[volume as usize];
         let span = rt.spans[volume as usize];
         // the end `depth` requests back on this volume, if there is one
@@ -376,10 +351,7 @@ impl ThreadState {
                 (v, off)
             }
             None => {
-                // aligned to the volume, not to the state's start (state bounds are arbitrary)
-                let first = start.div_ceil(rt.alignment) * rt.alignment;
-                let room = end.saturating_sub(first).saturating_sub(u64::from(size)) / rt.alignment;
-                let mut offset = first + rt.alignment * self.rng.below(room + 1);
+                let mut offset = candidate.unwrap_or_else(|| first + rt.alignment * self.rng.below(room + 1));
                 for _ in 1..NEW_OFFSET_TRIES {
                     if !self.used.any_used(volume, offset, size) {
                         break;
@@ -449,7 +421,7 @@ impl ThreadGen {
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
         };
         let mut st = ThreadState {
-            used: Used::new(count),
+            used: Used::new(count * mean_blocks(&thread.defaults.sizes)),
             rng: Prng::new(seed),
             path: Vec::new(),
             ends: vec![VecDeque::new(); model.volumes.len()],
@@ -469,6 +441,17 @@ impl ThreadGen {
     fn next(&mut self) {
         self.st.next(&self.rt);
     }
+}
+
+/// 4 KiB blocks an aligned request of these sizes covers on average, rounded up.
+fn mean_blocks(sizes: &super::Sizes) -> u64 {
+    let mean: f64 = sizes
+        .bytes
+        .iter()
+        .zip(&sizes.p)
+        .map(|(&b, &p)| p * u64::from(b).div_ceil(4096).max(1) as f64)
+        .sum();
+    (mean.ceil() as u64).max(1)
 }
 
 /// Largest-remainder split of `total` by `weights`.
@@ -577,109 +560,216 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
             sizes.into_iter().enumerate().map(move |(k, n)| (t, k as u64, n))
         })
         .collect();
-    let next_job = std::sync::atomic::AtomicUsize::new(0);
-    let done: std::sync::Mutex<Vec<Option<Vec<Request>>>> =
-        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..cores.min(jobs.len()) {
-            scope.spawn(|| loop {
-                let j = next_job.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(t, k, n)) = jobs.get(j) else { break };
-                let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
-                let mut g = ThreadGen::new(model, &model.threads[t], seed, n, opts.reuse);
-                while g.st.left > 0 {
-                    g.next();
-                }
-                done.lock().expect("no generator panics")[j] = Some(std::mem::take(&mut g.st.out));
-            });
+    let walks = on_all_cores(jobs.clone(), |(t, k, n)| {
+        let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
+        let mut g = ThreadGen::new(model, &model.threads[t], seed, n, opts.reuse);
+        while g.st.left > 0 {
+            g.next();
+        }
+        g.st.out
+    });
+    // Each thread's segments are joined end to end in model time, and the thread's times
+    // scaled so the workload keeps the model's rate exactly (gap shapes are kept; only their
+    // scale is pinned): every thread spans the whole generated stretch, the model's duration
+    // scaled by how many requests are generated (rounding a rare thread's count must not
+    // stretch it). Then model time is warped onto the output clock, in parallel pieces.
+    let target = model.duration_ns as f64 * total as f64 / model.requests.max(1) as f64;
+    let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
+    let mut fills = Vec::new();
+    let mut walked = jobs.iter().zip(&walks).peekable();
+    for (t, cols) in columns.iter_mut().enumerate() {
+        let mut segments = Vec::new();
+        while let Some((_, seg)) = walked.next_if(|((jt, _, _), _)| *jt == t) {
+            segments.push(seg.as_slice());
+        }
+        let last: f64 = segments.iter().filter_map(|s| s.last()).map(|r| r.u).sum();
+        let scale = if last > 0.0 { target / last } else { 1.0 };
+        let mut rest = cols.slots();
+        let mut base = 0.0;
+        for seg in segments {
+            for reqs in seg.chunks(FILL_CHUNK) {
+                let (slots, after) = rest.split_at(reqs.len());
+                rest = after;
+                fills.push((reqs, base, scale, slots));
+            }
+            base += seg.last().map_or(0.0, |r| r.u);
+        }
+    }
+    on_all_cores(fills, |(reqs, base, scale, slots)| {
+        for (i, r) in reqs.iter().enumerate() {
+            let t = warp.apply((r.u + base) * scale) / opts.intensity;
+            slots.ts[i] = t as u64;
+            slots.offset[i] = r.offset;
+            slots.size[i] = r.size;
+            slots.op[i] = r.op;
+            slots.volume[i] = r.volume;
         }
     });
-    let done = done.into_inner().expect("no generator panics");
-    // Each thread in full, its model times scaled so the workload keeps the model's rate
-    // exactly. Gap shapes are kept; only their scale is pinned.
-    let mut segments = jobs.iter().zip(done).peekable();
-    let mut buffers: Vec<Vec<Request>> = Vec::with_capacity(model.threads.len());
-    for t in 0..model.threads.len() {
-        let mut reqs: Vec<Request> = Vec::new();
-        while let Some((_, seg)) = segments.next_if(|((jt, _, _), _)| *jt == t) {
-            let mut seg = seg.expect("every job ran");
-            let base = reqs.last().map_or(0.0, |r| r.u);
-            for r in &mut seg {
-                r.u += base;
-            }
-            if reqs.is_empty() {
-                reqs = seg;
-            } else {
-                reqs.append(&mut seg);
-            }
+    drop(walks);
+    if let Some(limit) = opts.duration_ns {
+        // times only grow within a thread, so each is cut where it passes the limit
+        for cols in &mut columns {
+            cols.truncate(cols.ts.partition_point(|&t| t <= limit));
         }
-        // every thread spans the whole generated stretch: the model's duration scaled by how
-        // many requests are generated (rounding a rare thread's count must not stretch it)
-        if let Some(last) = reqs.last().map(|r| r.u) {
-            let target = model.duration_ns as f64 * total as f64 / model.requests.max(1) as f64;
-            if last > 0.0 {
-                let scale = target / last;
-                for r in &mut reqs {
-                    r.u *= scale;
-                }
-            }
-        }
-        buffers.push(reqs);
     }
     let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
-    let reserve = buffers.iter().map(Vec::len).sum();
+    merge_threads(&mut out, columns, &streams);
+    out.sort_by_time();
+    out.make_relative();
+    Ok(out)
+}
+
+/// Requests per piece of the parallel time warp.
+const FILL_CHUNK: usize = 1 << 16;
+
+/// One thread's generated requests as columns, times on the output clock.
+struct Columns {
+    ts: Vec<u64>,
+    offset: Vec<u64>,
+    size: Vec<u32>,
+    op: Vec<u8>,
+    volume: Vec<u32>,
+}
+
+/// Slots of a [`Columns`] that one piece of work fills.
+struct Slots<'a> {
+    ts: &'a mut [u64],
+    offset: &'a mut [u64],
+    size: &'a mut [u32],
+    op: &'a mut [u8],
+    volume: &'a mut [u32],
+}
+
+impl Columns {
+    fn zeroed(n: u64) -> Self {
+        let n = usize::try_from(n).expect("request counts fit memory");
+        Self {
+            ts: vec![0; n],
+            offset: vec![0; n],
+            size: vec![0; n],
+            op: vec![0; n],
+            volume: vec![0; n],
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    fn truncate(&mut self, n: usize) {
+        self.ts.truncate(n);
+        self.offset.truncate(n);
+        self.size.truncate(n);
+        self.op.truncate(n);
+        self.volume.truncate(n);
+    }
+
+    fn slots(&mut self) -> Slots<'_> {
+        Slots {
+            ts: &mut self.ts,
+            offset: &mut self.offset,
+            size: &mut self.size,
+            op: &mut self.op,
+            volume: &mut self.volume,
+        }
+    }
+}
+
+impl<'a> Slots<'a> {
+    /// The first `n` slots, and the rest.
+    fn split_at(self, n: usize) -> (Slots<'a>, Slots<'a>) {
+        let (ts, ts_rest) = self.ts.split_at_mut(n);
+        let (offset, offset_rest) = self.offset.split_at_mut(n);
+        let (size, size_rest) = self.size.split_at_mut(n);
+        let (op, op_rest) = self.op.split_at_mut(n);
+        let (volume, volume_rest) = self.volume.split_at_mut(n);
+        (
+            Slots {
+                ts,
+                offset,
+                size,
+                op,
+                volume,
+            },
+            Slots {
+                ts: ts_rest,
+                offset: offset_rest,
+                size: size_rest,
+                op: op_rest,
+                volume: volume_rest,
+            },
+        )
+    }
+}
+
+/// Appends the threads' columns to `out` in time order (ties: the lower thread first).
+fn merge_threads(out: &mut Trace, mut columns: Vec<Columns>, streams: &[u32]) {
+    if columns.len() == 1 {
+        let c = columns.pop().expect("one thread");
+        out.stream = vec![streams[0]; c.len()];
+        (out.ts_ns, out.offset, out.size, out.op, out.volume) = (c.ts, c.offset, c.size, c.op, c.volume);
+        return;
+    }
+    let reserve = columns.iter().map(Columns::len).sum();
     out.ts_ns.reserve(reserve);
     out.offset.reserve(reserve);
     out.size.reserve(reserve);
     out.op.reserve(reserve);
     out.volume.reserve(reserve);
     out.stream.reserve(reserve);
-    let limit = opts.duration_ns.map(|d| d as f64);
-    let mut push = |r: &Request, stream: u32| -> bool {
-        let t = warp.apply(r.u) / opts.intensity;
-        if limit.is_some_and(|l| t > l) {
-            return false;
-        }
-        out.ts_ns.push(t as u64);
-        out.offset.push(r.offset);
-        out.size.push(r.size);
-        out.op.push(r.op);
-        out.volume.push(r.volume);
-        out.stream.push(stream);
-        true
-    };
-    if buffers.len() == 1 {
-        for r in &buffers[0] {
-            if !push(r, streams[0]) {
-                break;
-            }
-        }
-    } else {
-        // threads merged by model time
-        let mut next = vec![0usize; buffers.len()];
-        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = buffers
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| !b.is_empty())
-            .map(|(i, b)| Reverse((b[0].u.to_bits(), i)))
-            .collect();
-        while let Some(Reverse((_, i))) = heap.pop() {
-            let r = &buffers[i][next[i]];
-            next[i] += 1;
-            if !push(r, streams[i]) {
-                break;
-            }
-            if let Some(n) = buffers[i].get(next[i]) {
-                heap.push(Reverse((n.u.to_bits(), i)));
-            }
+    let mut next = vec![0usize; columns.len()];
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.len() > 0)
+        .map(|(i, c)| Reverse((c.ts[0], i)))
+        .collect();
+    while let Some(Reverse((ts, i))) = heap.pop() {
+        let (c, j) = (&columns[i], next[i]);
+        out.ts_ns.push(ts);
+        out.offset.push(c.offset[j]);
+        out.size.push(c.size[j]);
+        out.op.push(c.op[j]);
+        out.volume.push(c.volume[j]);
+        out.stream.push(streams[i]);
+        next[i] += 1;
+        if let Some(&t) = c.ts.get(j + 1) {
+            heap.push(Reverse((t, i)));
         }
     }
-    out.sort_by_time();
-    out.make_relative();
-    Ok(out)
 }
 
-fn splitmix(x: u64) -> u64 {
+/// Runs `work` on every task, spread over the machine's cores; results in task order.
+fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let n = tasks.len();
+    let tasks: Vec<Mutex<Option<T>>> = tasks.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..cores.min(n) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(task) = tasks.get(i) else { break };
+                let task = task
+                    .lock()
+                    .expect("no worker panics")
+                    .take()
+                    .expect("each task runs once");
+                let r = work(task);
+                *results[i].lock().expect("no worker panics") = Some(r);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().expect("no worker panics").expect("every task ran"))
+        .collect()
+}
+
+pub(super) fn splitmix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -21,6 +21,7 @@ mod generate;
 mod lru;
 mod sample;
 mod train;
+mod used;
 
 use serde::{Deserialize, Serialize};
 

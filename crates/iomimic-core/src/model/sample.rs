@@ -47,6 +47,56 @@ pub fn pick(p: impl IntoIterator<Item = f64>, rng: &mut Prng) -> usize {
     last
 }
 
+/// An index drawn by probabilities in O(1) with no data-dependent branch (Walker's alias
+/// method, Vose's construction): the lists drawn from on every request (edges, ops, sizes)
+/// would otherwise cost a scan and a mispredicted exit each.
+pub struct Alias {
+    /// Column i keeps itself when the draw's fraction is below `cut[i]`, else it gives `alias[i]`.
+    cut: Vec<f64>,
+    alias: Vec<u32>,
+}
+
+impl Alias {
+    /// From probabilities (normalised here; all zero puts everything on the last index, as
+    /// [`pick`] does). An empty list gives an empty table, which must not be drawn from.
+    pub fn new(p: &[f64]) -> Self {
+        let n = p.len();
+        let sum: f64 = p.iter().sum();
+        let mut scaled: Vec<f64> = if sum > 0.0 {
+            p.iter().map(|&q| q * n as f64 / sum).collect()
+        } else {
+            (0..n).map(|i| if i + 1 == n { n as f64 } else { 0.0 }).collect()
+        };
+        let mut alias: Vec<u32> = (0..n as u32).collect();
+        let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| scaled[i] < 1.0);
+        while let (Some(&s), Some(&l)) = (small.last(), large.last()) {
+            small.pop();
+            alias[s] = l as u32;
+            scaled[l] -= 1.0 - scaled[s];
+            if scaled[l] < 1.0 {
+                large.pop();
+                small.push(l);
+            }
+        }
+        // what is left is 1 up to rounding
+        for i in small.into_iter().chain(large) {
+            scaled[i] = 1.0;
+        }
+        Self { cut: scaled, alias }
+    }
+
+    #[inline]
+    pub fn draw(&self, rng: &mut Prng) -> usize {
+        let x = rng.f64() * self.cut.len() as f64;
+        let i = (x as usize).min(self.cut.len() - 1);
+        if x - (i as f64) < self.cut[i] {
+            i
+        } else {
+            self.alias[i] as usize
+        }
+    }
+}
+
 /// A distribution made ready to draw from.
 pub enum Sampler {
     Fixed(f64),
@@ -100,20 +150,20 @@ impl Sampler {
 /// Sizes ready to draw from.
 pub struct SizeSampler {
     bytes: Vec<u32>,
-    p: Vec<f64>,
+    pick: Alias,
 }
 
 impl SizeSampler {
     pub fn new(s: &Sizes) -> Self {
         Self {
             bytes: s.bytes.clone(),
-            p: s.p.clone(),
+            pick: Alias::new(&s.p),
         }
     }
 
     #[inline]
     pub fn draw(&self, rng: &mut Prng) -> u32 {
-        self.bytes[pick(self.p.iter().copied(), rng)]
+        self.bytes[self.pick.draw(rng)]
     }
 }
 
@@ -137,5 +187,31 @@ impl ReuseSampler {
         let (from, to) = self.buckets[pick(self.p.iter().copied(), rng)];
         let (lo, hi) = ((from as f64).ln(), (to as f64).ln());
         ((lo + (hi - lo) * rng.f64()).exp() as u64).clamp(from, to - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_draws_follow_the_probabilities() {
+        let mut rng = Prng::new(3);
+        let p = [0.5, 0.0, 0.125, 0.375];
+        let a = Alias::new(&p);
+        let mut counts = [0u32; 4];
+        for _ in 0..400_000 {
+            counts[a.draw(&mut rng)] += 1;
+        }
+        assert_eq!(counts[1], 0, "a zero-probability index is never drawn");
+        for (c, q) in counts.iter().zip(p) {
+            assert!((f64::from(*c) / 400_000.0 - q).abs() < 0.005, "{counts:?}");
+        }
+        // unnormalised and all-zero lists, as pick treats them
+        let b = Alias::new(&[2.0, 6.0]);
+        let ones = (0..100_000).filter(|_| b.draw(&mut rng) == 1).count();
+        assert!((ones as f64 / 100_000.0 - 0.75).abs() < 0.01);
+        let z = Alias::new(&[0.0, 0.0, 0.0]);
+        assert!((0..100).all(|_| z.draw(&mut rng) == 2));
     }
 }
