@@ -14,7 +14,8 @@
 //!
 //! ## Complexity
 //! O(n · levels + n log threads), and O(n log n) with the reuse extension (an LRU stack);
-//! memory: the output columns, plus 16 bytes a request and the stack with reuse.
+//! memory: the output columns, plus 40 bytes a request while generating, the used-block filter
+//! (about a byte a block, [`super::used`]) and, with reuse, the LRU stack.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

@@ -24,7 +24,8 @@
 //!    last used, in quarter-octave buckets.
 //!
 //! ## Complexity
-//! O(n · levels) with hash maps, plus the fits (on at most 20,000 gaps each).
+//! O(n · levels) with hash maps, plus the fits (on at most 20,000 gaps each), plus O(n log n)
+//! for the reuse depths, which a second core computes alongside the main pass.
 
 use rustc_hash::FxHashMap;
 
@@ -478,6 +479,34 @@ impl ThreadTrainer {
     }
 }
 
+/// Requests per chunk the reuse-depth pass hands over.
+const DEPTH_CHUNK: usize = 1 << 16;
+
+/// Each request's LRU stack depth (of the 4 KiB block it starts in, among the blocks the
+/// thread's requests started in), or `None` on a first touch, in row order. The stack is the
+/// costliest part of training and needs nothing else, so it runs on a core of its own, a
+/// chunk ahead of the loop that reads it.
+fn reuse_depths<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    t: &'scope TraceView<'_>,
+    rows: &'scope [usize],
+) -> impl Iterator<Item = Option<u64>> + 'scope {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Option<u64>>>(8);
+    scope.spawn(move || {
+        let mut stack = super::lru::Stack::new(rows.len());
+        for chunk in rows.chunks(DEPTH_CHUNK) {
+            let depths = chunk
+                .iter()
+                .map(|&i| stack.touch((t.volume[i], t.offset[i] / 4096)))
+                .collect();
+            if tx.send(depths).is_err() {
+                break;
+            }
+        }
+    });
+    rx.into_iter().flatten()
+}
+
 fn train_thread(
     t: &TraceView<'_>,
     rows: &[usize],
@@ -512,108 +541,115 @@ fn train_thread(
     let mut continuation_depth = vec![0u64; HEADS + 1];
     let mut near_depth = vec![0u64; HEADS + 1];
     let mut near_gaps: FxHashMap<u32, u64> = FxHashMap::default();
-    let mut stack = super::lru::Stack::new(rows.len());
     let mut reuse_hist = vec![0u64; bounds.len()];
     // align_counts[k]: offsets that are multiples of 2^k
     let mut align_counts = [0u64; 21];
     let mut random = 0u64;
     let (mut prev, mut cur) = (Vec::new(), Vec::new());
-    for (j, &i) in rows.iter().enumerate() {
-        let (v, offset, size, op) = (t.volume[i], t.offset[i], t.size[i], t.op[i]);
-        tr.path(v, offset, &mut cur);
-        let (ends, index) = heads.entry(v).or_default();
-        let sequential = ends.back() == Some(&offset);
-        // An older run of the volume continued: the most recent head ending exactly here. Or a
-        // small forward hole past the most recent head it follows. The sorted index of head
-        // ends rules most requests out before the heads are scanned for a depth.
-        let maybe_continued = !sequential && index.contains_key(&offset);
-        let continued = if maybe_continued {
-            ends.iter().rev().position(|&e| e == offset).map(|d| d + 1)
+    std::thread::scope(|scope| {
+        // with reuse off no depth is needed: an endless run of `None`
+        let mut depths: Box<dyn Iterator<Item = Option<u64>>> = if reuse_on {
+            Box::new(reuse_depths(scope, t, rows))
         } else {
-            None
+            Box::new(std::iter::repeat(None))
         };
-        let maybe_near = !sequential
-            && continued.is_none()
-            && index
-                .range(offset.saturating_sub(NEAR_GAP)..offset)
-                .next_back()
-                .is_some();
-        let near = if maybe_near {
-            ends.iter()
-                .rev()
-                .position(|&e| e < offset && offset - e <= NEAR_GAP)
-                .map(|d| (d + 1, offset - ends[ends.len() - 1 - d]))
-        } else {
-            None
-        };
-        // A re-use starts in a 4 KiB block (the unit of the miss-ratio curve) where an earlier
-        // request of the thread started; its depth in the LRU stack of such blocks is kept.
-        let seen = stack.touch((v, offset / 4096));
-        let kind = if sequential {
-            Kind::Sequential
-        } else if let Some(d) = continued {
-            continuation_depth[d] += 1;
-            Kind::Continuation
-        } else if let Some((d, gap)) = near {
-            near_depth[d] += 1;
-            *near_gaps.entry(gap as u32).or_default() += 1;
-            Kind::Near
-        } else if seen.is_some() && reuse_on {
-            Kind::Reuse
-        } else {
-            Kind::New
-        };
-        // the head a run-continuing request follows is used up (it no longer ends a run)
-        let consumed = if sequential {
-            Some(1)
-        } else {
-            continued.or(near.map(|n| n.0))
-        };
-        if let Some(depth) = consumed {
-            let gone = ends.remove(ends.len() - depth).expect("consumed heads exist");
-            forget(index, gone);
-        }
-        if ends.len() == HEADS {
-            let gone = ends.pop_front().expect("a full deque has a front");
-            forget(index, gone);
-        }
-        ends.push_back(offset + u64::from(size));
-        *index.entry(offset + u64::from(size)).or_default() += 1;
-        let reuse = kind == Kind::Reuse;
-        if kind == Kind::New {
-            // only requests placed afresh say how the workload aligns new data
-            random += 1;
-            for (k, count) in align_counts.iter_mut().enumerate() {
-                *count += u64::from(offset.trailing_zeros() as usize >= k);
+        for (j, &i) in rows.iter().enumerate() {
+            let (v, offset, size, op) = (t.volume[i], t.offset[i], t.size[i], t.op[i]);
+            tr.path(v, offset, &mut cur);
+            let (ends, index) = heads.entry(v).or_default();
+            let sequential = ends.back() == Some(&offset);
+            // An older run of the volume continued: the most recent head ending exactly here. Or a
+            // small forward hole past the most recent head it follows. The sorted index of head
+            // ends rules most requests out before the heads are scanned for a depth.
+            let maybe_continued = !sequential && index.contains_key(&offset);
+            let continued = if maybe_continued {
+                ends.iter().rev().position(|&e| e == offset).map(|d| d + 1)
+            } else {
+                None
+            };
+            let maybe_near = !sequential
+                && continued.is_none()
+                && index
+                    .range(offset.saturating_sub(NEAR_GAP)..offset)
+                    .next_back()
+                    .is_some();
+            let near = if maybe_near {
+                ends.iter()
+                    .rev()
+                    .position(|&e| e < offset && offset - e <= NEAR_GAP)
+                    .map(|d| (d + 1, offset - ends[ends.len() - 1 - d]))
+            } else {
+                None
+            };
+            // A re-use starts in a 4 KiB block (the unit of the miss-ratio curve) where an earlier
+            // request of the thread started; its depth in the LRU stack of such blocks is kept.
+            let seen = depths.next().expect("a depth for every row");
+            let kind = if sequential {
+                Kind::Sequential
+            } else if let Some(d) = continued {
+                continuation_depth[d] += 1;
+                Kind::Continuation
+            } else if let Some((d, gap)) = near {
+                near_depth[d] += 1;
+                *near_gaps.entry(gap as u32).or_default() += 1;
+                Kind::Near
+            } else if seen.is_some() {
+                Kind::Reuse
+            } else {
+                Kind::New
+            };
+            // the head a run-continuing request follows is used up (it no longer ends a run)
+            let consumed = if sequential {
+                Some(1)
+            } else {
+                continued.or(near.map(|n| n.0))
+            };
+            if let Some(depth) = consumed {
+                let gone = ends.remove(ends.len() - depth).expect("consumed heads exist");
+                forget(index, gone);
             }
-        }
-        if let (true, Some(depth)) = (reuse, seen) {
-            reuse_hist[bounds.partition_point(|&b| b <= depth) - 1] += 1;
-        }
-        let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
-        thread_stats.add(op, size, kind, gap);
-        if j == 0 {
-            for &(c, s) in &cur {
-                tr.chains[c].initial[s] += 1;
+            if ends.len() == HEADS {
+                let gone = ends.pop_front().expect("a full deque has a front");
+                forget(index, gone);
             }
-        } else {
-            let differ = prev.iter().zip(&cur).position(|(a, b)| a != b);
-            let decided = differ.unwrap_or(cur.len() - 1);
-            for (level, (&(c, a), &(_, b))) in prev.iter().zip(&cur).enumerate() {
-                match level.cmp(&decided) {
-                    std::cmp::Ordering::Less => tr.chains[c].passes[a] += 1,
-                    std::cmp::Ordering::Equal => {
-                        tr.chains[c].edges[a]
-                            .entry(b as u32)
-                            .or_default()
-                            .add(op, size, kind, gap);
-                    }
-                    std::cmp::Ordering::Greater => tr.chains[cur[level].0].initial[b] += 1,
+            ends.push_back(offset + u64::from(size));
+            *index.entry(offset + u64::from(size)).or_default() += 1;
+            let reuse = kind == Kind::Reuse;
+            if kind == Kind::New {
+                // only requests placed afresh say how the workload aligns new data
+                random += 1;
+                for (k, count) in align_counts.iter_mut().enumerate() {
+                    *count += u64::from(offset.trailing_zeros() as usize >= k);
                 }
             }
+            if let (true, Some(depth)) = (reuse, seen) {
+                reuse_hist[bounds.partition_point(|&b| b <= depth) - 1] += 1;
+            }
+            let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
+            thread_stats.add(op, size, kind, gap);
+            if j == 0 {
+                for &(c, s) in &cur {
+                    tr.chains[c].initial[s] += 1;
+                }
+            } else {
+                let differ = prev.iter().zip(&cur).position(|(a, b)| a != b);
+                let decided = differ.unwrap_or(cur.len() - 1);
+                for (level, (&(c, a), &(_, b))) in prev.iter().zip(&cur).enumerate() {
+                    match level.cmp(&decided) {
+                        std::cmp::Ordering::Less => tr.chains[c].passes[a] += 1,
+                        std::cmp::Ordering::Equal => {
+                            tr.chains[c].edges[a]
+                                .entry(b as u32)
+                                .or_default()
+                                .add(op, size, kind, gap);
+                        }
+                        std::cmp::Ordering::Greater => tr.chains[cur[level].0].initial[b] += 1,
+                    }
+                }
+            }
+            std::mem::swap(&mut prev, &mut cur);
         }
-        std::mem::swap(&mut prev, &mut cur);
-    }
+    });
     // Top-level starts follow occupancy, not just the first request.
     let top_occupancy: Vec<u64> = {
         let mut occ = vec![0u64; tr.chains[0].states.len()];
