@@ -50,6 +50,34 @@ def test_open_loop_keeps_the_rate(tmp_path: Path) -> None:
     assert f["lag_us"]["p50"] < 1000, f["lag_us"]
 
 
+def test_figures_come_from_the_engines_histograms(tmp_path: Path) -> None:
+    t = workload(4000, 1e6)
+    done, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, iodepth=4)
+    # HDR percentiles (3 significant digits) agree with the exact ones from every request
+    lat_us = done.latency_ns / 1e3
+    for name, q in (("p50", 50), ("p99", 99)):
+        exact = np.percentile(lat_us, q, method="inverted_cdf")  # the value at rank ceil(q n)
+        assert f["latency_us"][name] == pytest.approx(exact, rel=0.002, abs=0.002), (name, exact)
+    assert f["latency_us"]["max"] == pytest.approx(lat_us.max(), rel=0.001)
+    ot = f["over_time"]
+    assert sum(ot["iops"]) * ot["window_s"] == pytest.approx(4000)
+    assert sum(ot["mb_per_s"]) * ot["window_s"] * 1e6 == pytest.approx(float(done.size.sum()))
+
+    # without a per-request record: no trace, the same counts
+    none, g = run(t, [str(tmp_path / "f.dat")], iodepth=4, keep_requests=False)
+    assert none is None
+    assert g["completed"] == 4000
+    assert g["mb_per_s"] * g["elapsed_s"] * 1e6 == pytest.approx(float(t.size.sum()))
+
+
+def test_open_loop_reports_the_last_requests_lag(tmp_path: Path) -> None:
+    t = workload(500, 5000.0)
+    _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, keep_requests=False)
+    # the schedule is kept to the end: no drift (generous for a busy test machine)
+    assert 0 <= f["last_request_lag_us"] < 5000, f
+    assert f["lag_us"]["p50"] < 1000
+
+
 def test_intensity_and_no_stall(tmp_path: Path) -> None:
     t = workload(1000, 1000.0)
     _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, intensity=4, engine="null")

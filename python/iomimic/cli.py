@@ -378,11 +378,13 @@ def _run_io(args: argparse.Namespace, trace, intensity: float, deadline_s: float
             overwrite=args.overwrite,
             deadline_s=deadline_s,
             verify=args.verify,
+            # without -o nothing per request is kept: memory stays flat however long the run
+            keep_requests=bool(args.output),
             progress=progress,
         )
     finally:
         close()
-    if args.output and len(done):
+    if args.output and done is not None and len(done):
         write_trace(done, args.output, fmt)
     if args.json:
         _write_json(args.json, figures)
@@ -422,6 +424,8 @@ def _render_run(f: dict[str, Any], console) -> None:
                 f"{label} mean / p50 / p99 / max",
                 f"{p['mean']:,.1f} / {p['p50']:,.1f} / {p['p99']:,.1f} / {p['max']:,.1f} µs",
             )
+    if f.get("last_request_lag_us") is not None:
+        t.add_row("last request's lag (drift)", f"{f['last_request_lag_us']:,.1f} µs")
     console.print(t)
 
 

@@ -199,11 +199,14 @@ def run(
     overwrite: bool = False,
     deadline_s: float | None = None,
     verify: bool = False,
+    keep_requests: bool = True,
     progress: Callable[[int, float], None] | None = None,
-) -> tuple[Trace, dict[str, Any]]:
+) -> tuple[Trace | None, dict[str, Any]]:
     """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
     Trace (issue times, placed offsets, ``latency_ns``) and the run's figures. ``deadline_s``
-    stops issuing that long after the start (a time-limited run; not marked partial)."""
+    stops issuing that long after the start (a time-limited run; not marked partial).
+    ``keep_requests=False`` keeps no per-request record (the Trace is ``None``), so the run's
+    memory does not grow with its length; the figures are the same."""
     if not len(trace):
         raise InputError("nothing to run: the workload is empty")
     if len(paths) != len(trace.volumes):
@@ -238,12 +241,16 @@ def run(
         align=4096 if direct else 512,
         deadline_ns=None if deadline_s is None else round(deadline_s * 1e9),
         verify=verify,
+        record=keep_requests,
         progress=progress,
     )
     d["cpu_s"] = time.process_time() - cpu0
     d["time_limited"] = deadline_s is not None
     d["verify"] = verify
     d["engine"] = engine_used(engine)
+    f = figures(d, trace, iodepth, no_stall, intensity)
+    if not keep_requests:
+        return None, f
     ran = d["ran"].astype(bool)
     cols = {
         "ts_ns": d["issue_ns"][ran],
@@ -254,8 +261,7 @@ def run(
         "stream": trace.stream[ran],
         "latency_ns": d["latency_ns"][ran],
     }
-    done = Trace(volumes=trace.volumes, **cols)
-    return done, figures(d, trace, ran, iodepth, no_stall, intensity)
+    return Trace(volumes=trace.volumes, **cols), f
 
 
 def engine_used(engine: str) -> str:
@@ -265,27 +271,19 @@ def engine_used(engine: str) -> str:
     return "io_uring" if engine == "uring" else engine
 
 
-def _pct(values: np.ndarray) -> dict[str, float]:
-    if not len(values):
-        return {}
-    q = np.percentile(values / 1e3, [50, 90, 99, 99.9])
-    return {
-        "mean": float(values.mean() / 1e3),
-        "p50": float(q[0]),
-        "p90": float(q[1]),
-        "p99": float(q[2]),
-        "p999": float(q[3]),
-        "max": float(values.max() / 1e3),
-    }
-
-
-def over_time(issue_ns: np.ndarray, size: np.ndarray, elapsed_s: float) -> dict[str, Any]:
-    """IOPS and MB/s per window (1 s, or a hundredth of a shorter run), by issue time."""
-    window_s = 1.0 if elapsed_s >= 10 else max(elapsed_s / 100, 1e-3)
-    bins = max(1, int(np.ceil(elapsed_s / window_s)))
-    k = np.minimum((issue_ns / 1e9 / window_s).astype(np.int64), bins - 1)
-    count = np.bincount(k, minlength=bins)
-    moved = np.bincount(k, weights=size.astype(np.float64), minlength=bins)
+def over_time(summary: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+    """IOPS and MB/s per window, by issue time: the engine's windows (1 ms, doubled as a run
+    grows) merged up to about 1 s, or a hundredth of a run shorter than 10 s."""
+    count = np.asarray(summary["window_requests"], dtype=np.float64)
+    moved = np.asarray(summary["window_bytes"], dtype=np.float64)
+    window_s = summary["window_ns"] / 1e9
+    want = 1.0 if elapsed_s >= 10 else max(elapsed_s / 100, window_s)
+    factor = max(1, round(want / window_s))
+    if factor > 1:
+        pad = -len(count) % factor
+        count = np.pad(count, (0, pad)).reshape(-1, factor).sum(axis=1)
+        moved = np.pad(moved, (0, pad)).reshape(-1, factor).sum(axis=1)
+        window_s *= factor
     return {
         "window_s": window_s,
         "iops": (count / window_s).tolist(),
@@ -293,12 +291,11 @@ def over_time(issue_ns: np.ndarray, size: np.ndarray, elapsed_s: float) -> dict[
     }
 
 
-def figures(
-    d: dict, trace: Trace, ran: np.ndarray, iodepth: int | None, no_stall: bool, intensity: float
-) -> dict[str, Any]:
+def figures(d: dict, trace: Trace, iodepth: int | None, no_stall: bool, intensity: float) -> dict[str, Any]:
+    """The run's figures, from the engine's summary (HDR histograms and window counts)."""
+    summary = d["summary"]
     elapsed_s = d["elapsed_ns"] / 1e9
-    n = int(ran.sum())
-    moved = float(d["size"][ran].astype(np.float64).sum())
+    n = int(summary["completed"])
     f: dict[str, Any] = {
         "engine": d["engine"],
         "mode": f"closed loop, depth {iodepth}"
@@ -309,11 +306,11 @@ def figures(
         "partial": bool(d["interrupted"]) or (n < len(trace) and not d["time_limited"]),
         "elapsed_s": elapsed_s,
         "iops": n / elapsed_s if elapsed_s > 0 else 0.0,
-        "mb_per_s": moved / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
-        "latency_us": _pct(d["latency_ns"][ran].astype(np.float64)),
+        "mb_per_s": summary["bytes"] / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
+        "latency_us": summary["latency_us"] or {},
         "time_limited": bool(d["time_limited"]),
         "cpu_us_per_io": 1e6 * d["cpu_s"] / n if n else 0.0,
-        "over_time": over_time(d["issue_ns"][ran], d["size"][ran], elapsed_s),
+        "over_time": over_time(summary, elapsed_s),
     }
     if d["verify"]:
         failures = list(d["verify_failures"])
@@ -325,5 +322,6 @@ def figures(
     if not iodepth and not no_stall:
         span_s = (trace.ts_ns[-1] - trace.ts_ns[0]) / 1e9
         f["scheduled_iops"] = intensity * (len(trace) - 1) / span_s if span_s > 0 else None
-        f["lag_us"] = _pct(d["lag_ns"][ran].astype(np.float64))
+        f["lag_us"] = summary["lag_us"] or {}
+        f["last_request_lag_us"] = summary["last_lag_us"]
     return f

@@ -417,7 +417,7 @@ fn simulate<'py>(
 /// Issues a trace's requests against files (see `iomimic_core::realio`); returns per-request
 /// issue times, latencies, lags, placements and which ran. Ctrl-C stops issuing and drains.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, progress=None))]
+#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, record=true, progress=None))]
 #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
 fn run_io<'py>(
     py: Python<'py>,
@@ -436,6 +436,7 @@ fn run_io<'py>(
     align: u64,
     deadline_ns: Option<u64>,
     verify: bool,
+    record: bool,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = realio::RunOptions {
@@ -448,6 +449,7 @@ fn run_io<'py>(
         align,
         deadline_ns,
         verify,
+        record,
     };
     let targets = paths
         .iter()
@@ -493,6 +495,35 @@ fn run_io<'py>(
     d.set_item("interrupted", interrupted)?;
     d.set_item("verified_sectors", result.verified_sectors)?;
     d.set_item("verify_failures", result.verify_failures)?;
+    d.set_item("summary", summary_to_py(py, &result.summary)?)?;
+    Ok(d)
+}
+
+/// A run's summary: counts, HDR percentiles (µs), and requests and bytes per window.
+fn summary_to_py<'py>(py: Python<'py>, s: &realio::Summary) -> PyResult<Bound<'py, PyDict>> {
+    let percentiles = |h: &hdrhistogram::Histogram<u64>| -> PyResult<Option<Bound<'py, PyDict>>> {
+        if h.is_empty() {
+            return Ok(None);
+        }
+        let p = PyDict::new(py);
+        let us = |ns: u64| ns as f64 / 1e3;
+        p.set_item("mean", h.mean() / 1e3)?;
+        for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
+            p.set_item(name, us(h.value_at_quantile(q)))?;
+        }
+        p.set_item("max", us(h.max()))?;
+        Ok(Some(p))
+    };
+    let d = PyDict::new(py);
+    d.set_item("completed", s.completed)?;
+    d.set_item("bytes", s.bytes)?;
+    d.set_item("latency_us", percentiles(&s.latency)?)?;
+    d.set_item("lag_us", percentiles(&s.lag)?)?;
+    d.set_item("last_lag_us", s.last_lag_ns.map(|ns| ns as f64 / 1e3))?;
+    d.set_item("window_ns", s.window_ns)?;
+    let (count, bytes): (Vec<u64>, Vec<u64>) = s.windows.iter().copied().unzip();
+    d.set_item("window_requests", PyArray1::from_vec(py, count))?;
+    d.set_item("window_bytes", PyArray1::from_vec(py, bytes))?;
     Ok(d)
 }
 

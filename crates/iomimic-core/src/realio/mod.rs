@@ -20,8 +20,11 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
+mod summary;
 mod uring;
 pub mod verify;
+
+pub use summary::Summary;
 
 pub use uring::available as io_uring_available;
 
@@ -70,6 +73,9 @@ pub struct RunOptions {
     pub deadline_ns: Option<u64>,
     /// Checksummed sector headers on writes, checked on reads and once more at the end.
     pub verify: bool,
+    /// Keep every request's issue time and latency (for the completed-requests trace); without
+    /// it a run's memory does not grow with its length.
+    pub record: bool,
 }
 
 impl Default for RunOptions {
@@ -84,12 +90,14 @@ impl Default for RunOptions {
             align: 1,
             deadline_ns: None,
             verify: false,
+            record: true,
         }
     }
 }
 
 /// How the caller steers and watches a run from another thread: `stop` ends it early (Ctrl-C),
-/// `completed` counts finished requests (for progress).
+/// `completed` counts finished requests for progress (each worker adds to it every 64 requests
+/// or 20 ms, so a display may lag a little).
 #[derive(Default)]
 pub struct Control {
     pub stop: AtomicBool,
@@ -130,7 +138,10 @@ impl Target {
 }
 
 pub struct RunResult {
-    /// When each request was issued and completed, ns from the start of the run.
+    /// Latency and lag histograms, counts, and requests per window.
+    pub summary: Summary,
+    /// With `record`, per request (else empty): when it was issued, ns from the start of the
+    /// run, and how long it took.
     pub issue_ns: Vec<u64>,
     pub latency_ns: Vec<u64>,
     /// Issue time minus scheduled time (open loop; zero in closed loop).
@@ -182,7 +193,11 @@ struct Shared<'a> {
     targets: &'a [Target],
     opts: &'a RunOptions,
     start: Instant,
-    placed: Vec<(u64, u64)>,
+    align: u64,
+    /// Time 0 of the trace, and whether lag is measured (open loop on a schedule).
+    first_ts: u64,
+    on_schedule: bool,
+    /// With `record`: per request, issue and completion times (0: did not run).
     issue: Vec<AtomicU64>,
     done: Vec<AtomicU64>,
     errors: Mutex<Vec<(usize, std::io::Error)>>,
@@ -193,21 +208,42 @@ struct Shared<'a> {
 }
 
 impl Shared<'_> {
+    /// ns since the start of the run (0 before it: an open-loop run starts a little after
+    /// its threads are set up).
     fn now(&self) -> u64 {
-        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        u64::try_from(Instant::now().saturating_duration_since(self.start).as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn past_deadline(&self) -> bool {
         self.opts.deadline_ns.is_some_and(|d| self.now() >= d)
     }
 
+    /// When request `i` is due, ns from the start of the run.
+    #[allow(clippy::cast_sign_loss)] // times and intensity are positive
+    fn scheduled(&self, i: usize) -> u64 {
+        ((self.t.ts_ns[i] - self.first_ts) as f64 / self.opts.intensity) as u64
+    }
+
+    /// Where request `i` lands in its target: (offset, size).
+    fn placed(&self, i: usize) -> (u64, u64) {
+        let target = &self.targets[self.t.volume[i] as usize % self.targets.len()];
+        place(
+            self.t.offset[i],
+            u64::from(self.t.size[i]),
+            target.size,
+            self.align,
+        )
+    }
+
     /// Starts request `i`: records its issue time and, for a write, fills its data. Returns the
     /// target index, offset and size, and the issue time.
     fn prepare(&self, i: usize, data: &mut [u8]) -> (usize, u64, u64, u64) {
         let issued = self.now();
-        self.issue[i].store(issued, Ordering::Relaxed);
+        if let Some(slot) = self.issue.get(i) {
+            slot.store(issued, Ordering::Relaxed);
+        }
         let which = self.t.volume[i] as usize % self.targets.len();
-        let (offset, size) = self.placed[i];
+        let (offset, size) = self.placed(i);
         if self.t.op[i] == Op::Write as u8 && self.opts.engine != Engine::Null {
             if self.opts.verify {
                 verify::stamp(data, which, offset, i as u64);
@@ -223,7 +259,14 @@ impl Shared<'_> {
     }
 
     /// Ends request `i`, whose I/O had `outcome`; `data` is what a read brought back.
-    fn finish(&self, i: usize, data: &[u8], outcome: std::io::Result<()>, start: (usize, u64, u64, u64)) {
+    fn finish(
+        &self,
+        i: usize,
+        data: &[u8],
+        outcome: std::io::Result<()>,
+        start: (usize, u64, u64, u64),
+        summary: &mut Summary,
+    ) {
         let (which, offset, size, issued) = start;
         match outcome {
             Ok(()) if self.opts.verify && self.opts.engine != Engine::Null => {
@@ -238,17 +281,27 @@ impl Shared<'_> {
             Ok(()) => {}
             Err(e) => self.errors.lock().expect("error list").push((i, e)),
         }
+        let now = self.now();
         // never 0: 0 marks a request that did not run
-        self.done[i].store(self.now().max(1), Ordering::Relaxed);
-        self.control.completed.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = self.done.get(i) {
+            slot.store(now.max(1), Ordering::Relaxed);
+        }
+        let lag = self.on_schedule.then(|| issued.saturating_sub(self.scheduled(i)));
+        summary.record(issued, now - issued, lag, size);
+        if i + 1 == self.t.len() {
+            summary.last_lag_ns = lag;
+        }
+        if let Some(new) = summary.progress_due(now) {
+            self.control.completed.fetch_add(new as usize, Ordering::Relaxed);
+        }
     }
 
     fn buffer_len(&self, i: usize) -> usize {
-        usize::try_from(self.placed[i].1).unwrap_or(usize::MAX)
+        usize::try_from(self.placed(i).1).unwrap_or(usize::MAX)
     }
 
     /// Runs request `i` on this worker's buffer with positional reads and writes.
-    fn perform(&self, i: usize, buffer: &mut Buffer) {
+    fn perform(&self, i: usize, buffer: &mut Buffer, summary: &mut Summary) {
         let data = buffer.slice(self.buffer_len(i));
         let start = self.prepare(i, data);
         let (which, offset, _, _) = start;
@@ -266,7 +319,7 @@ impl Shared<'_> {
             // trims need a block device or a punch-hole call; counted as done, no I/O
             Ok(())
         };
-        self.finish(i, data, outcome, start);
+        self.finish(i, data, outcome, start, summary);
     }
 
     /// Checks every sector of a read that a finished write had put down before it was issued
@@ -315,20 +368,50 @@ impl Shared<'_> {
     }
 }
 
-/// Sleeps until `deadline` ns after `start`; spins the last stretch, where sleep is too coarse.
+/// Open loop: time for setting up the run's threads before the schedule's time 0.
+const STARTUP_NS: u64 = 5_000_000;
+
+/// Open loop, psync: how long before its time a request goes to a worker, which waits out the
+/// rest itself (a blocked worker's wake-up takes tens of microseconds).
+const HANDOVER_LEAD_NS: u64 = 200_000;
+
+/// How long before a deadline waiting turns from sleeping to spinning: sleeps end late by up
+/// to the timer slack (set to 1 ns on the run's threads) plus a wake-up.
+pub(crate) const SPIN_NS: u64 = 60_000;
+
+/// Waits until `deadline` ns after `start`: sleeps, then spins the last stretch, where a sleep
+/// is too coarse.
 fn wait_until(start: Instant, deadline: u64) {
-    const SPIN: u64 = 250_000;
+    let target = start + Duration::from_nanos(deadline);
     loop {
-        let now = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        if now >= deadline {
+        let now = Instant::now();
+        if now >= target {
             return;
         }
-        let left = deadline - now;
-        if left > SPIN {
-            std::thread::sleep(Duration::from_nanos(left - SPIN));
+        let left = target - now;
+        if let Some(sleep) = left.checked_sub(Duration::from_nanos(SPIN_NS)) {
+            std::thread::sleep(sleep);
         } else {
             std::hint::spin_loop();
         }
+    }
+}
+
+/// Sleeps until about `deadline` ns after `start` (no spinning: for whoever need not be exact).
+fn sleep_until(start: Instant, deadline: u64) {
+    let target = start + Duration::from_nanos(deadline);
+    let now = Instant::now();
+    if target > now {
+        std::thread::sleep(target - now);
+    }
+}
+
+/// Asks for precise sleeps on this thread: the kernel may otherwise end them up to 50 µs late
+/// to batch wake-ups.
+fn precise_timers() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and changes only this thread's timing.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
     }
 }
 
@@ -351,21 +434,33 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
     }
     let align = opts.align.max(1);
     let n = t.len();
-    let placed: Vec<(u64, u64)> = (0..n)
+    let largest = (0..n)
         .map(|i| {
             let target = &targets[t.volume[i] as usize % targets.len()];
-            place(t.offset[i], u64::from(t.size[i]), target.size, align)
+            place(0, u64::from(t.size[i]), target.size, align).1
         })
-        .collect();
-    let largest = placed.iter().map(|&(_, s)| s).max().unwrap_or(align);
+        .max()
+        .unwrap_or(align);
+    let per_request = |record: bool| -> Vec<AtomicU64> {
+        if record {
+            (0..n).map(|_| AtomicU64::new(0)).collect()
+        } else {
+            Vec::new()
+        }
+    };
+    let on_schedule = opts.iodepth.is_none() && !opts.no_stall;
     let shared = Shared {
         t,
         targets,
         opts,
-        start: Instant::now(),
-        placed,
-        issue: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        done: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        // on a schedule, time 0 comes once the threads are up, so the first requests are not
+        // late by their set-up
+        start: Instant::now() + Duration::from_nanos(if on_schedule { STARTUP_NS } else { 0 }),
+        align,
+        first_ts: t.ts_ns.first().copied().unwrap_or(0),
+        on_schedule,
+        issue: per_request(opts.record),
+        done: per_request(opts.record),
         errors: Mutex::new(Vec::new()),
         ledger: verify::Ledger::default(),
         verified: AtomicU64::new(0),
@@ -373,65 +468,84 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
         control,
     };
     let buffer_len = usize::try_from(largest).unwrap_or(usize::MAX);
-    let start_ts = t.ts_ns.first().copied().unwrap_or(0);
-    #[allow(clippy::cast_sign_loss)] // times and intensity are positive
-    let scheduled = |i: usize| ((t.ts_ns[i] - start_ts) as f64 / opts.intensity) as u64;
     let mut issued_count = n;
+    let mut summary = Summary::default();
 
     let mut uring_error = None;
+    let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
+        precise_timers();
         if opts.engine == Engine::IoUring {
             let depth = opts.iodepth.unwrap_or(opts.workers);
-            let due = |i: usize| scheduled(i);
-            let due: Option<&dyn Fn(usize) -> u64> =
-                (opts.iodepth.is_none() && !opts.no_stall).then_some(&due);
-            match uring::drive(&shared, n, depth, due, buffer_len) {
-                Ok(issued) => issued_count = issued,
+            match uring::drive(&shared, n, depth, on_schedule, buffer_len) {
+                Ok((issued, s)) => (issued_count, summary) = (issued, s),
                 Err(e) => uring_error = Some(e),
             }
-        } else if let Some(depth) = opts.iodepth {
-            let next = Arc::new(AtomicUsize::new(0));
-            for _ in 0..depth.min(n.max(1)) {
-                let (shared, next) = (&shared, Arc::clone(&next));
-                scope.spawn(move || {
-                    let mut buffer = Buffer::new(buffer_len);
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n || shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline() {
-                            return;
+        } else if !on_schedule {
+            // closed loop, or no stall (each worker takes the next request when it is free);
+            // with no I/O to wait for, more than one worker would only contend
+            let depth = if opts.engine == Engine::Null {
+                1
+            } else {
+                opts.iodepth.unwrap_or(opts.workers)
+            };
+            let workers: Vec<_> = (0..depth.min(n.max(1)))
+                .map(|_| {
+                    let (shared, next) = (&shared, &next);
+                    scope.spawn(move || {
+                        let mut buffer = Buffer::new(buffer_len);
+                        let mut summary = Summary::default();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            if i >= n || shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline()
+                            {
+                                return summary;
+                            }
+                            shared.perform(i, &mut buffer, &mut summary);
                         }
-                        shared.perform(i, &mut buffer);
-                    }
-                });
+                    })
+                })
+                .collect();
+            for w in workers {
+                summary.merge(w.join().expect("workers do not panic"));
             }
+            issued_count = next.load(Ordering::Relaxed).min(n);
         } else {
             let (send, receive) = mpsc::sync_channel::<usize>(opts.queue);
             let receive = Arc::new(Mutex::new(receive));
-            for _ in 0..opts.workers {
-                let (shared, receive) = (&shared, Arc::clone(&receive));
-                scope.spawn(move || {
-                    let mut buffer = Buffer::new(buffer_len);
-                    loop {
-                        let next = receive.lock().expect("queue").recv();
-                        let Ok(i) = next else { return };
-                        shared.perform(i, &mut buffer);
-                    }
-                });
-            }
+            let workers: Vec<_> = (0..opts.workers)
+                .map(|_| {
+                    let (shared, receive) = (&shared, Arc::clone(&receive));
+                    scope.spawn(move || {
+                        precise_timers();
+                        let mut buffer = Buffer::new(buffer_len);
+                        let mut summary = Summary::default();
+                        loop {
+                            let next = receive.lock().expect("queue").recv();
+                            let Ok(i) = next else { return summary };
+                            wait_until(shared.start, shared.scheduled(i));
+                            shared.perform(i, &mut buffer, &mut summary);
+                        }
+                    })
+                })
+                .collect();
             for i in 0..n {
                 if control.stop.load(Ordering::Relaxed) || shared.past_deadline() {
                     issued_count = i;
                     break;
                 }
-                if !opts.no_stall {
-                    wait_until(shared.start, scheduled(i));
-                }
+                // handed over a little early: the worker waits out the rest itself, so the
+                // hand-over's wake-up time does not show in when the request goes out
+                sleep_until(shared.start, shared.scheduled(i).saturating_sub(HANDOVER_LEAD_NS));
                 if send.send(i).is_err() {
                     issued_count = i;
                     break;
                 }
             }
             drop(send);
+            for w in workers {
+                summary.merge(w.join().expect("workers do not panic"));
+            }
         }
     });
 
@@ -442,9 +556,9 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
     if opts.verify && opts.engine != Engine::Null {
         shared.check_written();
     }
-    let errors = shared.errors.into_inner().expect("error list");
+    let errors = std::mem::take(&mut *shared.errors.lock().expect("error list"));
     if let Some((i, e)) = errors.into_iter().next() {
-        let (offset, size) = shared.placed[i];
+        let (offset, size) = shared.placed(i);
         let hint = if e.raw_os_error() == Some(libc::EINVAL) && align > 1 {
             " (O_DIRECT needs offsets and sizes aligned to the device's block size; try --align 4096)"
         } else {
@@ -456,37 +570,48 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
             size
         )));
     }
-    let completed = control.completed.load(Ordering::Relaxed).min(issued_count);
-    let issue_ns: Vec<u64> = shared.issue.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    let done: Vec<u64> = shared.done.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    let ran = done.iter().map(|&d| d != 0).collect();
-    let latency_ns = issue_ns
-        .iter()
-        .zip(&done)
-        .map(|(&s, &e)| e.saturating_sub(s))
-        .collect();
-    let lag_ns = if opts.iodepth.is_some() || opts.no_stall {
-        vec![0; n]
-    } else {
-        (0..n).map(|i| issue_ns[i].saturating_sub(scheduled(i))).collect()
-    };
-    let (offset, size) = shared
-        .placed
-        .iter()
-        .map(|&(o, s)| (o, u32::try_from(s).unwrap_or(u32::MAX)))
-        .unzip();
-    Ok(RunResult {
-        issue_ns,
-        latency_ns,
-        lag_ns,
-        offset,
-        size,
+    let completed = usize::try_from(summary.completed)
+        .unwrap_or(usize::MAX)
+        .min(issued_count);
+    let mut result = RunResult {
+        summary,
+        issue_ns: Vec::new(),
+        latency_ns: Vec::new(),
+        lag_ns: Vec::new(),
+        offset: Vec::new(),
+        size: Vec::new(),
         elapsed_ns,
-        ran,
+        ran: Vec::new(),
         completed,
         verified_sectors: shared.verified.load(Ordering::Relaxed),
-        verify_failures: shared.failures.into_inner().expect("failure list"),
-    })
+        verify_failures: Vec::new(),
+    };
+    if opts.record {
+        let issue_ns: Vec<u64> = shared.issue.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        let done: Vec<u64> = shared.done.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        result.ran = done.iter().map(|&d| d != 0).collect();
+        result.latency_ns = issue_ns
+            .iter()
+            .zip(&done)
+            .map(|(&s, &e)| e.saturating_sub(s))
+            .collect();
+        result.lag_ns = if on_schedule {
+            (0..n)
+                .map(|i| issue_ns[i].saturating_sub(shared.scheduled(i)))
+                .collect()
+        } else {
+            vec![0; n]
+        };
+        (result.offset, result.size) = (0..n)
+            .map(|i| {
+                let (o, s) = shared.placed(i);
+                (o, u32::try_from(s).unwrap_or(u32::MAX))
+            })
+            .unzip();
+        result.issue_ns = issue_ns;
+    }
+    result.verify_failures = shared.failures.into_inner().expect("failure list");
+    Ok(result)
 }
 
 #[cfg(test)]

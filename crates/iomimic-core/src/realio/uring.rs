@@ -1,13 +1,19 @@
 //! The io_uring engine: one thread owns a ring and keeps up to `depth` requests in flight,
 //! submitting each as it falls due (open loop) or as soon as a slot frees (closed loop).
+//!
+//! Buffers are registered with the kernel once (fixed buffers) so an O_DIRECT request does not
+//! pin its pages each time; where registration is refused (a low RLIMIT_MEMLOCK), plain reads
+//! and writes are used. In open loop the thread sleeps in the kernel, waiting for completions,
+//! until shortly before the next request is due, then spins to issue it on time.
 
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{wait_until, Buffer, Shared};
+use super::{wait_until, Buffer, Shared, Summary, SPIN_NS};
 use crate::trace::Op;
 
 /// True when this kernel (and its seccomp policy) lets a process set up a ring.
@@ -15,25 +21,40 @@ pub fn available() -> bool {
     IoUring::new(2).is_ok()
 }
 
-/// Runs requests `0..n` (`due(i)`: its scheduled time in open loop); returns how many were issued.
+/// Runs requests `0..n` (on their schedule when `on_schedule`); returns how many were issued
+/// and what the run measured.
 pub(super) fn drive(
     shared: &Shared<'_>,
     n: usize,
     depth: usize,
-    due: Option<&dyn Fn(usize) -> u64>,
+    on_schedule: bool,
     buffer_len: usize,
-) -> io::Result<usize> {
+) -> io::Result<(usize, Summary)> {
     let depth = depth.clamp(1, 4096);
     let mut ring = IoUring::new(u32::try_from(depth.next_power_of_two()).unwrap_or(4096))?;
     let mut buffers: Vec<Buffer> = (0..depth).map(|_| Buffer::new(buffer_len)).collect();
+    let iovecs: Vec<libc::iovec> = buffers
+        .iter_mut()
+        .map(|b| {
+            let s = b.slice(buffer_len);
+            libc::iovec {
+                iov_base: s.as_mut_ptr().cast(),
+                iov_len: s.len(),
+            }
+        })
+        .collect();
+    // SAFETY: the registered memory is the buffers' heap blocks, which neither move nor are
+    // freed before the ring is dropped (explicitly, at the end).
+    let fixed = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut slots = vec![(0usize, (0usize, 0u64, 0u64, 0u64)); depth];
     let (mut in_flight, mut next) = (0usize, 0usize);
+    let mut summary = Summary::default();
     let mut reaped: Vec<(usize, i32)> = Vec::with_capacity(depth);
-    loop {
+    let outcome = loop {
         let stopping = shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline();
         while !stopping && next < n && !free.is_empty() {
-            if due.is_some_and(|due| shared.now() < due(next)) {
+            if on_schedule && shared.now() < shared.scheduled(next) {
                 break;
             }
             let (i, slot) = (next, free.pop().expect("a free slot"));
@@ -41,31 +62,9 @@ pub(super) fn drive(
             let len = shared.buffer_len(i);
             let data = buffers[slot].slice(len);
             let start = shared.prepare(i, data);
-            let fd = types::Fd(shared.targets[start.0].file.as_raw_fd());
-            let op = shared.t.op[i];
-            let length = u32::try_from(len).unwrap_or(u32::MAX);
-            let entry = if shared.opts.engine == super::Engine::Null {
-                None
-            } else if op == Op::Write as u8 {
-                Some(
-                    opcode::Write::new(fd, data.as_ptr(), length)
-                        .offset(start.1)
-                        .build(),
-                )
-            } else if op == Op::Read as u8 {
-                Some(
-                    opcode::Read::new(fd, data.as_mut_ptr(), length)
-                        .offset(start.1)
-                        .build(),
-                )
-            } else if op == Op::Flush as u8 {
-                Some(opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build())
-            } else {
-                None // trims: counted, not issued (as the psync engine)
-            };
-            match entry {
+            match entry(shared, i, data, start, fixed.then_some(slot)) {
                 None => {
-                    shared.finish(i, data, Ok(()), start);
+                    shared.finish(i, data, Ok(()), start, &mut summary);
                     free.push(slot);
                 }
                 Some(entry) => {
@@ -80,18 +79,35 @@ pub(super) fn drive(
         }
         if in_flight == 0 {
             if next >= n || stopping {
-                return Ok(next);
+                break Ok(next);
             }
-            if let Some(due) = due {
-                wait_until(shared.start, due(next));
+            if on_schedule {
+                wait_until(shared.start, shared.scheduled(next));
             }
             continue;
         }
-        // open loop with a request still to issue: poll, so it goes out on time
-        if due.is_some() && next < n && !free.is_empty() && !stopping {
-            ring.submit()?;
+        let waiting_to_issue = on_schedule && next < n && !free.is_empty() && !stopping;
+        let submitted = if waiting_to_issue {
+            let left = shared.scheduled(next).saturating_sub(shared.now());
+            if left > SPIN_NS {
+                // sleep in the kernel until a completion arrives or the next request is nearly due
+                let ts = types::Timespec::from(Duration::from_nanos(left - SPIN_NS));
+                let args = types::SubmitArgs::new().timespec(&ts);
+                match ring.submitter().submit_with_args(1, &args) {
+                    Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(0),
+                    other => other,
+                }
+            } else {
+                // close to its time: poll, so it goes out on time
+                ring.submit()
+            }
         } else {
-            ring.submit_and_wait(1)?;
+            ring.submit_and_wait(1)
+        };
+        if let Err(e) = submitted {
+            if e.kind() != io::ErrorKind::Interrupted {
+                break Err(e);
+            }
         }
         reaped.clear();
         reaped.extend(
@@ -112,9 +128,54 @@ pub(super) fn drive(
             } else {
                 Ok(())
             };
-            shared.finish(i, buffers[slot].slice(len), outcome, start);
+            shared.finish(i, buffers[slot].slice(len), outcome, start, &mut summary);
             free.push(slot);
             in_flight -= 1;
         }
+    };
+    // the kernel lets go of the registered buffers with the ring, before they are freed
+    drop(ring);
+    drop(buffers);
+    outcome.map(|issued| (issued, summary))
+}
+
+/// The ring entry for request `i` (`None`: nothing to submit, as for the null engine and
+/// trims). `fixed`: the slot's registered buffer.
+fn entry(
+    shared: &Shared<'_>,
+    i: usize,
+    data: &mut [u8],
+    start: (usize, u64, u64, u64),
+    fixed: Option<usize>,
+) -> Option<squeue::Entry> {
+    if shared.opts.engine == super::Engine::Null {
+        return None;
     }
+    let fd = types::Fd(shared.targets[start.0].file.as_raw_fd());
+    let op = shared.t.op[i];
+    let length = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    let index = fixed.map(|s| u16::try_from(s).expect("at most 4096 slots"));
+    Some(if op == Op::Write as u8 {
+        match index {
+            Some(k) => opcode::WriteFixed::new(fd, data.as_ptr(), length, k)
+                .offset(start.1)
+                .build(),
+            None => opcode::Write::new(fd, data.as_ptr(), length)
+                .offset(start.1)
+                .build(),
+        }
+    } else if op == Op::Read as u8 {
+        match index {
+            Some(k) => opcode::ReadFixed::new(fd, data.as_mut_ptr(), length, k)
+                .offset(start.1)
+                .build(),
+            None => opcode::Read::new(fd, data.as_mut_ptr(), length)
+                .offset(start.1)
+                .build(),
+        }
+    } else if op == Op::Flush as u8 {
+        opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build()
+    } else {
+        return None; // trims: counted, not issued (as the psync engine)
+    })
 }
