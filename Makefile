@@ -50,6 +50,7 @@ bench: install
 	$(PY) benches/model.py
 	$(PY) benches/simulate.py
 	$(PY) benches/realio.py
+	$(PY) benches/openloop.py
 
 clean:
 	rm -rf target $(VENV)
