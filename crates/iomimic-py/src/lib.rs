@@ -443,7 +443,6 @@ fn run_io<'py>(
         engine: realio::Engine::parse(engine).map_err(to_py)?,
         iodepth,
         workers,
-        queue: 4096,
         intensity,
         no_stall,
         align,

@@ -1,20 +1,22 @@
 //! Real I/O: issues a trace's requests against files, open loop (at their scheduled times) or
-//! closed loop (N outstanding), and records when each was issued and how long it took.
+//! closed loop (N outstanding), and measures when each went out and how long it took.
 //!
-//! Open loop: one dispatcher waits for each request's time and hands it to a pool of workers
-//! through a bounded queue. When the workers fall behind the queue fills, the dispatcher waits,
-//! and the lag (actual issue time minus scheduled) is measured per request; later requests keep
-//! their scheduled times, so lost time is made up rather than accumulated. Closed loop: `iodepth`
-//! workers take the next request as soon as their last one completes.
+//! Open loop: each request goes out at its scheduled time; when the target falls behind,
+//! requests wait for room (a ring slot or a free worker) and the lag (actual issue time minus
+//! scheduled) is measured; later requests keep their scheduled times, so lost time is made up
+//! rather than accumulated. Closed loop: `iodepth` requests outstanding, each completion letting
+//! the next go.
 //!
-//! Engines: `psync` (positional `pread`/`pwrite` from a thread pool) and `null` (no I/O: the
-//! generator's own overhead). Safety checks (what may be written) are the caller's; this
-//! module opens only the files it is given.
+//! Engines: `io_uring` (one thread, one ring: [`uring`]), `psync` (positional `pread`/`pwrite`
+//! from worker threads, each taking the next request when free and waiting for its time
+//! itself) and `null` (no I/O: the generator's own overhead). Results go into per-thread
+//! [`Summary`]s (HDR histograms and window counts), merged at the end. Safety checks (what may
+//! be written) are the caller's; this module opens only the files it is given.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -59,10 +61,8 @@ pub struct RunOptions {
     pub engine: Engine,
     /// Closed loop with this many outstanding; open loop when `None`.
     pub iodepth: Option<usize>,
-    /// Open loop: worker threads (the most requests in flight at once).
+    /// Open loop: most requests in flight at once (psync: worker threads; io_uring: ring slots).
     pub workers: usize,
-    /// Open loop: requests waiting for a worker before the dispatcher falls behind.
-    pub queue: usize,
     /// Divides the trace's times (2 = twice as fast).
     pub intensity: f64,
     /// Open loop without waiting: every request as soon as a worker is free.
@@ -84,7 +84,6 @@ impl Default for RunOptions {
             engine: Engine::Psync,
             iodepth: None,
             workers: 16,
-            queue: 1024,
             intensity: 1.0,
             no_stall: false,
             align: 1,
@@ -216,6 +215,34 @@ impl Shared<'_> {
 
     fn past_deadline(&self) -> bool {
         self.opts.deadline_ns.is_some_and(|d| self.now() >= d)
+    }
+
+    /// Asked to stop (Ctrl-C), or out of time (`--duration`).
+    fn stopping(&self) -> bool {
+        self.control.stop.load(Ordering::Relaxed) || self.past_deadline()
+    }
+
+    /// Waits until `due` ns into the run: sleeps in slices (so a stop request is seen within
+    /// 20 ms), then spins the last stretch. False when the run stops first, or `due` is past
+    /// the deadline.
+    fn wait_for(&self, due: u64) -> bool {
+        if self.opts.deadline_ns.is_some_and(|d| due >= d) {
+            return false;
+        }
+        let target = self.start + Duration::from_nanos(due);
+        loop {
+            let now = Instant::now();
+            if now >= target {
+                return true;
+            }
+            if self.control.stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            match (target - now).checked_sub(Duration::from_nanos(SPIN_NS)) {
+                Some(sleep) => std::thread::sleep(sleep.min(Duration::from_millis(20))),
+                None => std::hint::spin_loop(),
+            }
+        }
     }
 
     /// When request `i` is due, ns from the start of the run.
@@ -371,40 +398,9 @@ impl Shared<'_> {
 /// Open loop: time for setting up the run's threads before the schedule's time 0.
 const STARTUP_NS: u64 = 5_000_000;
 
-/// Open loop, psync: how long before its time a request goes to a worker, which waits out the
-/// rest itself (a blocked worker's wake-up takes tens of microseconds).
-const HANDOVER_LEAD_NS: u64 = 200_000;
-
 /// How long before a deadline waiting turns from sleeping to spinning: sleeps end late by up
 /// to the timer slack (set to 1 ns on the run's threads) plus a wake-up.
 pub(crate) const SPIN_NS: u64 = 60_000;
-
-/// Waits until `deadline` ns after `start`: sleeps, then spins the last stretch, where a sleep
-/// is too coarse.
-fn wait_until(start: Instant, deadline: u64) {
-    let target = start + Duration::from_nanos(deadline);
-    loop {
-        let now = Instant::now();
-        if now >= target {
-            return;
-        }
-        let left = target - now;
-        if let Some(sleep) = left.checked_sub(Duration::from_nanos(SPIN_NS)) {
-            std::thread::sleep(sleep);
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
-
-/// Sleeps until about `deadline` ns after `start` (no spinning: for whoever need not be exact).
-fn sleep_until(start: Instant, deadline: u64) {
-    let target = start + Duration::from_nanos(deadline);
-    let now = Instant::now();
-    if target > now {
-        std::thread::sleep(target - now);
-    }
-}
 
 /// Asks for precise sleeps on this thread: the kernel may otherwise end them up to 50 µs late
 /// to batch wake-ups.
@@ -427,7 +423,7 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
             opts.intensity
         )));
     }
-    if opts.iodepth == Some(0) || opts.workers == 0 || opts.queue == 0 {
+    if opts.iodepth == Some(0) || opts.workers == 0 {
         return Err(Error::Usage(
             "--iodepth and the worker count must be at least 1".into(),
         ));
@@ -481,24 +477,31 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
                 Ok((issued, s)) => (issued_count, summary) = (issued, s),
                 Err(e) => uring_error = Some(e),
             }
-        } else if !on_schedule {
-            // closed loop, or no stall (each worker takes the next request when it is free);
-            // with no I/O to wait for, more than one worker would only contend
-            let depth = if opts.engine == Engine::Null {
+        } else {
+            // psync and null: each worker takes the next request when it is free (closed loop,
+            // no stall) and, on a schedule, waits for its time itself (a hand-over from a
+            // dispatcher would add a sleeping thread's wake-up to when it goes out); with no
+            // I/O to wait for, more than one worker would only contend
+            let workers = if on_schedule {
+                opts.workers
+            } else if opts.engine == Engine::Null {
                 1
             } else {
                 opts.iodepth.unwrap_or(opts.workers)
             };
-            let workers: Vec<_> = (0..depth.min(n.max(1)))
+            let handles: Vec<_> = (0..workers.min(n.max(1)))
                 .map(|_| {
                     let (shared, next) = (&shared, &next);
                     scope.spawn(move || {
+                        precise_timers();
                         let mut buffer = Buffer::new(buffer_len);
                         let mut summary = Summary::default();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
-                            if i >= n || shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline()
-                            {
+                            if i >= n || shared.stopping() {
+                                return summary;
+                            }
+                            if on_schedule && !shared.wait_for(shared.scheduled(i)) {
                                 return summary;
                             }
                             shared.perform(i, &mut buffer, &mut summary);
@@ -506,46 +509,10 @@ pub fn run(t: &TraceView<'_>, targets: &[Target], opts: &RunOptions, control: &C
                     })
                 })
                 .collect();
-            for w in workers {
-                summary.merge(w.join().expect("workers do not panic"));
+            for h in handles {
+                summary.merge(h.join().expect("workers do not panic"));
             }
             issued_count = next.load(Ordering::Relaxed).min(n);
-        } else {
-            let (send, receive) = mpsc::sync_channel::<usize>(opts.queue);
-            let receive = Arc::new(Mutex::new(receive));
-            let workers: Vec<_> = (0..opts.workers)
-                .map(|_| {
-                    let (shared, receive) = (&shared, Arc::clone(&receive));
-                    scope.spawn(move || {
-                        precise_timers();
-                        let mut buffer = Buffer::new(buffer_len);
-                        let mut summary = Summary::default();
-                        loop {
-                            let next = receive.lock().expect("queue").recv();
-                            let Ok(i) = next else { return summary };
-                            wait_until(shared.start, shared.scheduled(i));
-                            shared.perform(i, &mut buffer, &mut summary);
-                        }
-                    })
-                })
-                .collect();
-            for i in 0..n {
-                if control.stop.load(Ordering::Relaxed) || shared.past_deadline() {
-                    issued_count = i;
-                    break;
-                }
-                // handed over a little early: the worker waits out the rest itself, so the
-                // hand-over's wake-up time does not show in when the request goes out
-                sleep_until(shared.start, shared.scheduled(i).saturating_sub(HANDOVER_LEAD_NS));
-                if send.send(i).is_err() {
-                    issued_count = i;
-                    break;
-                }
-            }
-            drop(send);
-            for w in workers {
-                summary.merge(w.join().expect("workers do not panic"));
-            }
         }
     });
 
@@ -712,6 +679,47 @@ mod tests {
             }
             // the last request within 5 ms of its time even on a busy test machine
             assert!(r.lag_ns[199] < 5_000_000, "{engine:?}: {}", r.lag_ns[199]);
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_stop_or_the_deadline_ends_a_long_wait_promptly() {
+        let dir = temp_dir("wait");
+        // the second request is due ten seconds in
+        let t = reads(&[0, 10_000_000_000], &[0, 4096], 4096);
+        let targets = [target(&dir, 1 << 20)];
+        let engines: &[Engine] = if uring::available() {
+            &[Engine::Psync, Engine::IoUring]
+        } else {
+            &[Engine::Psync]
+        };
+        for &engine in engines {
+            let control = Control::default();
+            let started = Instant::now();
+            let r = std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(100));
+                    control.stop.store(true, Ordering::Relaxed);
+                });
+                let opts = RunOptions {
+                    engine,
+                    ..RunOptions::default()
+                };
+                run(&t.view(), &targets, &opts, &control).unwrap()
+            });
+            assert_eq!(r.completed, 1, "{engine:?}");
+            assert!(started.elapsed() < Duration::from_secs(2), "{engine:?}: {:?}", started.elapsed());
+
+            let opts = RunOptions {
+                engine,
+                deadline_ns: Some(50_000_000),
+                ..RunOptions::default()
+            };
+            let started = Instant::now();
+            let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
+            assert_eq!(r.completed, 1, "{engine:?}");
+            assert!(started.elapsed() < Duration::from_secs(2), "{engine:?}: {:?}", started.elapsed());
         }
         std::fs::remove_dir_all(dir).unwrap();
     }

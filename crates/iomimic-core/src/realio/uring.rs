@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{wait_until, Buffer, Shared, Summary, SPIN_NS};
+use super::{Buffer, Shared, Summary, SPIN_NS};
 use crate::trace::Op;
 
 /// True when this kernel (and its seccomp policy) lets a process set up a ring.
@@ -81,8 +81,8 @@ pub(super) fn drive(
             if next >= n || stopping {
                 break Ok(next);
             }
-            if on_schedule {
-                wait_until(shared.start, shared.scheduled(next));
+            if on_schedule && !shared.wait_for(shared.scheduled(next)) {
+                break Ok(next);
             }
             continue;
         }
@@ -91,7 +91,10 @@ pub(super) fn drive(
             let left = shared.scheduled(next).saturating_sub(shared.now());
             if left > SPIN_NS {
                 // sleep in the kernel until a completion arrives or the next request is nearly due
-                let ts = types::Timespec::from(Duration::from_nanos(left - SPIN_NS));
+                // (at most 20 ms at a time, so a stop request is seen)
+                let ts = types::Timespec::from(
+                    Duration::from_nanos(left - SPIN_NS).min(Duration::from_millis(20)),
+                );
                 let args = types::SubmitArgs::new().timespec(&ts);
                 match ring.submitter().submit_with_args(1, &args) {
                     Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(0),
