@@ -709,7 +709,11 @@ mod tests {
                 run(&t.view(), &targets, &opts, &control).unwrap()
             });
             assert_eq!(r.completed, 1, "{engine:?}");
-            assert!(started.elapsed() < Duration::from_secs(2), "{engine:?}: {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{engine:?}: {:?}",
+                started.elapsed()
+            );
 
             let opts = RunOptions {
                 engine,
@@ -719,7 +723,11 @@ mod tests {
             let started = Instant::now();
             let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
             assert_eq!(r.completed, 1, "{engine:?}");
-            assert!(started.elapsed() < Duration::from_secs(2), "{engine:?}: {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{engine:?}: {:?}",
+                started.elapsed()
+            );
         }
         std::fs::remove_dir_all(dir).unwrap();
     }
