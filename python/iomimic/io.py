@@ -105,10 +105,12 @@ def _read_parquet(path: Path) -> Trace:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        pf = pq.ParquetFile(path)
+        # a row group at a time: the file's columns are never held twice
+        pieces = (pf.read_row_group(i) for i in range(pf.num_row_groups))
+        trace = Trace.from_arrow_pieces(pf.schema_arrow, pieces, pf.metadata.num_rows)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(f"{path}: not a readable Parquet file: {e}") from None
-    trace = Trace.from_arrow(table)
     trace.report = {
         "path": str(path),
         "format": "parquet",

@@ -161,9 +161,14 @@ def parse_volume_map(text: str, volumes: list[str]) -> dict[str, str]:
 
 def bytes_needed(trace: Trace, paths: list[str]) -> dict[str, int]:
     """The bytes each path (one per volume) must hold for the trace's requests to stay inside it."""
-    ends = trace.offset.astype(np.uint64) + trace.size.astype(np.uint64)
     per_volume = np.zeros(len(paths), dtype=np.uint64)
-    np.maximum.at(per_volume, trace.volume, ends)
+    # a chunk at a time, so the temporaries stay small next to a long trace
+    for start in range(0, len(trace), 1 << 20):
+        chunk = slice(start, start + (1 << 20))
+        ends = trace.offset[chunk] + trace.size[chunk]
+        volume = trace.volume[chunk]
+        for v in np.unique(volume).tolist():
+            per_volume[v] = max(int(per_volume[v]), int(ends[volume == v].max()))
     needed: dict[str, int] = {}
     for path, size in zip(paths, per_volume.tolist(), strict=True):
         needed[path] = max(needed.get(path, 0), int(size))

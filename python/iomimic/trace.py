@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -201,17 +201,12 @@ class Trace:
         A ``volume`` (or ``file``) column of strings is turned into ids and a name table;
         integer ids take their names from iomimic's schema metadata when present.
         """
-        import json
-
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        meta = json.loads((table.schema.metadata or {}).get(b"iomimic", b"{}"))
-        missing = [c for c in ("ts_ns", "offset", "size", "op") if c not in table.column_names]
-        if missing:
-            raise InputError(f"table lacks the column(s) {', '.join(missing)}")
+        _require_columns(table.schema)
         cols: dict[str, Any] = {}
-        names: dict[str, list[str] | None] = {"volume": meta.get("volumes"), "file": meta.get("files")}
+        names = _schema_names(table.schema)
         for name in DTYPES:
             if name not in table.column_names:
                 continue
@@ -220,12 +215,61 @@ class Trace:
                 encoded = pc.dictionary_encode(col).combine_chunks()
                 names[name] = [str(v) for v in encoded.dictionary.to_pylist()]
                 col = encoded.indices
-            if col.null_count:
-                if name != "latency_ns":
-                    raise InputError(f"column {name} has {col.null_count} null values")
-                col = pc.fill_null(col.cast(pa.uint64()), LATENCY_UNKNOWN)
-            cols[name] = col.to_numpy()
+            cols[name] = _arrow_to_numpy(name, col)
         return cls(**cols, volumes=names["volume"], files=names["file"])
+
+    @classmethod
+    def from_arrow_pieces(cls, schema, pieces: Iterable, rows: int) -> Trace:
+        """Builds a Trace from pyarrow tables read a piece at a time (a Parquet file's row
+        groups). When the columns already have the Trace's types, each piece is copied into
+        the Trace's columns and let go, so reading never holds the file twice over; otherwise
+        the pieces are joined and read as by :meth:`from_arrow`."""
+        import pyarrow as pa
+
+        _require_columns(schema)
+        present = [c for c in DTYPES if c in schema.names]
+        if any(schema.field(c).type != pa.from_numpy_dtype(np.dtype(DTYPES[c])) for c in present):
+            return cls.from_arrow(pa.Table.from_batches([b for p in pieces for b in p.to_batches()], schema))
+        cols = {c: np.empty(rows, DTYPES[c]) for c in present}
+        at = 0
+        for piece in pieces:
+            n = piece.num_rows
+            if at + n > rows:
+                raise InputError(f"the file holds more than the {rows:,} rows its metadata says")
+            for c in present:
+                cols[c][at : at + n] = _arrow_to_numpy(c, piece.column(c))
+            at += n
+        if at != rows:
+            raise InputError(f"the file holds {at:,} rows where its metadata says {rows:,}")
+        names = _schema_names(schema)
+        return cls(**cols, volumes=names["volume"], files=names["file"])
+
+
+def _require_columns(schema) -> None:
+    missing = [c for c in ("ts_ns", "offset", "size", "op") if c not in schema.names]
+    if missing:
+        raise InputError(f"table lacks the column(s) {', '.join(missing)}")
+
+
+def _schema_names(schema) -> dict[str, list[str] | None]:
+    """Volume and file name tables from iomimic's schema metadata, where present."""
+    import json
+
+    meta = json.loads((schema.metadata or {}).get(b"iomimic", b"{}"))
+    return {"volume": meta.get("volumes"), "file": meta.get("files")}
+
+
+def _arrow_to_numpy(name: str, col) -> np.ndarray:
+    """One Arrow column as numpy; unknown latencies (nulls) become ``LATENCY_UNKNOWN``, nulls
+    anywhere else are refused."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.null_count:
+        if name != "latency_ns":
+            raise InputError(f"column {name} has {col.null_count} null values")
+        col = pc.fill_null(col.cast(pa.uint64()), LATENCY_UNKNOWN)
+    return col.to_numpy()
 
 
 class _Columns:
