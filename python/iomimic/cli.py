@@ -783,12 +783,20 @@ def build_parser() -> argparse.ArgumentParser:
         )
         g = p.add_argument_group("how")
         g.add_argument(
-            "--engine", default="psync", help="psync (thread pool) or null (no I/O); default psync"
+            "--engine",
+            default="auto",
+            help="io_uring, psync (thread pool), null (no I/O), or auto (default: io_uring where the "
+            "kernel allows it, else psync)",
         )
         g.add_argument(
             "--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)"
         )
-        g.add_argument("--workers", type=int, default=16, help="open loop: worker threads (default 16)")
+        g.add_argument(
+            "--workers",
+            type=int,
+            default=16,
+            help="open loop: most requests in flight (psync threads, io_uring ring slots; default 16)",
+        )
         g.add_argument("--no-stall", action="store_true", help="open loop without waiting for request times")
         g.add_argument("--direct", action="store_true", help="O_DIRECT, 4 KiB-aligned offsets and sizes")
         g.add_argument(
