@@ -44,6 +44,8 @@ format:
 	$(VENV)/bin/ruff check --fix python tests benches
 
 ## bench: the speed benchmarks, printing ratios against references measured in the same run
+# (numpy's BLAS threads would spin on the cores being measured; the scripts load numpy first)
+bench: export OPENBLAS_NUM_THREADS = 1
 bench: install
 	$(PY) benches/read_msr.py
 	$(PY) benches/characterize.py

@@ -6,6 +6,14 @@
 (2, 2)
 """
 
+import os as _os
+
+# iomimic does its number crunching in Rust; numpy's BLAS threads would only spin idle on the
+# cores the I/O engine and the generators need (on a 2-core machine they took a tenth of the
+# CPU after any BLAS call). Set before numpy loads; a user's own setting wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    _os.environ.setdefault(_var, "1")
+
 from iomimic import model
 from iomimic.errors import EmptyTraceError, InputError, IomimicError, TraceParseError, UnknownFormatError
 from iomimic.io import formats, read_trace, summary, write_trace
