@@ -266,12 +266,14 @@ def test_verify_reports_damage_by_exit_code(tmp_path: Path) -> None:
 
 
 def test_progress_is_reported_while_running(tmp_path: Path) -> None:
-    seen: list[tuple[int, float]] = []
+    seen: list[tuple[int, float, float | None]] = []
     t = workload(300, 600.0)  # half a second
-    run(t, [str(tmp_path / "f.dat")], size=MIB, engine="null", progress=lambda n, s: seen.append((n, s)))
+    run(t, [str(tmp_path / "f.dat")], size=MIB, engine="null", progress=lambda *a: seen.append(a))
     assert len(seen) >= 5
-    counts = [n for n, _ in seen]
+    counts = [n for n, _, _ in seen]
     assert counts == sorted(counts) and 0 < counts[len(counts) // 2] < 300
+    # open loop: the lag of a recent request comes with each report (small: nothing is behind)
+    assert all(lag is not None and 0 <= lag < 5000 for _, _, lag in seen)
 
 
 @pytest.mark.skipif(not _core.io_uring_available(), reason="io_uring is not allowed here")

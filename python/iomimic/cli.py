@@ -69,8 +69,11 @@ def _progress_reader(path: str) -> tuple[Callable[[int, int], None] | None, Call
     return (lambda done, total: bar.update(task, completed=done, total=total)), bar.stop
 
 
-def _progress_run(total: int) -> tuple[Callable[[int, float], None] | None, Callable[[], None]]:
-    """On a terminal: a live line with requests done, elapsed time and IOPS during real I/O."""
+def _progress_run(
+    total: int,
+) -> tuple[Callable[[int, float, float | None], None] | None, Callable[[], None]]:
+    """On a terminal: a live line with requests done, elapsed time, IOPS and (open loop) the
+    issue lag during real I/O."""
     if not sys.stderr.isatty():
         return None, lambda: None
     from rich.console import Console
@@ -88,8 +91,10 @@ def _progress_run(total: int) -> tuple[Callable[[int, float], None] | None, Call
     task = bar.add_task("running", total=total, iops="")
     bar.start()
 
-    def report(done: int, elapsed: float) -> None:
-        bar.update(task, completed=done, iops=f"{done / elapsed:,.0f} IOPS" if elapsed > 0 else "")
+    def report(done: int, elapsed: float, lag_us: float | None) -> None:
+        rate = f"{done / elapsed:,.0f} IOPS" if elapsed > 0 else ""
+        lag = f"  lag {lag_us:,.0f} µs" if lag_us is not None else ""
+        bar.update(task, completed=done, iops=rate + lag)
 
     return report, bar.stop
 

@@ -205,7 +205,7 @@ def run(
     deadline_s: float | None = None,
     verify: bool = False,
     keep_requests: bool = True,
-    progress: Callable[[int, float], None] | None = None,
+    progress: Callable[[int, float, float | None], None] | None = None,
 ) -> tuple[Trace | None, dict[str, Any]]:
     """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
     Trace (issue times, placed offsets, ``latency_ns``) and the run's figures. ``deadline_s``

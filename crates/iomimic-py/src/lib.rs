@@ -472,8 +472,10 @@ fn run_io<'py>(
                 }
                 if let Some(report) = &progress {
                     let done = control.completed.load(std::sync::atomic::Ordering::Relaxed);
+                    let lag_us = (!no_stall && iodepth.is_none())
+                        .then(|| control.lag_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3);
                     // a failing progress display must not stop the I/O
-                    let _ = report.call1((done, started.elapsed().as_secs_f64()));
+                    let _ = report.call1((done, started.elapsed().as_secs_f64(), lag_us));
                 }
             }
             handle

@@ -97,10 +97,12 @@ impl Default for RunOptions {
 /// How the caller steers and watches a run from another thread: `stop` ends it early (Ctrl-C),
 /// `completed` counts finished requests for progress (each worker adds to it every 64 requests
 /// or 20 ms, so a display may lag a little).
+/// `lag_ns` is the issue lag of a recently completed request (open loop), for the same display.
 #[derive(Default)]
 pub struct Control {
     pub stop: AtomicBool,
     pub completed: AtomicUsize,
+    pub lag_ns: AtomicU64,
 }
 
 /// A file requests go to, and how many bytes of it they may use.
@@ -320,6 +322,9 @@ impl Shared<'_> {
         }
         if let Some(new) = summary.progress_due(now) {
             self.control.completed.fetch_add(new as usize, Ordering::Relaxed);
+            if let Some(lag) = lag {
+                self.control.lag_ns.store(lag, Ordering::Relaxed);
+            }
         }
     }
 
