@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +161,15 @@ def test_summary_counts() -> None:
     assert (s["reads"], s["writes"], s["flushes"], s["trims"]) == (1, 1, 1, 0)
     assert (s["bytes_read"], s["bytes_written"], s["streams"], s["span_s"]) == (512, 1024, 2, 2.0)
     assert np.isclose(s["span_s"], 2.0)
+
+
+def test_outputs_that_are_not_regular_files_are_written_in_place(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    iomimic.write_trace(Trace(ts_ns=[0], offset=[0], size=[512], op=[0]), fifo, "csv")
+    reader.join(timeout=10)
+    assert fifo.exists() and not fifo.is_file()  # still the FIFO, not replaced by a file
+    assert got and b"ts_ns,offset" in got[0] and got[0].endswith(b"0,0,512,0,0,0\n")

@@ -358,35 +358,38 @@ def cmd_export_fio(args: argparse.Namespace) -> int:
 
 
 def _run_io(args: argparse.Namespace, trace, intensity: float, deadline_s: float | None = None) -> int:
-    from iomimic.io import output_format, write_trace
-    from iomimic.realio import parse_targets, run
+    """Issues ``trace`` (a Trace, or ParquetPieces to issue a row group at a time)."""
+    from iomimic.io import ParquetPieces, output_format, write_trace
+    from iomimic.realio import parse_targets, run, run_pieces
     from iomimic.report import make_console
     from iomimic.units import parse_size_bytes
 
     fmt = output_format(args.output, None) if args.output else None
     paths = parse_targets(args.target, args.map, trace.volumes)
+    settings = {
+        "size": parse_size_bytes(args.size) if args.size else None,
+        "engine": args.engine,
+        "iodepth": args.iodepth,
+        "workers": args.workers,
+        "intensity": intensity,
+        "no_stall": args.no_stall,
+        "direct": args.direct,
+        "allow_device": args.allow_device,
+        "overwrite": args.overwrite,
+        "deadline_s": deadline_s,
+        "verify": args.verify,
+        # without -o nothing per request is kept: memory stays flat however long the run
+        "keep_requests": bool(args.output),
+    }
     # SIGTERM, like Ctrl-C, stops issuing and drains (the run sees it as an interrupt)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    progress, close = _progress_run(len(trace))
+    pieces = isinstance(trace, ParquetPieces)
+    progress, close = _progress_run(trace.rows if pieces else len(trace))
     try:
-        done, figures = run(
-            trace,
-            paths,
-            size=parse_size_bytes(args.size) if args.size else None,
-            engine=args.engine,
-            iodepth=args.iodepth,
-            workers=args.workers,
-            intensity=intensity,
-            no_stall=args.no_stall,
-            direct=args.direct,
-            allow_device=args.allow_device,
-            overwrite=args.overwrite,
-            deadline_s=deadline_s,
-            verify=args.verify,
-            # without -o nothing per request is kept: memory stays flat however long the run
-            keep_requests=bool(args.output),
-            progress=progress,
-        )
+        if pieces:
+            done, figures = None, run_pieces(trace, paths, progress=progress, **settings)
+        else:
+            done, figures = run(trace, paths, progress=progress, **settings)
     finally:
         close()
     if args.output and done is not None and len(done):
@@ -437,7 +440,14 @@ def _render_run(f: dict[str, Any], console) -> None:
 def cmd_replay(args: argparse.Namespace) -> int:
     if not args.time_scale > 0:
         raise InputError(f"--time-scale must be positive, found {args.time_scale}")
-    return _run_io(args, _read_reported(args), 1.0 / args.time_scale)
+    from iomimic.io import ParquetPieces
+
+    # a Parquet trace with nothing to keep per request is issued a row group at a time, so a
+    # long one never sits in memory whole
+    pieces = None
+    if not (args.output or args.verify) and args.format in (None, "parquet"):
+        pieces = ParquetPieces.open(args.trace)
+    return _run_io(args, pieces or _read_reported(args), 1.0 / args.time_scale)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from iomimic import _core
 from iomimic.errors import InputError
 from iomimic.trace import Trace, _Columns
@@ -127,11 +129,86 @@ def _read_parquet(path: Path) -> Trace:
     return trace
 
 
+class ParquetPieces:
+    """A Parquet trace to be issued a row group at a time, so a long one is never all in
+    memory: what a run needs to know up front (rows, volumes, time span, whether it writes,
+    how far each volume reaches) comes from one pass over four columns, then :meth:`pieces`
+    yields each row group's columns with times as stored.
+
+    ``open`` returns None when the file does not suit (columns not of the Trace's types, or
+    times not in order): then the trace is read whole as usual."""
+
+    def __init__(self, pf, volumes: list[str], files: list[str]) -> None:
+        self._pf = pf
+        self.volumes, self.files = volumes, files
+        self.rows = pf.metadata.num_rows
+        self.first_ts = self.last_ts = 0
+        self.write = False
+        self.reach = np.zeros(max(len(volumes), 1), dtype=np.uint64)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> ParquetPieces | None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from iomimic.trace import DTYPES, _schema_names
+
+        path = Path(path)
+        if not (path.is_file() and _is_parquet(path)):
+            return None
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError):
+            return None
+        schema = pf.schema_arrow
+        present = [c for c in DTYPES if c in schema.names]
+        if not {"ts_ns", "offset", "size", "op", "volume"} <= set(present) or any(
+            schema.field(c).type != pa.from_numpy_dtype(np.dtype(DTYPES[c])) for c in present
+        ):
+            return None
+        names = _schema_names(schema)
+        volumes = names["volume"]
+        if pf.metadata.num_rows == 0 or volumes is None:
+            return None
+        self = cls(pf, volumes, names["file"] or [])
+        previous = None
+        for i in range(pf.num_row_groups):
+            g = pf.read_row_group(i, columns=["ts_ns", "offset", "size", "op", "volume"])
+            ts = g.column("ts_ns").to_numpy()
+            if (previous is not None and ts[0] < previous) or bool((ts[1:] < ts[:-1]).any()):
+                return None
+            if previous is None:
+                self.first_ts = int(ts[0])
+            previous = self.last_ts = int(ts[-1])
+            self.write = self.write or bool((g.column("op").to_numpy() == 1).any())
+            ends = g.column("offset").to_numpy() + g.column("size").to_numpy()
+            volume = g.column("volume").to_numpy()
+            for v in np.unique(volume).tolist():
+                if v >= len(volumes):
+                    return None
+                self.reach[v] = max(int(self.reach[v]), int(ends[volume == v].max()))
+        return self
+
+    def pieces(self) -> Iterator[dict[str, np.ndarray]]:
+        from iomimic.trace import DTYPES
+
+        for i in range(self._pf.num_row_groups):
+            g = self._pf.read_row_group(i)
+            n = g.num_rows
+            cols = {c: g.column(c).to_numpy() for c in DTYPES if c in g.column_names and c != "latency_ns"}
+            cols.setdefault("stream", np.zeros(n, np.uint32))
+            yield cols
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     """Yields a temporary path beside ``path`` and moves it into place only on success, so a
     failed or interrupted write never leaves a partial file that looks complete."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # /dev/null, a FIFO, a terminal: written in place (replacing one would be wrong)
+        yield path
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
     os.close(fd)
     # mkstemp makes the file private; give it the mode a plain open() would

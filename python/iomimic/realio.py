@@ -13,14 +13,19 @@ import os
 import stat
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from iomimic import _core
 from iomimic.errors import InputError
 from iomimic.trace import Trace, _Columns
+
+if TYPE_CHECKING:
+    from iomimic.io import ParquetPieces
 
 # marks files iomimic created, so later runs may write them without --overwrite
 _MARK = "user.iomimic.created"
@@ -189,72 +194,89 @@ def parse_targets(target: str | None, map: str | None, volumes: list[str]) -> li
     return [mapping.get(v, first) for v in volumes]
 
 
-def run(
-    trace: Trace,
-    paths: list[str],
-    *,
-    size: int | None = None,
-    engine: str = "auto",
-    iodepth: int | None = None,
-    workers: int = 16,
-    intensity: float = 1.0,
-    no_stall: bool = False,
-    direct: bool = False,
-    allow_device: bool = False,
-    overwrite: bool = False,
-    deadline_s: float | None = None,
-    verify: bool = False,
-    keep_requests: bool = True,
-    progress: Callable[[int, float, float | None], None] | None = None,
-) -> tuple[Trace | None, dict[str, Any]]:
-    """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
-    Trace (issue times, placed offsets, ``latency_ns``) and the run's figures. ``deadline_s``
-    stops issuing that long after the start (a time-limited run; not marked partial).
-    ``keep_requests=False`` keeps no per-request record (the Trace is ``None``), so the run's
-    memory does not grow with its length; the figures are the same."""
-    if not len(trace):
-        raise InputError("nothing to run: the workload is empty")
-    if len(paths) != len(trace.volumes):
-        raise InputError(f"{len(paths)} target(s) for {len(trace.volumes)} volume(s)")
-    write = bool(np.any(trace.op == 1))
+@dataclass
+class RunSettings:
+    """How a workload is issued (the keywords of :func:`run`)."""
+
+    size: int | None = None
+    engine: str = "auto"
+    iodepth: int | None = None
+    workers: int = 16
+    intensity: float = 1.0
+    no_stall: bool = False
+    direct: bool = False
+    allow_device: bool = False
+    overwrite: bool = False
+    deadline_s: float | None = None
+    verify: bool = False
+    keep_requests: bool = True
+
+
+def _session(paths: list[str], reach: dict[str, int], write: bool, s: RunSettings):
+    """Targets prepared and opened, and the engine's session over them."""
     usable = {
         path: prepare_target(
             path,
             max(needed, 4096),
-            size=size,
+            size=s.size,
             write=write,
-            allow_device=allow_device,
-            overwrite=overwrite,
+            allow_device=s.allow_device,
+            overwrite=s.overwrite,
         )
-        for path, needed in bytes_needed(trace, paths).items()
+        for path, needed in reach.items()
     }
-    cpu0 = time.process_time()
-    d = _core.run_io(
-        _Columns(trace.columns),
-        trace.volumes,
-        trace.files,
+    return _core.RunSession(
         paths,
         [usable[p] for p in paths],
         write,
-        direct,
-        engine=engine,
-        iodepth=iodepth,
-        workers=workers,
-        intensity=float(intensity),
-        no_stall=no_stall,
+        s.direct,
+        engine=s.engine,
+        iodepth=s.iodepth,
+        workers=s.workers,
+        intensity=float(s.intensity),
+        no_stall=s.no_stall,
         # sectors as block traces have them; O_DIRECT wants the page size
-        align=4096 if direct else 512,
-        deadline_ns=None if deadline_s is None else round(deadline_s * 1e9),
-        verify=verify,
-        record=keep_requests,
-        progress=progress,
+        align=4096 if s.direct else 512,
+        deadline_ns=None if s.deadline_s is None else round(s.deadline_s * 1e9),
+        verify=s.verify,
+        record=s.keep_requests,
     )
+
+
+def _finish(session, cpu0: float, s: RunSettings, requests: int, span_ns: int) -> dict[str, Any]:
+    d = session.finish()
     d["cpu_s"] = time.process_time() - cpu0
-    d["time_limited"] = deadline_s is not None
-    d["verify"] = verify
-    d["engine"] = engine_used(engine)
-    f = figures(d, trace, iodepth, no_stall, intensity)
-    if not keep_requests:
+    d["time_limited"] = s.deadline_s is not None
+    d["verify"] = s.verify
+    d["engine"] = engine_used(s.engine)
+    return figures(d, requests, span_ns, s)
+
+
+def run(
+    trace: Trace,
+    paths: list[str],
+    *,
+    progress: Callable[[int, float, float | None], None] | None = None,
+    **settings: Any,
+) -> tuple[Trace | None, dict[str, Any]]:
+    """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
+    Trace (issue times, placed offsets, ``latency_ns``) and the run's figures. Keywords are
+    :class:`RunSettings`'s: ``size``, ``engine`` (auto, io_uring, psync, null), ``iodepth``
+    (closed loop), ``workers``, ``intensity``, ``no_stall``, ``direct``, ``allow_device``,
+    ``overwrite``, ``deadline_s`` (stop issuing that long after the start: a time-limited
+    run, not marked partial), ``verify``, and ``keep_requests=False`` to keep no per-request
+    record (the Trace is then ``None``, and the run's memory does not grow with its length;
+    the figures are the same)."""
+    s = RunSettings(**settings)
+    if not len(trace):
+        raise InputError("nothing to run: the workload is empty")
+    if len(paths) != len(trace.volumes):
+        raise InputError(f"{len(paths)} target(s) for {len(trace.volumes)} volume(s)")
+    session = _session(paths, bytes_needed(trace, paths), bool(np.any(trace.op == 1)), s)
+    cpu0 = time.process_time()
+    d = session.run_piece(_Columns(trace.columns), trace.volumes, trace.files, progress=progress)
+    f = _finish(session, cpu0, s, len(trace), int(trace.ts_ns[-1] - trace.ts_ns[0]))
+    if not s.keep_requests:
         return None, f
     ran = d["ran"].astype(bool)
     cols = {
@@ -267,6 +289,38 @@ def run(
         "latency_ns": d["latency_ns"][ran],
     }
     return Trace(volumes=trace.volumes, **cols), f
+
+
+def run_pieces(
+    source: ParquetPieces,
+    paths: list[str],
+    *,
+    progress: Callable[[int, float, float | None], None] | None = None,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Issues a Parquet trace a row group at a time on one schedule (see :func:`run`; no
+    per-request record is kept, and ``verify`` is not available): memory stays flat however
+    long the trace. Returns the run's figures."""
+    s = RunSettings(**settings)
+    if s.keep_requests or s.verify:
+        raise InputError("a trace issued in pieces keeps no per-request record and cannot --verify")
+    if len(paths) != len(source.volumes):
+        raise InputError(f"{len(paths)} target(s) for {len(source.volumes)} volume(s)")
+    reach: dict[str, int] = {}
+    for path, v in zip(paths, source.reach.tolist(), strict=False):
+        reach[path] = max(reach.get(path, 0), int(v))
+    session = _session(paths, reach, source.write, s)
+    cpu0 = time.process_time()
+    pieces = source.pieces()
+    # the next piece is read while this one runs (two in memory at most), so the schedule
+    # never waits for the file
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        ahead = reader.submit(next, pieces, None)
+        while (cols := ahead.result()) is not None:
+            ahead = reader.submit(next, pieces, None)
+            if session.run_piece(_Columns(cols), source.volumes, source.files, progress=progress)["over"]:
+                break
+    return _finish(session, cpu0, s, source.rows, source.last_ts - source.first_ts)
 
 
 def engine_used(engine: str) -> str:
@@ -296,19 +350,20 @@ def over_time(summary: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
     }
 
 
-def figures(d: dict, trace: Trace, iodepth: int | None, no_stall: bool, intensity: float) -> dict[str, Any]:
-    """The run's figures, from the engine's summary (HDR histograms and window counts)."""
+def figures(d: dict, requests: int, span_ns: int, s: RunSettings) -> dict[str, Any]:
+    """The run's figures, from the engine's summary (HDR histograms and window counts);
+    ``requests`` and ``span_ns`` describe the workload (its length and time span)."""
     summary = d["summary"]
     elapsed_s = d["elapsed_ns"] / 1e9
     n = int(summary["completed"])
     f: dict[str, Any] = {
         "engine": d["engine"],
-        "mode": f"closed loop, depth {iodepth}"
-        if iodepth
-        else ("open loop, no stall" if no_stall else "open loop"),
-        "requests": len(trace),
+        "mode": f"closed loop, depth {s.iodepth}"
+        if s.iodepth
+        else ("open loop, no stall" if s.no_stall else "open loop"),
+        "requests": requests,
         "completed": n,
-        "partial": bool(d["interrupted"]) or (n < len(trace) and not d["time_limited"]),
+        "partial": bool(d["interrupted"]) or (n < requests and not d["time_limited"]),
         "elapsed_s": elapsed_s,
         "iops": n / elapsed_s if elapsed_s > 0 else 0.0,
         "mb_per_s": summary["bytes"] / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
@@ -324,9 +379,9 @@ def figures(d: dict, trace: Trace, iodepth: int | None, no_stall: bool, intensit
             "failures": len(failures),
             "first": failures[:10],
         }
-    if not iodepth and not no_stall:
-        span_s = (trace.ts_ns[-1] - trace.ts_ns[0]) / 1e9
-        f["scheduled_iops"] = intensity * (len(trace) - 1) / span_s if span_s > 0 else None
+    if not s.iodepth and not s.no_stall:
+        span_s = span_ns / 1e9
+        f["scheduled_iops"] = s.intensity * (requests - 1) / span_s if span_s > 0 else None
         f["lag_us"] = summary["lag_us"] or {}
         f["last_request_lag_us"] = summary["last_lag_us"]
     return f

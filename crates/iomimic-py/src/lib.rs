@@ -414,90 +414,163 @@ fn simulate<'py>(
     Ok(d)
 }
 
-/// Issues a trace's requests against files (see `iomimic_core::realio`); returns per-request
-/// issue times, latencies, lags, placements and which ran. Ctrl-C stops issuing and drains.
-#[pyfunction]
-#[pyo3(signature = (columns, volumes, files, paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, record=true, progress=None))]
-#[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
-fn run_io<'py>(
-    py: Python<'py>,
-    columns: Columns<'_>,
-    volumes: Vec<String>,
-    files: Vec<String>,
-    paths: Vec<String>,
-    sizes: Vec<u64>,
-    write: bool,
-    direct: bool,
-    engine: &str,
-    iodepth: Option<usize>,
-    workers: usize,
-    intensity: f64,
-    no_stall: bool,
-    align: u64,
-    deadline_ns: Option<u64>,
-    verify: bool,
-    record: bool,
-    progress: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let opts = realio::RunOptions {
-        engine: realio::Engine::parse(engine).map_err(to_py)?,
-        iodepth,
-        workers,
-        intensity,
-        no_stall,
-        align,
-        deadline_ns,
-        verify,
-        record,
-    };
-    let targets = paths
-        .iter()
-        .zip(&sizes)
-        .map(|(p, &size)| realio::Target::open(std::path::Path::new(p), size, write, direct))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(to_py)?;
-    let control = realio::Control::default();
-    let mut interrupted = false;
-    let started = std::time::Instant::now();
-    let result = with_view(&columns, &volumes, &files, |view| {
-        std::thread::scope(|scope| {
-            let handle = scope.spawn(|| realio::run(view, &targets, &opts, &control));
-            // the run goes on without the GIL; every 50 ms Python gets to see Ctrl-C or SIGTERM
-            // and to show progress
-            while !handle.is_finished() {
-                py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
-                if !interrupted && py.check_signals().is_err() {
-                    interrupted = true;
-                    control.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-                if let Some(report) = &progress {
-                    let done = control.completed.load(std::sync::atomic::Ordering::Relaxed);
-                    let lag_us = (!no_stall && iodepth.is_none())
-                        .then(|| control.lag_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3);
-                    // a failing progress display must not stop the I/O
-                    let _ = report.call1((done, started.elapsed().as_secs_f64(), lag_us));
-                }
-            }
-            handle
-                .join()
-                .expect("the run thread does not panic")
-                .map_err(to_py)
+/// Real I/O against files (see `iomimic_core::realio`): a workload issued in one piece or in
+/// several (a long trace read a part at a time), all on one clock. `run_piece` issues a piece
+/// and returns its per-request record (with `record`); `finish` gives the merged figures.
+/// Ctrl-C or SIGTERM stops issuing and drains.
+#[pyclass(module = "iomimic._core")]
+struct RunSession {
+    targets: Vec<realio::Target>,
+    opts: realio::RunOptions,
+    control: realio::Control,
+    clock: Option<realio::Clock>,
+    started: std::time::Instant,
+    summary: realio::Summary,
+    completed: usize,
+    elapsed_ns: u64,
+    interrupted: bool,
+    verified_sectors: u64,
+    verify_failures: Vec<String>,
+}
+
+#[pymethods]
+impl RunSession {
+    #[new]
+    #[pyo3(signature = (paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, record=true))]
+    #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
+    fn new(
+        paths: Vec<String>,
+        sizes: Vec<u64>,
+        write: bool,
+        direct: bool,
+        engine: &str,
+        iodepth: Option<usize>,
+        workers: usize,
+        intensity: f64,
+        no_stall: bool,
+        align: u64,
+        deadline_ns: Option<u64>,
+        verify: bool,
+        record: bool,
+    ) -> PyResult<Self> {
+        let opts = realio::RunOptions {
+            engine: realio::Engine::parse(engine).map_err(to_py)?,
+            iodepth,
+            workers,
+            intensity,
+            no_stall,
+            align,
+            deadline_ns,
+            verify,
+            record,
+        };
+        let targets = paths
+            .iter()
+            .zip(&sizes)
+            .map(|(p, &size)| realio::Target::open(std::path::Path::new(p), size, write, direct))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(to_py)?;
+        Ok(Self {
+            targets,
+            opts,
+            control: realio::Control::default(),
+            clock: None,
+            started: std::time::Instant::now(),
+            summary: realio::Summary::default(),
+            completed: 0,
+            elapsed_ns: 0,
+            interrupted: false,
+            verified_sectors: 0,
+            verify_failures: Vec::new(),
         })
-    })?;
-    let d = PyDict::new(py);
-    d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
-    d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
-    d.set_item("lag_ns", PyArray1::from_vec(py, result.lag_ns))?;
-    d.set_item("offset", PyArray1::from_vec(py, result.offset))?;
-    d.set_item("size", PyArray1::from_vec(py, result.size))?;
-    d.set_item("ran", PyArray1::from_vec(py, result.ran))?;
-    d.set_item("completed", result.completed)?;
-    d.set_item("elapsed_ns", result.elapsed_ns)?;
-    d.set_item("interrupted", interrupted)?;
-    d.set_item("verified_sectors", result.verified_sectors)?;
-    d.set_item("verify_failures", result.verify_failures)?;
-    d.set_item("summary", summary_to_py(py, &result.summary)?)?;
-    Ok(d)
+    }
+
+    /// Issues one piece of the workload (times continue the pieces before it). Returns its
+    /// per-request record and whether the run is over early (stopped, or out of time).
+    #[pyo3(signature = (columns, volumes, files, progress=None))]
+    fn run_piece<'py>(
+        &mut self,
+        py: Python<'py>,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+        progress: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (targets, opts, control, started) = (&self.targets, &self.opts, &self.control, self.started);
+        let clock_slot = &mut self.clock;
+        let mut interrupted = self.interrupted;
+        let open_loop = !opts.no_stall && opts.iodepth.is_none();
+        let result = with_view(&columns, &volumes, &files, |view| {
+            let clock = *clock_slot.get_or_insert_with(|| {
+                realio::Clock::starting(opts, view.ts_ns.first().copied().unwrap_or(0))
+            });
+            std::thread::scope(|scope| {
+                let (done, mut finished) = std::sync::mpsc::channel();
+                scope.spawn(move || {
+                    // the receiver outlives the scope's threads, so the send cannot fail
+                    let _ = done.send(realio::run_on(view, targets, opts, control, clock));
+                });
+                // the run goes on without the GIL; every 50 ms Python gets to see Ctrl-C or
+                // SIGTERM and to show progress, and it hears at once when the run is over (the
+                // next piece of a long workload must not wait for a tick)
+                loop {
+                    let wait = std::time::Duration::from_millis(50);
+                    // (the receiver travels into the GIL-free closure and back: it is not Sync)
+                    let (got, back) = py.detach(move || (finished.recv_timeout(wait), finished));
+                    finished = back;
+                    match got {
+                        Ok(result) => break result.map_err(to_py),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                            panic!("the run thread ended without a result")
+                        }
+                    }
+                    if !interrupted && py.check_signals().is_err() {
+                        interrupted = true;
+                        control.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if let Some(report) = &progress {
+                        let done = control.completed.load(std::sync::atomic::Ordering::Relaxed);
+                        let lag_us = open_loop
+                            .then(|| control.lag_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3);
+                        // a failing progress display must not stop the I/O
+                        let _ = report.call1((done, started.elapsed().as_secs_f64(), lag_us));
+                    }
+                }
+            })
+        })?;
+        self.interrupted = interrupted;
+        self.summary.merge(result.summary);
+        self.completed += result.completed;
+        self.elapsed_ns = result.elapsed_ns;
+        self.verified_sectors += result.verified_sectors;
+        self.verify_failures.extend(result.verify_failures);
+        let over = self.interrupted
+            || self.opts.deadline_ns.is_some_and(|d| result.elapsed_ns >= d)
+            || result.completed < columns.ts_ns.len()?;
+        let d = PyDict::new(py);
+        d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
+        d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
+        d.set_item("lag_ns", PyArray1::from_vec(py, result.lag_ns))?;
+        d.set_item("offset", PyArray1::from_vec(py, result.offset))?;
+        d.set_item("size", PyArray1::from_vec(py, result.size))?;
+        d.set_item("ran", PyArray1::from_vec(py, result.ran))?;
+        d.set_item("over", over)?;
+        Ok(d)
+    }
+
+    /// The whole run's figures: counts, elapsed time, whether it was interrupted, verify
+    /// results, and the merged summary.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("completed", self.completed)?;
+        d.set_item("elapsed_ns", self.elapsed_ns)?;
+        d.set_item("interrupted", self.interrupted)?;
+        d.set_item("verified_sectors", self.verified_sectors)?;
+        d.set_item("verify_failures", self.verify_failures.clone())?;
+        d.set_item("summary", summary_to_py(py, &self.summary)?)?;
+        Ok(d)
+    }
 }
 
 /// A run's summary: counts, HDR percentiles (µs), and requests and bytes per window.
@@ -565,7 +638,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_locality_free, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(run_io, m)?)?;
+    m.add_class::<RunSession>()?;
     m.add_function(wrap_pyfunction!(io_uring_available, m)?)?;
     m.add_function(wrap_pyfunction!(device_presets, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;

@@ -59,9 +59,7 @@ pub(super) fn drive(
             }
             let (i, slot) = (next, free.pop().expect("a free slot"));
             next += 1;
-            let len = shared.buffer_len(i);
-            let data = buffers[slot].slice(len);
-            let start = shared.prepare(i, data);
+            let (data, start) = shared.prepare(i, &mut buffers[slot]);
             match entry(shared, i, data, start, fixed.then_some(slot)) {
                 None => {
                     shared.finish(i, data, Ok(()), start, &mut summary);
@@ -119,7 +117,7 @@ pub(super) fn drive(
         );
         for &(slot, result) in &reaped {
             let (i, start) = slots[slot];
-            let len = shared.buffer_len(i);
+            let len = usize::try_from(start.2).unwrap_or(usize::MAX);
             let transfers = matches!(shared.t.op[i], x if x == Op::Read as u8 || x == Op::Write as u8);
             let outcome = if result < 0 {
                 Err(io::Error::from_raw_os_error(-result))
