@@ -191,8 +191,8 @@ def replay_table(target: str) -> None:
     print(f"{'peak RSS, 3,000,000 requests':34s} {rss[('fio', 3_000_000)] / 1024:10,.0f}MB "
           f"{rss[('iomimic', 3_000_000)] / 1024:10,.0f}MB")  # fmt: skip
     print(f"{'memory per request (RSS growth)':34s} {growth['fio']:11.0f}B {growth['iomimic']:11.0f}B")
-    print("  (iomimic's engine keeps nothing per request without -o; what grows is the trace read in,")
-    print("   29 B a request in its columns)")
+    print("  (without -o iomimic keeps nothing per request and reads a Parquet trace a row group at a")
+    print("   time while it runs, so its memory does not grow with the trace)")
 
 
 def main() -> None:
