@@ -16,6 +16,13 @@ use io_uring::{opcode, squeue, types, IoUring};
 use super::{Buffer, Shared, Summary, SPIN_NS};
 use crate::trace::Op;
 
+/// Requests pushed before they are submitted while refilling the ring. Submitting a whole
+/// refill at once made the device wait for all of it (the block layer holds a batch's requests
+/// until the batch is built; with a virtual disk that completes its queue in bursts, every
+/// refill was a full one): 0.87–0.90 of fio's IOPS at depth 32. Every 4 gave 0.98–1.04 at less CPU
+/// per I/O than every 1.
+const SUBMIT_EVERY: usize = 4;
+
 /// True when this kernel (and its seccomp policy) lets a process set up a ring.
 pub fn available() -> bool {
     IoUring::new(2).is_ok()
@@ -46,6 +53,9 @@ pub(super) fn drive(
     // SAFETY: the registered memory is the buffers' heap blocks, which neither move nor are
     // freed before the ring is dropped (explicitly, at the end).
     let fixed = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+    // registered files spare the kernel a file lookup per request
+    let fds: Vec<i32> = shared.targets.iter().map(|t| t.file.as_raw_fd()).collect();
+    let files_registered = ring.submitter().register_files(&fds).is_ok();
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut slots = vec![(0usize, (0usize, 0u64, 0u64, 0u64)); depth];
     let (mut in_flight, mut next) = (0usize, 0usize);
@@ -53,6 +63,7 @@ pub(super) fn drive(
     let mut reaped: Vec<(usize, i32)> = Vec::with_capacity(depth);
     let outcome = loop {
         let stopping = shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline();
+        let mut refused = None;
         while !stopping && next < n && !free.is_empty() {
             if on_schedule && shared.now() < shared.scheduled(next) {
                 break;
@@ -60,7 +71,7 @@ pub(super) fn drive(
             let (i, slot) = (next, free.pop().expect("a free slot"));
             next += 1;
             let (data, start) = shared.prepare(i, &mut buffers[slot]);
-            match entry(shared, i, data, start, fixed.then_some(slot)) {
+            match entry(shared, i, data, start, fixed.then_some(slot), files_registered) {
                 None => {
                     shared.finish(i, data, Ok(()), start, &mut summary);
                     free.push(slot);
@@ -72,8 +83,19 @@ pub(super) fn drive(
                     unsafe { ring.submission().push(&entry.user_data(slot as u64)) }
                         .expect("the ring holds depth entries");
                     in_flight += 1;
+                    if ring.submission().len() >= SUBMIT_EVERY {
+                        if let Err(e) = ring.submit() {
+                            if e.kind() != io::ErrorKind::Interrupted {
+                                refused = Some(e);
+                                break;
+                            }
+                        }
+                    }
                 }
             }
+        }
+        if let Some(e) = refused {
+            break Err(e);
         }
         if in_flight == 0 {
             if next >= n || stopping {
@@ -141,41 +163,56 @@ pub(super) fn drive(
 }
 
 /// The ring entry for request `i` (`None`: nothing to submit, as for the null engine and
-/// trims). `fixed`: the slot's registered buffer.
+/// trims). `fixed`: the slot's registered buffer; `files_registered`: the targets are the
+/// ring's registered files, in order.
 fn entry(
     shared: &Shared<'_>,
     i: usize,
     data: &mut [u8],
     start: (usize, u64, u64, u64),
     fixed: Option<usize>,
+    files_registered: bool,
 ) -> Option<squeue::Entry> {
     if shared.opts.engine == super::Engine::Null {
         return None;
     }
-    let fd = types::Fd(shared.targets[start.0].file.as_raw_fd());
     let op = shared.t.op[i];
     let length = u32::try_from(data.len()).unwrap_or(u32::MAX);
     let index = fixed.map(|s| u16::try_from(s).expect("at most 4096 slots"));
+    let target = start.0;
+    // the same entry for a registered file (by index) or a plain descriptor; the opcode
+    // builders take either, but as distinct types
+    macro_rules! on_file {
+        (|$f:ident| $build:expr) => {
+            if files_registered {
+                let $f = types::Fixed(u32::try_from(target).expect("a few targets"));
+                $build
+            } else {
+                let $f = types::Fd(shared.targets[target].file.as_raw_fd());
+                $build
+            }
+        };
+    }
     Some(if op == Op::Write as u8 {
         match index {
-            Some(k) => opcode::WriteFixed::new(fd, data.as_ptr(), length, k)
+            Some(k) => on_file!(|f| opcode::WriteFixed::new(f, data.as_ptr(), length, k)
                 .offset(start.1)
-                .build(),
-            None => opcode::Write::new(fd, data.as_ptr(), length)
+                .build()),
+            None => on_file!(|f| opcode::Write::new(f, data.as_ptr(), length)
                 .offset(start.1)
-                .build(),
+                .build()),
         }
     } else if op == Op::Read as u8 {
         match index {
-            Some(k) => opcode::ReadFixed::new(fd, data.as_mut_ptr(), length, k)
+            Some(k) => on_file!(|f| opcode::ReadFixed::new(f, data.as_mut_ptr(), length, k)
                 .offset(start.1)
-                .build(),
-            None => opcode::Read::new(fd, data.as_mut_ptr(), length)
+                .build()),
+            None => on_file!(|f| opcode::Read::new(f, data.as_mut_ptr(), length)
                 .offset(start.1)
-                .build(),
+                .build()),
         }
     } else if op == Op::Flush as u8 {
-        opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build()
+        on_file!(|f| opcode::Fsync::new(f).flags(types::FsyncFlags::DATASYNC).build())
     } else {
         return None; // trims: counted, not issued (as the psync engine)
     })
