@@ -118,6 +118,41 @@ def test_hierarchy_and_threads_per_stream() -> None:
     assert weights.tolist() == [0.75, 0.25]
 
 
+def test_thread_weights_hold_over_short_intervals() -> None:
+    # stream 1 issues in the first half of the run only, stream 2 throughout
+    rng = np.random.default_rng(4)
+    early = np.sort(rng.uniform(0, 50 * S, 3000))
+    steady = np.sort(rng.uniform(0, 100 * S, 3000))
+    ts = np.concatenate([early, steady])
+    order = np.argsort(ts, kind="stable")
+    n = len(ts)
+    stream = np.concatenate([np.ones(3000), np.full(3000, 2)])[order]
+    t = Trace(
+        ts_ns=ts[order].astype(np.uint64),
+        offset=rng.integers(0, 1 << 20, n) * 4096,
+        size=np.full(n, 4096),
+        op=np.zeros(n),
+        stream=stream,
+    )
+    m = train(t, levels=1, states=4)
+    first = {th["stream"]: th["activity"] for th in m.data["threads"]}
+    assert sum(first[1][len(first[1]) // 2 + 1 :]) == 0  # nothing of stream 1 in the second half
+    g = m.generate(seed=5)
+    half = g.ts_ns < g.ts_ns[-1] / 2
+    # in the first half the two streams share the load, in the second stream 2 has it alone
+    assert np.mean(g.stream[half] == 1) == pytest.approx(2 / 3, abs=0.05)
+    assert np.mean(g.stream[~half] == 1) < 0.02
+    # across the run the weights are the trace's
+    assert np.mean(g.stream == 1) == pytest.approx(0.5, abs=0.01)
+    # one thread for the whole trace needs no activity of its own
+    assert train(t, levels=1, states=4, by="none").data["threads"][0]["activity"] is None
+    # a bad activity is named on load
+    bad = json.loads(m.to_json())
+    bad["threads"][0]["activity"] = [1.0]
+    with pytest.raises(iomimic.InputError, match=r"threads\[0\]\.activity"):
+        Model(bad).generate(10)
+
+
 def test_automatic_choice_is_recorded() -> None:
     m = train(hot_and_cold(6000))
     sel = m.data["selection"]

@@ -207,6 +207,8 @@ def mix(parts: list[tuple[Model, float]], name: str = "mix") -> Model:
     }
     if any(m.data["rate"] != first["rate"] for m, _ in parts):
         data["rate"] = {"window_ns": duration, "shares": [1.0]}  # flat: the parts' profiles differ
+        for t in threads:
+            t["activity"] = None  # kept over the parts' windows, which this rate no longer has
     return Model(data)
 
 

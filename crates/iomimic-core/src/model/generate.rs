@@ -477,9 +477,10 @@ struct Warp {
 }
 
 impl Warp {
-    fn new(model: &Model) -> Self {
+    /// Onto `shares` (the workload's profile, or one thread's activity) over the rate windows.
+    fn new(model: &Model, shares: &[f64]) -> Self {
         let mut cumulative = vec![0.0];
-        for s in &model.rate.shares {
+        for s in shares {
             cumulative.push(cumulative.last().expect("non-empty") + s);
         }
         Self {
@@ -540,7 +541,12 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
         (None, None) => model.requests,
     };
     let counts = apportion(total, &model.threads.iter().map(|t| t.weight).collect::<Vec<_>>());
-    let warp = Warp::new(model);
+    // each thread onto its own activity where the model keeps one, else the workload's profile
+    let warps: Vec<Warp> = model
+        .threads
+        .iter()
+        .map(|t| Warp::new(model, t.activity.as_deref().unwrap_or(&model.rate.shares)))
+        .collect();
     let mut out = Trace {
         volumes: model.volumes.iter().map(|v| v.name.clone()).collect(),
         ..Trace::default()
@@ -591,12 +597,12 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
             for reqs in seg.chunks(FILL_CHUNK) {
                 let (slots, after) = rest.split_at(reqs.len());
                 rest = after;
-                fills.push((reqs, base, scale, slots));
+                fills.push((reqs, base, scale, &warps[t], slots));
             }
             base += seg.last().map_or(0.0, |r| r.u);
         }
     }
-    on_all_cores(fills, |(reqs, base, scale, slots)| {
+    on_all_cores(fills, |(reqs, base, scale, warp, slots)| {
         for (i, r) in reqs.iter().enumerate() {
             let t = warp.apply((r.u + base) * scale) / opts.intensity;
             slots.ts[i] = t as u64;

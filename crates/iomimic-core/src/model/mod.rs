@@ -85,6 +85,11 @@ pub struct Thread {
     /// Interleaved streams: which earlier request of the volume a continuation continues.
     #[serde(default)]
     pub streams: Option<Streams>,
+    /// When the thread is active: its share of its own requests in each window of the rate
+    /// profile, so its weight over short intervals follows the trace (a thread busy only in
+    /// the first half stays there). Absent: it follows the workload's profile.
+    #[serde(default)]
+    pub activity: Option<Vec<f64>>,
 }
 
 /// How interleaved streams continue (Keeton's detangled runs).
@@ -311,6 +316,19 @@ impl Model {
                 return Err(invalid(&format!("{path}.alignment"), "must be positive"));
             }
             check_stats(&format!("{path}.defaults"), &t.defaults)?;
+            if let Some(a) = &t.activity {
+                if a.len() != self.rate.shares.len() {
+                    return Err(invalid(
+                        &format!("{path}.activity"),
+                        format!(
+                            "{} windows, but rate.shares has {}",
+                            a.len(),
+                            self.rate.shares.len()
+                        ),
+                    ));
+                }
+                check_probabilities(&format!("{path}.activity"), a)?;
+            }
             self.check_chain(&format!("{path}.chain"), &t.chain, None)?;
             if let Some(st) = &t.streams {
                 for (name, p) in [

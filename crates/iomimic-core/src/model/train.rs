@@ -829,6 +829,7 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
         vec![("all".to_string(), stream, (0..n).collect())]
     };
     let bounds = reuse_bounds();
+    let several = groups.len() > 1;
     let threads = groups
         .into_iter()
         .map(|(name, stream, rows)| {
@@ -843,6 +844,14 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
                 chain,
                 reuse,
                 streams: Some(streams),
+                // with one thread its activity is the workload's profile itself
+                activity: several.then(|| {
+                    let mut own = vec![0u64; counts.len()];
+                    for &i in &rows {
+                        own[((t.ts_ns[i] - t.ts_ns[0]) / window_ns) as usize] += 1;
+                    }
+                    normalise(&own)
+                }),
             }
         })
         .collect();
