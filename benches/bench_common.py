@@ -31,6 +31,14 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
     return best, result
 
 
+def bench_trace(doc: str | None) -> tuple[argparse.Namespace, object]:
+    """The options every benchmark takes, and the benchmark trace (of --lines) read by iomimic."""
+    args = bench_args(doc)
+    import iomimic
+
+    return args, iomimic.read_trace(msr_trace(args.lines))
+
+
 def bench_args(doc: str | None) -> argparse.Namespace:
     """--lines and --repeat, the options every benchmark takes."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -36,19 +36,14 @@ def polars_reference(df) -> dict:
 
 def main() -> int:
     sys.path.insert(0, str(HERE))
-    from bench_common import bench_args
+    from bench_common import OUT, bench_trace, best_of
 
-    args = bench_args(__doc__)
+    args, trace = bench_trace(__doc__)
 
     import polars as pl
 
     import iomimic
 
-    sys.path.insert(0, str(HERE))
-    from bench_common import OUT, best_of, msr_trace
-
-    path = msr_trace(args.lines)
-    trace = iomimic.read_trace(path)
     df = trace.to_polars()
     n = len(trace)
 

@@ -21,18 +21,13 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> int:
     sys.path.insert(0, str(HERE))
-    from bench_common import bench_args
+    from bench_common import OUT, bench_trace, best_of
 
-    args = bench_args(__doc__)
+    args, trace = bench_trace(__doc__)
 
     import iomimic
     from iomimic.model import train
 
-    sys.path.insert(0, str(HERE))
-    from bench_common import OUT, best_of, msr_trace
-
-    path = msr_trace(args.lines)
-    trace = iomimic.read_trace(path)
     n = len(trace)
 
     t_ref, _ = best_of(args.repeat, lambda: iomimic.characterize(trace, mrc="none"))

@@ -49,12 +49,9 @@ def run(reader: str, path: Path) -> tuple[float, int, int]:
 
 def main() -> int:
     sys.path.insert(0, str(HERE))
-    from bench_common import bench_args
+    from bench_common import OUT, bench_args, msr_trace
 
     args = bench_args(__doc__)
-
-    sys.path.insert(0, str(HERE))
-    from bench_common import OUT, msr_trace
 
     path = msr_trace(args.lines)
     size = path.stat().st_size

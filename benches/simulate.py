@@ -17,13 +17,12 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> int:
     sys.path.insert(0, str(HERE))
-    from bench_common import OUT, bench_args, best_of, msr_trace
+    from bench_common import OUT, bench_trace, best_of
 
-    args = bench_args(__doc__)
+    args, full = bench_trace(__doc__)
     import iomimic
     from iomimic.sim import simulate
 
-    full = iomimic.read_trace(msr_trace(args.lines))
     n = min(1_000_000, len(full))
     t = iomimic.Trace(
         ts_ns=full.ts_ns[:n],

@@ -46,6 +46,23 @@ def _add_read_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--delimiter", help="generic format: field separator (default: detected)")
 
 
+def _live_bar(description: str, total: int, *columns, **fields):
+    """A transient rich progress bar on stderr, started: (bar, task)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        *columns,
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task(description, total=total, **fields)
+    bar.start()
+    return bar, task
+
+
 def _progress_reader(path: str) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
     """A progress callback for big files on a terminal, and a function that closes the bar."""
     try:
@@ -54,18 +71,11 @@ def _progress_reader(path: str) -> tuple[Callable[[int, int], None] | None, Call
         size = 0
     if not sys.stderr.isatty() or size < PROGRESS_MIN_BYTES:
         return None, lambda: None
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+    from rich.progress import DownloadColumn, TimeRemainingColumn, TransferSpeedColumn
 
-    bar = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        transient=True,
+    bar, task = _live_bar(
+        f"reading {Path(path).name}", size, DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()
     )
-    task = bar.add_task(f"reading {Path(path).name}", total=size)
-    bar.start()
     return (lambda done, total: bar.update(task, completed=done, total=total)), bar.stop
 
 
@@ -76,20 +86,10 @@ def _progress_run(
     issue lag during real I/O."""
     if not sys.stderr.isatty():
         return None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
 
-    bar = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        "{task.fields[iops]}",
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = bar.add_task("running", total=total, iops="")
-    bar.start()
+    columns = (MofNCompleteColumn(), TimeElapsedColumn(), "{task.fields[iops]}")
+    bar, task = _live_bar("running", total, *columns, iops="")
 
     def report(done: int, elapsed: float, lag_us: float | None) -> None:
         rate = f"{done / elapsed:,.0f} IOPS" if elapsed > 0 else ""

@@ -13,7 +13,7 @@ import numpy as np
 
 from iomimic import _core
 from iomimic.errors import InputError
-from iomimic.trace import Trace, _Columns
+from iomimic.trace import Trace
 
 PARQUET_MAGIC = b"PAR1"
 #: Rows parsed between progress updates.
@@ -151,7 +151,7 @@ class ParquetPieces:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from iomimic.trace import DTYPES, _schema_names
+        from iomimic.trace import DTYPES, _schema_names, grow_reach
 
         path = Path(path)
         if not (path.is_file() and _is_parquet(path)):
@@ -168,7 +168,7 @@ class ParquetPieces:
             return None
         names = _schema_names(schema)
         volumes = names["volume"]
-        if pf.metadata.num_rows == 0 or volumes is None:
+        if pf.metadata.num_rows == 0 or not volumes:
             return None
         self = cls(pf, volumes, names["file"] or [])
         previous = None
@@ -181,12 +181,10 @@ class ParquetPieces:
                 self.first_ts = int(ts[0])
             previous = self.last_ts = int(ts[-1])
             self.write = self.write or bool((g.column("op").to_numpy() == 1).any())
-            ends = g.column("offset").to_numpy() + g.column("size").to_numpy()
             volume = g.column("volume").to_numpy()
-            for v in np.unique(volume).tolist():
-                if v >= len(volumes):
-                    return None
-                self.reach[v] = max(int(self.reach[v]), int(ends[volume == v].max()))
+            if int(volume.max()) >= len(volumes):
+                return None
+            grow_reach(self.reach, g.column("offset").to_numpy(), g.column("size").to_numpy(), volume)
         return self
 
     def pieces(self) -> Iterator[dict[str, np.ndarray]]:
@@ -260,7 +258,7 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
 
             pq.write_table(trace.to_arrow(), tmp, compression="zstd")
         else:
-            _core.write_csv(tmp, _Columns(trace.columns), trace.volumes, trace.files)
+            _core.write_csv(tmp, *trace._core_args())
 
 
 def summary(trace: Trace) -> dict[str, Any]:

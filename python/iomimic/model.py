@@ -11,7 +11,7 @@ from typing import Any
 
 from iomimic import _core
 from iomimic.errors import InputError
-from iomimic.trace import Trace, _Columns
+from iomimic.trace import Trace
 from iomimic.units import parse_duration_ns
 
 
@@ -142,9 +142,7 @@ def train(
         raise InputError(f"--by must be stream or none, found {by!r}")
     source = trace.report.get("path")
     text = _core.train_model(
-        _Columns(trace.columns),
-        trace.volumes,
-        trace.files,
+        *trace._core_args(),
         levels=levels,
         states=states,
         by_stream=None if by is None else by == "stream",

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from iomimic import _core
-from iomimic.trace import Trace, _Columns
+from iomimic.trace import Trace
 from iomimic.units import parse_duration_ns
 
 
@@ -51,9 +51,7 @@ def characterize(
     """
     window_ns = None if window is None else parse_duration_ns(window)
     text = _core.characterize(
-        _Columns(trace.columns),
-        trace.volumes,
-        trace.files,
+        *trace._core_args(),
         ranges=ranges,
         window_ns=window_ns,
         by=by,

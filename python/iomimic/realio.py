@@ -22,7 +22,7 @@ import numpy as np
 
 from iomimic import _core
 from iomimic.errors import InputError
-from iomimic.trace import Trace, _Columns
+from iomimic.trace import Trace, _Columns, grow_reach
 
 if TYPE_CHECKING:
     from iomimic.io import ParquetPieces
@@ -167,13 +167,12 @@ def parse_volume_map(text: str, volumes: list[str]) -> dict[str, str]:
 def bytes_needed(trace: Trace, paths: list[str]) -> dict[str, int]:
     """The bytes each path (one per volume) must hold for the trace's requests to stay inside it."""
     per_volume = np.zeros(len(paths), dtype=np.uint64)
-    # a chunk at a time, so the temporaries stay small next to a long trace
-    for start in range(0, len(trace), 1 << 20):
-        chunk = slice(start, start + (1 << 20))
-        ends = trace.offset[chunk] + trace.size[chunk]
-        volume = trace.volume[chunk]
-        for v in np.unique(volume).tolist():
-            per_volume[v] = max(int(per_volume[v]), int(ends[volume == v].max()))
+    grow_reach(per_volume, trace.offset, trace.size, trace.volume)
+    return _per_path(paths, per_volume)
+
+
+def _per_path(paths: list[str], per_volume: np.ndarray) -> dict[str, int]:
+    """The bytes each path must hold, from how far each volume (one path each) reaches."""
     needed: dict[str, int] = {}
     for path, size in zip(paths, per_volume.tolist(), strict=True):
         needed[path] = max(needed.get(path, 0), int(size))
@@ -274,7 +273,7 @@ def run(
         raise InputError(f"{len(paths)} target(s) for {len(trace.volumes)} volume(s)")
     session = _session(paths, bytes_needed(trace, paths), bool(np.any(trace.op == 1)), s)
     cpu0 = time.process_time()
-    d = session.run_piece(_Columns(trace.columns), trace.volumes, trace.files, progress=progress)
+    d = session.run_piece(*trace._core_args(), progress=progress)
     f = _finish(session, cpu0, s, len(trace), int(trace.ts_ns[-1] - trace.ts_ns[0]))
     if not s.keep_requests:
         return None, f
@@ -306,10 +305,7 @@ def run_pieces(
         raise InputError("a trace issued in pieces keeps no per-request record and cannot --verify")
     if len(paths) != len(source.volumes):
         raise InputError(f"{len(paths)} target(s) for {len(source.volumes)} volume(s)")
-    reach: dict[str, int] = {}
-    for path, v in zip(paths, source.reach.tolist(), strict=False):
-        reach[path] = max(reach.get(path, 0), int(v))
-    session = _session(paths, reach, source.write, s)
+    session = _session(paths, _per_path(paths, source.reach), source.write, s)
     cpu0 = time.process_time()
     pieces = source.pieces()
     # the next piece is read while this one runs (two in memory at most), so the schedule

@@ -9,7 +9,7 @@ from typing import Any
 
 from iomimic import _core
 from iomimic.errors import InputError
-from iomimic.trace import Trace, _Columns
+from iomimic.trace import Trace
 
 
 def device_presets() -> dict[str, str]:
@@ -59,9 +59,7 @@ def simulate(
     """
     text = device_config(device, config)
     d = _core.simulate(
-        _Columns(trace.columns),
-        trace.volumes,
-        trace.files,
+        *trace._core_args(),
         text,
         iodepth=iodepth,
         intensity=float(intensity),

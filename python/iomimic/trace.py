@@ -140,6 +140,11 @@ class Trace:
         t._init(arrays, list(d["volumes"]), list(d["files"]), dict(d.get("report") or {}))
         return t
 
+    def _core_args(self) -> tuple[_Columns, list[str], list[str]]:
+        """The columns and name tables as the Rust functions take them (their first three
+        arguments)."""
+        return _Columns(self.columns), self.volumes, self.files
+
     @property
     def columns(self) -> dict[str, np.ndarray]:
         """The present columns by name, required ones first."""
@@ -243,6 +248,17 @@ class Trace:
             raise InputError(f"the file holds {at:,} rows where its metadata says {rows:,}")
         names = _schema_names(schema)
         return cls(**cols, volumes=names["volume"], files=names["file"])
+
+
+def grow_reach(reach: np.ndarray, offset: np.ndarray, size: np.ndarray, volume: np.ndarray) -> None:
+    """Raises ``reach[v]`` to the end of the furthest request of volume ``v`` among these
+    (a chunk at a time, so the temporaries stay small next to a long trace)."""
+    for start in range(0, len(offset), 1 << 20):
+        part = slice(start, start + (1 << 20))
+        ends = offset[part] + size[part]
+        vol = volume[part]
+        for v in np.unique(vol).tolist():
+            reach[v] = max(int(reach[v]), int(ends[vol == v].max()))
 
 
 def _require_columns(schema) -> None:

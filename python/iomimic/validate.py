@@ -13,7 +13,7 @@ from typing import Any
 
 from iomimic import _core
 from iomimic.profile import characterize
-from iomimic.trace import Trace, _Columns
+from iomimic.trace import Trace
 
 SCALAR_TARGET = 0.02
 SPATIAL_TARGET = 0.02
@@ -191,9 +191,7 @@ def validate(
             from iomimic.errors import InputError
 
             raise InputError(f"unknown baseline {baseline!r}; the one baseline is locality-free")
-        d = _core.generate_locality_free(
-            _Columns(original.columns), original.volumes, original.files, requests=len(synthetic), seed=seed
-        )
+        d = _core.generate_locality_free(*original._core_args(), requests=len(synthetic), seed=seed)
         base = Trace._from_reader(d)
         pb = characterize(base, ranges=ranges, mrc="trace", window=window_ns / 1e9)
         brow = {r["metric"]: r for r in _rows(po, pb)}
@@ -280,7 +278,18 @@ def plot_report(result: dict[str, Any], directory: str | Path) -> list[Path]:
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
+
+    def save(fig, ax, name: str, xlabel: str | None, ylabel: str, title: str) -> None:
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend()
+        written.append(directory / name)
+        fig.savefig(written[-1], dpi=110, bbox_inches="tight")
+        plt.close(fig)
+
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, curve in result["curves"].items():
         if curve:
@@ -291,37 +300,19 @@ def plot_report(result: dict[str, Any], directory: str | Path) -> list[Path]:
                 label=name,
             )
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("LRU cache (MiB, 4 KiB blocks)")
-    ax.set_ylabel("miss ratio")
-    ax.set_title("miss-ratio curves")
-    ax.legend()
-    written.append(directory / "mrc.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    save(fig, ax, "mrc.png", "LRU cache (MiB, 4 KiB blocks)", "miss ratio", "miss-ratio curves")
 
     fig, ax = plt.subplots(figsize=(7, 4))
     iot = result["iops_over_time"]
     for name in ("original", "synthetic"):
         ax.plot([i * iot["window_s"] for i in range(len(iot[name]))], iot[name], label=name)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("IOPS")
-    ax.set_title(f"IOPS per {iot['window_s']:g} s window")
-    ax.legend()
-    written.append(directory / "iops.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    save(fig, ax, "iops.png", "time (s)", "IOPS", f"IOPS per {iot['window_s']:g} s window")
 
     fig, ax = plt.subplots(figsize=(7, 4))
     sp = result["spatial"]
-    n = len(sp["original"])
-    xs = range(n)
+    xs = range(len(sp["original"]))
     ax.bar([x - 0.2 for x in xs], sp["original"], width=0.4, label="original")
     ax.bar([x + 0.2 for x in xs], sp["synthetic"], width=0.4, label="synthetic")
     ax.set_xticks(list(xs), [f"St{i + 1}" for i in xs])
-    ax.set_ylabel("share of requests")
-    ax.set_title("spatial locality")
-    ax.legend()
-    written.append(directory / "spatial.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    save(fig, ax, "spatial.png", None, "share of requests", "spatial locality")
     return written

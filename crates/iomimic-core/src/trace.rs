@@ -78,6 +78,23 @@ pub struct TraceView<'a> {
 }
 
 impl Trace {
+    /// Reserves room for `rows` more rows in every column it has, so appending many grows
+    /// each column once.
+    pub fn reserve(&mut self, rows: usize) {
+        self.ts_ns.reserve(rows);
+        self.offset.reserve(rows);
+        self.size.reserve(rows);
+        self.op.reserve(rows);
+        self.volume.reserve(rows);
+        self.stream.reserve(rows);
+        if let Some(l) = &mut self.latency_ns {
+            l.reserve(rows);
+        }
+        if let Some(f) = &mut self.file {
+            f.reserve(rows);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.ts_ns.len()
     }

@@ -166,19 +166,7 @@ impl Builder {
 
     /// Reserves room for `rows` more rows so large reads grow the columns once.
     pub fn reserve(&mut self, rows: usize) {
-        let t = &mut self.trace;
-        t.ts_ns.reserve(rows);
-        t.offset.reserve(rows);
-        t.size.reserve(rows);
-        t.op.reserve(rows);
-        t.volume.reserve(rows);
-        t.stream.reserve(rows);
-        if let Some(l) = &mut t.latency_ns {
-            l.reserve(rows);
-        }
-        if let Some(f) = &mut t.file {
-            f.reserve(rows);
-        }
+        self.trace.reserve(rows);
     }
 
     /// Checks and appends one request.

@@ -553,7 +553,7 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
     };
     // Long threads are cut into independent segments generated on all cores and joined in
     // model time; each segment starts its walk afresh (reuse reaches back within a segment).
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let cores = cores();
     let jobs: Vec<(usize, u64, u64)> = counts
         .iter()
         .enumerate()
@@ -717,13 +717,7 @@ fn merge_threads(out: &mut Trace, mut columns: Vec<Columns>, streams: &[u32]) {
         (out.ts_ns, out.offset, out.size, out.op, out.volume) = (c.ts, c.offset, c.size, c.op, c.volume);
         return;
     }
-    let reserve = columns.iter().map(Columns::len).sum();
-    out.ts_ns.reserve(reserve);
-    out.offset.reserve(reserve);
-    out.size.reserve(reserve);
-    out.op.reserve(reserve);
-    out.volume.reserve(reserve);
-    out.stream.reserve(reserve);
+    out.reserve(columns.iter().map(Columns::len).sum());
     let mut next = vec![0usize; columns.len()];
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = columns
         .iter()
@@ -746,11 +740,15 @@ fn merge_threads(out: &mut Trace, mut columns: Vec<Columns>, streams: &[u32]) {
     }
 }
 
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
 /// Runs `work` on every task, spread over the machine's cores; results in task order.
 fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let cores = cores();
     let n = tasks.len();
     let tasks: Vec<Mutex<Option<T>>> = tasks.into_iter().map(|t| Mutex::new(Some(t))).collect();
     let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();

@@ -641,6 +641,15 @@ mod tests {
         Target { file, size }
     }
 
+    /// `always`, and io_uring too where this kernel allows it.
+    fn engines(always: &[Engine]) -> Vec<Engine> {
+        let mut all = always.to_vec();
+        if uring::available() {
+            all.push(Engine::IoUring);
+        }
+        all
+    }
+
     fn temp_dir(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("iomimic-realio-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
@@ -663,12 +672,7 @@ mod tests {
         let dir = temp_dir("closed");
         let mut t = reads(&[0; 64], &(0..64).map(|i| i * 4096).collect::<Vec<_>>(), 4096);
         t.op = vec![Op::Write as u8; 64];
-        let engines: &[Engine] = if uring::available() {
-            &[Engine::Psync, Engine::IoUring]
-        } else {
-            &[Engine::Psync]
-        };
-        for &engine in engines {
+        for engine in engines(&[Engine::Psync]) {
             let targets = [target(&dir, 64 * 4096)];
             let opts = RunOptions {
                 engine,
@@ -704,12 +708,7 @@ mod tests {
         let ts: Vec<u64> = (0..200).map(|i| i * 1_000_000).collect();
         let t = reads(&ts, &vec![0; 200], 4096);
         let targets = [target(&dir, 1 << 20)];
-        let engines: &[Engine] = if uring::available() {
-            &[Engine::Null, Engine::Psync, Engine::IoUring]
-        } else {
-            &[Engine::Null, Engine::Psync]
-        };
-        for &engine in engines {
+        for engine in engines(&[Engine::Null, Engine::Psync]) {
             let opts = RunOptions {
                 engine,
                 ..RunOptions::default()
@@ -731,12 +730,7 @@ mod tests {
         // the second request is due ten seconds in
         let t = reads(&[0, 10_000_000_000], &[0, 4096], 4096);
         let targets = [target(&dir, 1 << 20)];
-        let engines: &[Engine] = if uring::available() {
-            &[Engine::Psync, Engine::IoUring]
-        } else {
-            &[Engine::Psync]
-        };
-        for &engine in engines {
+        for engine in engines(&[Engine::Psync]) {
             let control = Control::default();
             let started = Instant::now();
             let r = std::thread::scope(|scope| {
