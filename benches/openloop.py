@@ -68,7 +68,7 @@ def main() -> int:
     print(f"open loop: {n:,} Poisson-scheduled 4 KiB random O_DIRECT reads at {args.rate:,.0f} IOPS")
     print(f"(the schedule itself sits at KS {floor:.4f} from the exponential)")
     columns = " ".join(f"{c:>9s}" for c in ("rate err", "lag p50", "lag p99"))
-    print(f"{'engine':10s} {columns} {'KS':>7s} {'last lag':>10s}  bars met")
+    print(f"{'engine':10s} {columns} {'KS':>7s} {'last lag':>10s} {'CPU/IO':>9s}  bars met")
     results = {}
     for name in args.engines.split(","):
         engine = engine_used(name)
@@ -89,10 +89,20 @@ def main() -> int:
         met = sum(bars.values())
         print(
             f"{engine:10s} {rate_err:>+9.2%} {lag['p50']:>7.1f}us {lag['p99']:>7.1f}us {ks:>7.4f}"
-            f" {last:>8.1f}us  {met}/4"
+            f" {last:>8.1f}us {f['cpu_us_per_io']:>7.1f}us  {met}/4"
             + ("" if met == 4 else f" (missed: {', '.join(k for k, v in bars.items() if not v)})")
         )
-        results[engine] = {"rate_error": rate_err, "lag_us": lag, "ks": ks, "last_lag_us": last, "bars": bars}
+        results[engine] = {
+            "rate_error": rate_err,
+            "lag_us": lag,
+            "ks": ks,
+            "last_lag_us": last,
+            "cpu_us_per_io": f["cpu_us_per_io"],
+            "submission": f.get("submission"),
+            "bars": bars,
+        }
+    if "io_uring" in results:
+        print(f"(io_uring submissions by: {results['io_uring']['submission']}; its CPU includes that thread)")
     (OUT / "openloop.json").write_text(json.dumps(results, indent=2))
     return 0
 

@@ -50,6 +50,36 @@ def test_open_loop_keeps_the_rate(tmp_path: Path) -> None:
     assert f["lag_us"]["p50"] < 1000, f["lag_us"]
 
 
+@pytest.mark.skipif(not _core.io_uring_available(), reason="io_uring is not available here")
+def test_io_uring_on_a_schedule_says_who_submits(tmp_path: Path) -> None:
+    t = workload(1000, 5000.0)
+    # on a schedule a kernel thread takes submissions where the kernel lets it (SQPOLL)...
+    _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, engine="io_uring")
+    assert f["submission"] in ("kernel polling thread", "system call")
+    assert f["completed"] == 1000 and f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.01)
+    # ... unless told not to, and never in closed loop; other engines have no such figure
+    _, f = run(t, [str(tmp_path / "f.dat")], engine="io_uring", sqpoll=False)
+    assert f["submission"] == "system call" and f["completed"] == 1000
+    _, f = run(t, [str(tmp_path / "f.dat")], engine="io_uring", iodepth=4)
+    assert f["submission"] == "system call"
+    _, f = run(t, [str(tmp_path / "f.dat")], engine="psync", iodepth=4)
+    assert "submission" not in f
+    r = run_cli(
+        "run",
+        "--pattern",
+        "randread 4k interarrival=1ms",
+        "--target",
+        str(tmp_path / "f.dat"),
+        "--duration",
+        "0.2s",
+        "--no-sqpoll",
+        "--engine",
+        "io_uring",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "submissions by" in r.stdout and "system call" in r.stdout
+
+
 def test_figures_come_from_the_engines_histograms(tmp_path: Path) -> None:
     t = workload(4000, 1e6)
     done, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, iodepth=4)

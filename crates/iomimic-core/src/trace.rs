@@ -159,9 +159,26 @@ impl Trace {
     }
 }
 
-impl TraceView<'_> {
+impl<'a> TraceView<'a> {
     pub fn len(&self) -> usize {
         self.ts_ns.len()
+    }
+
+    /// The rows in `rows`, as a view of their own (names shared).
+    #[must_use]
+    pub fn rows(&self, rows: std::ops::Range<usize>) -> TraceView<'a> {
+        TraceView {
+            ts_ns: &self.ts_ns[rows.clone()],
+            offset: &self.offset[rows.clone()],
+            size: &self.size[rows.clone()],
+            op: &self.op[rows.clone()],
+            volume: &self.volume[rows.clone()],
+            stream: &self.stream[rows.clone()],
+            latency_ns: self.latency_ns.map(|c| &c[rows.clone()]),
+            file: self.file.map(|c| &c[rows.clone()]),
+            volumes: self.volumes,
+            files: self.files,
+        }
     }
 
     pub fn is_empty(&self) -> bool {

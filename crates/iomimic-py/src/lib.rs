@@ -431,12 +431,13 @@ struct RunSession {
     interrupted: bool,
     verified_sectors: u64,
     verify_failures: Vec<String>,
+    kernel_submits: bool,
 }
 
 #[pymethods]
 impl RunSession {
     #[new]
-    #[pyo3(signature = (paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, align=1, deadline_ns=None, verify=false, record=true))]
+    #[pyo3(signature = (paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, sqpoll=true, align=1, deadline_ns=None, verify=false, record=true))]
     #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
     fn new(
         paths: Vec<String>,
@@ -448,6 +449,7 @@ impl RunSession {
         workers: usize,
         intensity: f64,
         no_stall: bool,
+        sqpoll: bool,
         align: u64,
         deadline_ns: Option<u64>,
         verify: bool,
@@ -459,6 +461,7 @@ impl RunSession {
             workers,
             intensity,
             no_stall,
+            sqpoll,
             align,
             deadline_ns,
             verify,
@@ -482,6 +485,7 @@ impl RunSession {
             interrupted: false,
             verified_sectors: 0,
             verify_failures: Vec::new(),
+            kernel_submits: false,
         })
     }
 
@@ -545,6 +549,7 @@ impl RunSession {
         self.elapsed_ns = result.elapsed_ns;
         self.verified_sectors += result.verified_sectors;
         self.verify_failures.extend(result.verify_failures);
+        self.kernel_submits |= result.kernel_submits;
         let over = self.interrupted
             || self.opts.deadline_ns.is_some_and(|d| result.elapsed_ns >= d)
             || result.completed < columns.ts_ns.len()?;
@@ -568,6 +573,7 @@ impl RunSession {
         d.set_item("interrupted", self.interrupted)?;
         d.set_item("verified_sectors", self.verified_sectors)?;
         d.set_item("verify_failures", self.verify_failures.clone())?;
+        d.set_item("kernel_submits", self.kernel_submits)?;
         d.set_item("summary", summary_to_py(py, &self.summary)?)?;
         Ok(d)
     }
