@@ -35,12 +35,20 @@ def test_info_json(tmp_path: Path) -> None:
 
 def test_convert_to_parquet_and_csv_round_trip(tmp_path: Path) -> None:
     original = iomimic.read_trace(MSR)
-    for name in ("hm_0.parquet", "hm_0.csv"):
+    for name, fmt in (("hm_0.parquet", "parquet"), ("hm_0.csv", "csv"), ("hm_0.csv.gz", "csv.gz")):
         out = tmp_path / name
         r = run_cli("convert", str(MSR), "-o", str(out))
         assert r.returncode == 0, r.stderr
-        assert f"wrote 3 requests (msr → {out.suffix[1:]})" in r.stdout
+        assert f"wrote 3 requests (msr → {fmt})" in r.stdout
         assert iomimic.read_trace(out) == original
+    # --to names the format where the extension does not
+    out = tmp_path / "hm_0.out"
+    r = run_cli("convert", str(MSR), "-o", str(out), "--to", "csv.gz")
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:2] == b"\x1f\x8b" and iomimic.read_trace(out) == original
+    r = run_cli("convert", str(MSR), "-o", str(tmp_path / "hm_0.txt"))
+    assert r.returncode == 2 and "use --to parquet|csv|csv.gz" in r.stderr
+    assert not (tmp_path / "hm_0.txt").exists()
 
 
 def test_convert_blkparse_with_skip_bad(tmp_path: Path) -> None:

@@ -87,13 +87,15 @@ def traces(draw) -> Trace:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(trace=traces(), fmt=st.sampled_from(["parquet", "csv"]))
+@given(trace=traces(), fmt=st.sampled_from(["parquet", "csv", "csv.gz"]))
 def test_any_trace_survives_write_and_read(trace: Trace, fmt: str, tmp_path: Path) -> None:
     path = tmp_path / f"t.{fmt}"
     iomimic.write_trace(trace, path)
     back = iomimic.read_trace(path)
     assert back == trace
-    assert back.report["format"] == fmt
+    assert back.report["format"] == fmt.removesuffix(".gz")
+    if fmt != "parquet":
+        assert back.report["compression"] == ("gzip" if fmt == "csv.gz" else "none")
 
 
 def test_parquet_is_read_a_row_group_at_a_time(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from iomimic import __version__
 from iomimic.errors import InputError, IomimicError
+from iomimic.io import OUTPUT_FORMATS
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 #: Files smaller than this read too fast for a progress bar to help.
@@ -625,14 +626,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "convert",
         cmd_convert,
-        "Convert a trace to Parquet or iomimic's canonical CSV (lossless either way).",
+        "Convert a trace to Parquet or iomimic's canonical CSV, plain or gzipped (lossless every way).",
         "  iomimic convert hm_0.csv -o hm_0.parquet\n"
         "  iomimic convert trace.blkparse.txt --format blkparse -o t.parquet --skip-bad\n"
-        "  iomimic convert web.spc -o web.csv\n",
+        "  iomimic convert web.spc -o web.csv\n"
+        "  iomimic convert web.spc -o web.csv.gz          # canonical CSV, gzipped\n",
     )
     p.add_argument("trace", help="trace file (plain, .gz or .zst)")
-    p.add_argument("-o", "--output", required=True, help="output file: .parquet or .csv")
-    p.add_argument("--to", choices=["parquet", "csv"], help="output format (default: from the extension)")
+    p.add_argument("-o", "--output", required=True, help="output file: .parquet, .csv or .csv.gz")
+    p.add_argument("--to", choices=OUTPUT_FORMATS, help="output format (default: from the extension)")
     _add_read_options(p)
 
     p = command(
@@ -732,13 +734,13 @@ def build_parser() -> argparse.ArgumentParser:
         "  iomimic generate model.json -o fast.parquet --duration 60s --intensity 4  # 4x the rate\n",
     )
     p.add_argument("model", help="model file")
-    p.add_argument("-o", "--output", required=True, help="trace to write: .parquet or .csv")
+    p.add_argument("-o", "--output", required=True, help="trace to write: .parquet, .csv or .csv.gz")
     p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a trace, e.g. 60s or 10m")
     p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
     p.add_argument("--seed", type=int, default=1, help="random seed; the same seed gives the same trace")
     p.add_argument("--no-reuse", action="store_true", help="turn the temporal-locality extension off")
-    p.add_argument("--to", choices=["parquet", "csv"], help="output format (default: from the extension)")
+    p.add_argument("--to", choices=OUTPUT_FORMATS, help="output format (default: from the extension)")
 
     p = command(
         "validate",
@@ -772,7 +774,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)")
     p.add_argument("--intensity", type=float, default=1.0, help="divide trace times by this (open loop)")
     p.add_argument("--scheduler", choices=["fifo", "sstf"], help="override the device file's disk scheduler")
-    p.add_argument("-o", "--output", help="write the trace with simulated latencies (.parquet or .csv)")
+    p.add_argument(
+        "-o", "--output", help="write the trace with simulated latencies (.parquet, .csv or .csv.gz)"
+    )
     p.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
     _add_read_options(p)
 
@@ -829,7 +833,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="checksummed sector headers on writes, checked on reads and at the end",
         )
         g = p.add_argument_group("results")
-        g.add_argument("-o", "--output", help="the completed requests as a trace (.parquet or .csv)")
+        g.add_argument("-o", "--output", help="the completed requests as a trace (.parquet, .csv or .csv.gz)")
         g.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
 
     p = command(

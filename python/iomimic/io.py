@@ -222,25 +222,32 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+OUTPUT_FORMATS = ("parquet", "csv", "csv.gz")
+
+
 def output_format(path: str | os.PathLike, to: str | None = None) -> str:
-    """``parquet`` or ``csv``, from ``to`` or else the output file's extension."""
+    """``parquet``, ``csv`` or ``csv.gz`` (canonical CSV, gzip-compressed), from ``to`` or else
+    the output file's extension."""
     if to is not None:
-        if to not in ("parquet", "csv"):
-            raise InputError(f"cannot write format {to!r}; iomimic writes parquet or csv")
+        if to not in OUTPUT_FORMATS:
+            raise InputError(f"cannot write format {to!r}; iomimic writes {', '.join(OUTPUT_FORMATS)}")
         return to
-    suffix = Path(path).suffix.lower()
-    if suffix in (".parquet", ".pq"):
+    name = Path(path).name.lower()
+    if name.endswith((".parquet", ".pq")):
         return "parquet"
-    if suffix == ".csv":
+    if name.endswith(".csv"):
         return "csv"
+    if name.endswith((".csv.gz", ".csv.gzip")):
+        return "csv.gz"
     raise InputError(
-        f"{path}: cannot tell the output format from the extension {suffix!r}; use --to parquet|csv"
+        f"{path}: cannot tell the output format from the extension {Path(path).suffix!r}; "
+        f"use --to {'|'.join(OUTPUT_FORMATS)}"
     )
 
 
 def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None) -> None:
-    """Writes ``trace`` as Parquet or iomimic's canonical CSV (chosen by extension or
-    ``format``). Both read back into an equal Trace.
+    """Writes ``trace`` as Parquet or iomimic's canonical CSV, plain or gzip-compressed (chosen
+    by extension or ``format``). Each reads back into an equal Trace.
 
     >>> import tempfile, os
     >>> t = Trace(ts_ns=[0, 5], offset=[0, 4096], size=[4096, 4096], op=[0, 1], volumes=["sda"])
@@ -258,7 +265,7 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
 
             pq.write_table(trace.to_arrow(), tmp, compression="zstd")
         else:
-            _core.write_csv(tmp, *trace._core_args())
+            _core.write_csv(tmp, *trace._core_args(), gzip=fmt == "csv.gz")
 
 
 def summary(trace: Trace) -> dict[str, Any]:
