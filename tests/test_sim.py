@@ -95,6 +95,23 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
     assert iomimic.read_trace(out).latency_ns is not None
     r = run_cli("devices")
     assert r.returncode == 0 and "tpc-raid10-28disk" in r.stdout and "raid5 x4" in r.stdout
+    # --show prints the device file alone: redirected and edited, it runs as a --config
+    r = run_cli("devices", "--show", "hdd-7200")
+    assert r.returncode == 0 and r.stdout == iomimic.sim.device_presets()["hdd-7200"]
+    cached = tmp_path / "cached.toml"
+    cached.write_text(r.stdout.replace("write_cache = false", "write_cache = true"))
+    latencies = []
+    for device in (["--device", "hdd-7200"], ["--config", str(cached)]):
+        r = run_cli("simulate", str(src), *device, "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        t = iomimic.read_trace(out)
+        latencies.append(int(t.latency_ns[t.op == 1][0]))
+    # the fixture's one write queues behind its two reads either way, then completes in the
+    # cache (0.1 ms of command overhead and a 512-byte bus transfer) instead of waiting for the
+    # media (a seek back from the second read and most of a turn: milliseconds)
+    assert latencies[0] - latencies[1] > 2_000_000, latencies
+    r = run_cli("devices", "--show", "floppy")
+    assert r.returncode == 2 and "unknown device 'floppy'; presets are hdd-7200" in r.stderr
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[device]\nkind = "hdd"\nrpm = 7200\n')
     for args, words in [

@@ -534,10 +534,17 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from iomimic.report import make_console
     from iomimic.sim import device_presets
 
+    presets = device_presets()
+    if args.show:
+        # the device file alone, so it can be redirected to a file and edited
+        if args.show not in presets:
+            raise InputError(f"unknown device {args.show!r}; presets are {', '.join(presets)}")
+        print(presets[args.show], end="")
+        return EXIT_OK
     table = Table(title="device presets (name for --device)", title_justify="left")
     for c in ("name", "what", "array", "device"):
         table.add_column(c)
-    for name, text in device_presets().items():
+    for name, text in presets.items():
         cfg = tomllib.loads(text)
         dev = cfg["device"]
         if dev["kind"] == "hdd":
@@ -555,8 +562,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
         array = f"{a['level']} x{a['devices']}, {a['stripe_kib']} KiB units" if a else "-"
         table.add_row(name, cfg.get("description", ""), array, summary)
     make_console().print(table)
-    if args.show:
-        print(device_presets()[args.show])
     return EXIT_OK
 
 
@@ -786,7 +791,9 @@ def build_parser() -> argparse.ArgumentParser:
         "List the device presets and their parameters.",
         "  iomimic devices\n  iomimic devices --show fc60-r5-4disk\n",
     )
-    p.add_argument("--show", metavar="NAME", help="print a preset's device file")
+    p.add_argument(
+        "--show", metavar="NAME", help="print only that preset's device file (TOML), e.g. to edit a copy"
+    )
 
     def add_run_options(p: argparse.ArgumentParser) -> None:
         g = p.add_argument_group("where the I/O goes")

@@ -30,6 +30,7 @@ def render_simulation(f: dict[str, Any], console) -> None:
         ("slow_ios", "slow I/Os (injected)"),
         ("failed_ios", "failed I/Os (injected)"),
         ("spin_ups", "spin-ups from standby"),
+        ("destages", "disk write-cache destages"),
     ):
         if f.get(key):
             rows.append((label, f"{f[key]:,}"))

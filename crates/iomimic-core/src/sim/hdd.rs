@@ -11,8 +11,12 @@
 //! - Track buffer: after a read, while the disk is otherwise idle, it keeps reading ahead into
 //!   a segment (up to `segment_kib`); a read inside what a segment holds is served from it at
 //!   the bus rate. `cache_segments` segments are kept, least recently used replaced.
-//! - Write cache: when on, a write completes once it crosses the bus (it is destaged while the
-//!   disk is idle, which this model does not charge).
+//! - Write cache: when on, a write completes once it crosses the bus into the cache
+//!   (`write_cache_mib`). Dirty data is destaged to the media whenever the disk is idle,
+//!   nearest cylinder first, each destage a seek, rotation and transfer like any write; a
+//!   request arriving mid-destage waits for it to end, and a write that finds the cache full
+//!   waits for enough destages to make room. A read wholly inside cached dirty data is served
+//!   from the cache; a write larger than the cache goes straight to the media.
 //! - Power: idle, seeking, transferring and standby watts integrate into energy.
 //!
 //! ## References
@@ -47,6 +51,9 @@ pub struct HddParams {
     pub read_ahead: bool,
     #[serde(default)]
     pub write_cache: bool,
+    /// Dirty data the write cache holds before a write must wait for destaging.
+    #[serde(default = "default_write_cache_mib")]
+    pub write_cache_mib: f64,
     #[serde(default)]
     pub power: Option<HddPower>,
 }
@@ -68,6 +75,10 @@ pub struct HddPower {
 
 fn default_spin_up() -> f64 {
     6.0
+}
+
+fn default_write_cache_mib() -> f64 {
+    4.0
 }
 
 fn default_cylinders() -> u64 {
@@ -94,6 +105,7 @@ impl HddParams {
             ("outer_mb_s", self.outer_mb_s),
             ("inner_mb_s", self.inner_mb_s),
             ("bus_mb_s", self.bus_mb_s),
+            ("write_cache_mib", self.write_cache_mib),
         ];
         if let Some((name, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
             return Err(format!("{path}.{name}: must be a positive number, found {v}"));
@@ -111,6 +123,10 @@ impl HddParams {
 
     pub fn capacity_bytes(&self) -> u64 {
         (self.capacity_gb * 1e9) as u64
+    }
+
+    fn write_cache_bytes(&self) -> u64 {
+        (self.write_cache_mib * 1024.0 * 1024.0) as u64
     }
 
     fn revolution_ns(&self) -> f64 {
@@ -163,6 +179,13 @@ pub struct Hdd {
     /// When the disk last finished work (for idle and standby energy).
     free_at: f64,
     pub spin_ups: u64,
+    /// Writes held in the write cache, not yet on the media: (offset, size).
+    dirty: Vec<(u64, u32)>,
+    dirty_bytes: u64,
+    /// Writes destaged from the write cache, and the time the disk spent destaging while idle
+    /// (destaging a write waits for is part of that write's service).
+    pub destages: u64,
+    pub background_ns: f64,
 }
 
 /// What serving one request cost.
@@ -181,6 +204,10 @@ impl Hdd {
             energy_j: 0.0,
             free_at: 0.0,
             spin_ups: 0,
+            dirty: Vec::new(),
+            dirty_bytes: 0,
+            destages: 0,
+            background_ns: 0.0,
         }
     }
 
@@ -197,13 +224,76 @@ impl Hdd {
         }
     }
 
-    /// Serves a request starting at time `now` (ns); returns its service time.
+    /// Serves a request arriving at an idle disk at time `now` (ns); returns its service time
+    /// (including the end of a destage it finds under way).
     pub fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
-        let wake = self.idle_until(now, true);
-        let mut s = self.serve_awake(now + wake, offset, size, write);
-        s.total_ns += wake;
+        let free = self.destage_while_idle(now);
+        let wake = self.idle_until(free, true);
+        let mut s = self.serve_awake(free + wake, offset, size, write);
+        s.total_ns += free - now + wake;
         self.free_at = now + s.total_ns;
         s
+    }
+
+    /// Destages dirty writes from when the disk went idle until `now`; returns when the disk
+    /// is free again (`now`, or the end of the destage under way at `now`).
+    fn destage_while_idle(&mut self, now: f64) -> f64 {
+        let mut t = self.free_at;
+        if self.dirty.is_empty() || t >= now {
+            return now.max(t);
+        }
+        self.stop_read_ahead(t);
+        let started = t;
+        while !self.dirty.is_empty() && t < now {
+            t += self.destage_one(t);
+        }
+        self.background_ns += t - started;
+        self.free_at = t;
+        now.max(t)
+    }
+
+    /// Writes the dirty entry nearest the head to the media, starting at `at`; returns the
+    /// time it took.
+    fn destage_one(&mut self, at: f64) -> f64 {
+        let here = self.cylinder;
+        let nearest = (0..self.dirty.len())
+            .min_by_key(|&i| self.p.cylinder(self.dirty[i].0).abs_diff(here))
+            .expect("something to destage");
+        let (offset, size) = self.dirty.swap_remove(nearest);
+        self.dirty_bytes -= u64::from(size);
+        let (seek, rotate, transfer) = self.media(at, offset, size);
+        let took = seek + rotate + transfer;
+        self.charge(took, seek, transfer);
+        self.destages += 1;
+        took
+    }
+
+    /// Moves the head to `offset` at time `at` and transfers `size` bytes there: the seek, the
+    /// wait for the sector to come round, and the transfer (ns).
+    fn media(&mut self, at: f64, offset: u64, size: u32) -> (f64, f64, f64) {
+        let target = self.p.cylinder(offset);
+        let seek = self.p.seek_ns(self.cylinder.abs_diff(target));
+        let rev = self.p.revolution_ns();
+        let rate = self.p.rate(offset);
+        let track_bytes = rate * rev;
+        let angle = (offset as f64 % track_bytes) / track_bytes;
+        let head = ((at + seek) % rev) / rev;
+        let rotate = ((angle - head).rem_euclid(1.0)) * rev;
+        let transfer = f64::from(size) / rate;
+        self.cylinder = self.p.cylinder((offset + u64::from(size)).saturating_sub(1));
+        (seek, rotate, transfer)
+    }
+
+    /// The disk stops reading ahead the moment it works on something else.
+    fn stop_read_ahead(&mut self, now: f64) {
+        for i in 0..self.segments.len() {
+            if self.segments[i].reading {
+                let held = self.held(&self.segments[i], now);
+                let s = &mut self.segments[i];
+                s.held = held;
+                s.reading = false;
+            }
+        }
     }
 
     /// Charges the idle time before `now`; returns the spin-up delay if the disk had gone to
@@ -234,6 +324,17 @@ impl Hdd {
         let overhead = self.p.overhead_ms * 1e6;
         let bus = f64::from(size) / (self.p.bus_mb_s * 1e6 / 1e9);
         let end = offset + u64::from(size);
+        let in_cache =
+            |dirty: &[(u64, u32)]| dirty.iter().any(|&(o, s)| offset >= o && end <= o + u64::from(s));
+        if !write && in_cache(&self.dirty) {
+            // written but not yet destaged: the cache has it
+            let total = overhead + bus;
+            self.charge(total, 0.0, total);
+            return Service {
+                total_ns: total,
+                buffer_hit: true,
+            };
+        }
         if !write && self.p.read_ahead {
             // A read inside what a segment holds is a hit; one inside what a segment still
             // reading ahead is about to hold waits for the data to stream in (a sequential
@@ -259,35 +360,27 @@ impl Hdd {
                 };
             }
         }
-        // the disk stops reading ahead the moment it works on something else
-        for i in 0..self.segments.len() {
-            if self.segments[i].reading {
-                let held = self.held(&self.segments[i], now);
-                let s = &mut self.segments[i];
-                s.held = held;
-                s.reading = false;
+        self.stop_read_ahead(now);
+        if write && self.p.write_cache && u64::from(size) <= self.p.write_cache_bytes() {
+            // a rewrite of data still cached takes no more room; otherwise a full cache makes
+            // the write wait for destages (the disk is busy with them, in the foreground)
+            let mut destaging = 0.0;
+            if !in_cache(&self.dirty) {
+                while self.dirty_bytes + u64::from(size) > self.p.write_cache_bytes() {
+                    destaging += self.destage_one(now + overhead + destaging);
+                }
+                self.dirty.push((offset, size));
+                self.dirty_bytes += u64::from(size);
             }
-        }
-        if write && self.p.write_cache {
-            let total = overhead + bus;
-            self.charge(total, 0.0, total);
+            let total = overhead + destaging + bus;
+            self.charge(overhead + bus, 0.0, overhead + bus);
             return Service {
                 total_ns: total,
                 buffer_hit: false,
             };
         }
-        let target = self.p.cylinder(offset);
-        let seek = self.p.seek_ns(self.cylinder.abs_diff(target));
-        let rev = self.p.revolution_ns();
-        let rate = self.p.rate(offset);
-        let track_bytes = rate * rev;
-        let angle = (offset as f64 % track_bytes) / track_bytes;
-        let at = now + overhead + seek;
-        let head = (at % rev) / rev;
-        let rotate = ((angle - head).rem_euclid(1.0)) * rev;
-        let transfer = f64::from(size) / rate;
+        let (seek, rotate, transfer) = self.media(now + overhead, offset, size);
         let total = overhead + seek + rotate + transfer;
-        self.cylinder = self.p.cylinder(end.saturating_sub(1));
         self.charge(total, seek, transfer);
         if !write && self.p.read_ahead && self.p.cache_segments > 0 {
             // read ahead from the end of this read while the disk has nothing else to do
@@ -320,8 +413,10 @@ impl Hdd {
         }
     }
 
-    /// Charges the idle time up to the end of the run.
+    /// Destages what the run left in the write cache (as the disk would, idle after it) and
+    /// charges the idle time up to the end of the run.
     pub fn finish(&mut self, end: f64) {
-        self.idle_until(end, false);
+        let free = self.destage_while_idle(end);
+        self.idle_until(free, false);
     }
 }
