@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
+mod psync;
 mod summary;
 mod uring;
 pub mod verify;
@@ -347,27 +348,6 @@ impl Shared<'_> {
         }
     }
 
-    /// Runs request `i` on this worker's buffer with positional reads and writes.
-    fn perform(&self, i: usize, buffer: &mut Buffer, summary: &mut Summary) {
-        let (data, start) = self.prepare(i, buffer);
-        let (which, offset, _, _) = start;
-        let file = &self.targets[which].file;
-        let op = self.t.op[i];
-        let outcome = if self.opts.engine == Engine::Null {
-            Ok(())
-        } else if op == Op::Write as u8 {
-            file.write_all_at(data, offset)
-        } else if op == Op::Flush as u8 {
-            file.sync_data()
-        } else if op == Op::Read as u8 {
-            file.read_exact_at(data, offset)
-        } else {
-            // trims need a block device or a punch-hole call; counted as done, no I/O
-            Ok(())
-        };
-        self.finish(i, data, outcome, start, summary);
-    }
-
     /// Checks every sector of a read that a finished write had put down before it was issued
     /// and that no write touched while it ran.
     fn check_read(&self, data: &[u8], target: usize, offset: u64, issued: u64) {
@@ -518,65 +498,16 @@ pub fn run_on(
         control,
     };
     let buffer_len = usize::try_from(largest).unwrap_or(usize::MAX);
-    let mut issued_count = n;
-    let mut summary = Summary::default();
-
-    let mut uring_error = None;
-    let mut kernel_submits = false;
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
+    let (issued_count, summary, kernel_submits) = if opts.engine == Engine::IoUring {
         precise_timers();
-        if opts.engine == Engine::IoUring {
-            let depth = opts.iodepth.unwrap_or(opts.workers);
-            match uring::drive(&shared, n, depth, on_schedule, buffer_len) {
-                Ok(driven) => {
-                    (issued_count, summary) = (driven.issued, driven.summary);
-                    kernel_submits = driven.kernel_submits;
-                }
-                Err(e) => uring_error = Some(e),
-            }
-        } else {
-            // psync and null: each worker takes the next request when it is free (closed loop,
-            // no stall) and, on a schedule, waits for its time itself (a hand-over from a
-            // dispatcher would add a sleeping thread's wake-up to when it goes out); with no
-            // I/O to wait for, more than one worker would only contend
-            let workers = if on_schedule {
-                opts.workers
-            } else if opts.engine == Engine::Null {
-                1
-            } else {
-                opts.iodepth.unwrap_or(opts.workers)
-            };
-            let handles: Vec<_> = (0..workers.min(n.max(1)))
-                .map(|_| {
-                    let (shared, next) = (&shared, &next);
-                    scope.spawn(move || {
-                        precise_timers();
-                        let mut buffer = Buffer::new(buffer_len);
-                        let mut summary = Summary::default();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            if i >= n || shared.stopping() {
-                                return summary;
-                            }
-                            if on_schedule && !shared.wait_for(shared.scheduled(i)) {
-                                return summary;
-                            }
-                            shared.perform(i, &mut buffer, &mut summary);
-                        }
-                    })
-                })
-                .collect();
-            for h in handles {
-                summary.merge(h.join().expect("workers do not panic"));
-            }
-            issued_count = next.load(Ordering::Relaxed).min(n);
-        }
-    });
-
-    if let Some(e) = uring_error {
-        return Err(Error::Usage(format!("io_uring: {e}; try --engine psync")));
-    }
+        let depth = opts.iodepth.unwrap_or(opts.workers);
+        let driven = uring::drive(&shared, n, depth, on_schedule, buffer_len)
+            .map_err(|e| Error::Usage(format!("io_uring: {e}; try --engine psync")))?;
+        (driven.issued, driven.summary, driven.kernel_submits)
+    } else {
+        let (issued, summary) = psync::drive(&shared, n, on_schedule, buffer_len);
+        (issued, summary, false)
+    };
     let elapsed_ns = shared.now();
     if opts.verify && opts.engine != Engine::Null {
         shared.check_written();
