@@ -233,6 +233,29 @@ def test_pattern_runs(tmp_path: Path) -> None:
     assert r.returncode == 2 and "cannot read 'sideways'" in r.stderr
 
 
+def test_a_poisson_pattern_fills_its_duration_and_reports_reads_and_writes_apart(tmp_path: Path) -> None:
+    # random gaps: the run lasts the --duration at the pattern's mean rate (the request count
+    # once came from one random gap, and a 1 s run ended after a fraction of it)
+    r = run_cli(
+        "run", "--pattern", "rw 4k rate=2000 mix=70 poisson", "--target", "f.dat", "--size", "1M",
+        "--duration", "1s", "--json", "r.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["time_limited"] and not f["partial"]
+    assert f["elapsed_s"] == pytest.approx(1.0, abs=0.02)
+    assert f["completed"] == pytest.approx(2000, abs=200)  # Poisson: sd 45
+    # reads and writes apart, adding up to the whole
+    ops = f["by_op"]
+    assert set(ops) == {"read", "write"}
+    assert ops["read"]["completed"] + ops["write"]["completed"] == f["completed"]
+    assert ops["read"]["completed"] / f["completed"] == pytest.approx(0.7, abs=0.05)
+    assert ops["read"]["mb_per_s"] + ops["write"]["mb_per_s"] == pytest.approx(f["mb_per_s"])
+    for o in ops.values():
+        assert o["latency_us"]["p50"] <= o["latency_us"]["max"] <= f["latency_us"]["max"]
+    assert "read latency" in r.stdout and "write latency" in r.stdout
+
+
 def test_verify_checks_every_written_sector(tmp_path: Path) -> None:
     # overlapping reads and writes of mixed sizes over a small file, closed loop at depth 4
     t = workload(3000, 1e6, write_share=0.5)

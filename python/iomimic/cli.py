@@ -429,8 +429,14 @@ def _render_run(f: dict[str, Any], console) -> None:
         t.add_row("verify", f"{v['sectors_checked']:,} sectors checked, {v['failures']:,} wrong")
     if f.get("scheduled_iops"):
         t.add_row("scheduled rate", f"{f['scheduled_iops']:,.1f} IOPS")
-    for key, label in (("latency_us", "latency"), ("lag_us", "issue lag")):
-        p = f.get(key) or {}
+    percentiles = [("latency", f.get("latency_us")), ("issue lag", f.get("lag_us"))]
+    by_op = f.get("by_op") or {}
+    if len(by_op) > 1:
+        # a mix: each operation's own rate and latency, as fio shows reads and writes apart
+        for op, o in by_op.items():
+            t.add_row(f"{op}s", f"{o['completed']:,}: {o['iops']:,.1f} IOPS, {o['mb_per_s']:,.2f} MB/s")
+        percentiles[1:1] = [(f"{op} latency", o["latency_us"]) for op, o in by_op.items()]
+    for label, p in percentiles:
         if p:
             t.add_row(
                 f"{label} mean / p50 / p99 / max",
@@ -462,19 +468,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         trace = Model.load(args.model).generate(args.requests, duration=args.duration, seed=args.seed)
         return _run_io(args, trace, args.intensity)
-    from iomimic.pattern import pattern_trace
+    from iomimic.pattern import parse_pattern, pattern_trace
     from iomimic.units import parse_duration_ns, parse_size_bytes
 
     span = parse_size_bytes(args.size) if args.size else None
     if args.requests is None and args.duration is None:
         raise InputError("a --pattern run needs -n REQUESTS or --duration")
-    probe = pattern_trace(args.pattern, 2, span=span)
-    gap_ns = int(probe.ts_ns[1])
+    pattern = parse_pattern(args.pattern, span)
     deadline_s = parse_duration_ns(args.duration) / 1e9 if args.duration else None
     if args.requests is not None:
         n = args.requests
-    elif gap_ns:
-        n = max(1, round(deadline_s * 1e9 * args.intensity / gap_ns))
+    elif pattern.gap_ns:
+        n = max(1, round(deadline_s * 1e9 * args.intensity / pattern.gap_ns))
+        if pattern.poisson:
+            # random gaps add up to the duration only on average: enough more that the
+            # schedule outlasts it (by 5 standard deviations), and the deadline ends the run
+            n += round(5 * n**0.5) + 10
     else:
         # back to back until the deadline: enough requests for any device this decade
         n = 5_000_000

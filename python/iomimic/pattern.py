@@ -16,6 +16,8 @@ Words, in any order:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from iomimic.errors import InputError
@@ -33,15 +35,26 @@ _OPS = {
 }
 
 
-def pattern_trace(spec: str, requests: int, *, span: int | None = None, seed: int = 1) -> Trace:
-    """The workload ``spec`` describes, ``requests`` long.
+@dataclass(frozen=True)
+class Pattern:
+    """What a ``--pattern`` spec says: the read percentage, ``seq``/``rand`` order, request
+    size, the mean gap between requests (0: back to back), whether gaps are exponential, and
+    the span random offsets fall in (``None``: the caller's default)."""
 
-    >>> t = pattern_trace("read seq 4k interarrival=10ms", 3)
-    >>> t.offset.tolist(), t.size.tolist(), t.ts_ns.tolist(), t.op.tolist()
-    ([0, 4096, 8192], [4096, 4096, 4096], [0, 10000000, 20000000], [0, 0, 0])
+    read_pct: int
+    order: str | None
+    size: int
+    gap_ns: int
+    poisson: bool
+    span: int | None
+
+
+def parse_pattern(spec: str, span: int | None = None) -> Pattern:
+    """Reads a ``--pattern`` spec (``span`` is the default for ``span=``).
+
+    >>> parse_pattern("rw 64k rate=500 mix=70 poisson")
+    Pattern(read_pct=70, order=None, size=65536, gap_ns=2000000, poisson=True, span=None)
     """
-    if requests <= 0:
-        raise InputError("a pattern needs a positive request count (-n or --duration)")
     reads, order, size, gap_ns, poisson, mix = None, None, 4096, 0, False, 50
     for word in spec.lower().split():
         key, eq, value = word.partition("=")
@@ -71,16 +84,28 @@ def pattern_trace(spec: str, requests: int, *, span: int | None = None, seed: in
             raise InputError(f"--pattern: cannot read {word!r}; see `iomimic run --help`")
     if reads is None and not any(w in _OPS for w in spec.lower().split()):
         raise InputError("--pattern: name the operation (read, write, randread, randwrite, rw)")
-    read_pct = mix if reads is None else reads
+    return Pattern(mix if reads is None else reads, order, size, gap_ns, poisson, span)
+
+
+def pattern_trace(spec: str, requests: int, *, span: int | None = None, seed: int = 1) -> Trace:
+    """The workload ``spec`` describes, ``requests`` long.
+
+    >>> t = pattern_trace("read seq 4k interarrival=10ms", 3)
+    >>> t.offset.tolist(), t.size.tolist(), t.ts_ns.tolist(), t.op.tolist()
+    ([0, 4096, 8192], [4096, 4096, 4096], [0, 10000000, 20000000], [0, 0, 0])
+    """
+    if requests <= 0:
+        raise InputError("a pattern needs a positive request count (-n or --duration)")
+    p = parse_pattern(spec, span)
     rng = np.random.default_rng(seed)
-    if order == "seq":
-        offset = np.arange(requests, dtype=np.uint64) * size
+    if p.order == "seq":
+        offset = np.arange(requests, dtype=np.uint64) * p.size
     else:
-        room = max((span or 1 << 30) // size, 1)
-        offset = rng.integers(0, room, requests).astype(np.uint64) * size
-    op = (rng.random(requests) * 100 >= read_pct).astype(np.uint8)
-    if poisson and gap_ns:
-        ts = np.concatenate([[0], np.cumsum(rng.exponential(gap_ns, requests - 1))]).astype(np.int64)
+        room = max((p.span or 1 << 30) // p.size, 1)
+        offset = rng.integers(0, room, requests).astype(np.uint64) * p.size
+    op = (rng.random(requests) * 100 >= p.read_pct).astype(np.uint8)
+    if p.poisson and p.gap_ns:
+        ts = np.concatenate([[0], np.cumsum(rng.exponential(p.gap_ns, requests - 1))]).astype(np.int64)
     else:
-        ts = np.arange(requests, dtype=np.int64) * gap_ns
-    return Trace(ts_ns=ts, offset=offset, size=np.full(requests, size), op=op, volumes=["pattern"])
+        ts = np.arange(requests, dtype=np.int64) * p.gap_ns
+    return Trace(ts_ns=ts, offset=offset, size=np.full(requests, p.size), op=op, volumes=["pattern"])

@@ -367,6 +367,16 @@ def figures(d: dict, requests: int, span_ns: int, s: RunSettings) -> dict[str, A
         "iops": n / elapsed_s if elapsed_s > 0 else 0.0,
         "mb_per_s": summary["bytes"] / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
         "latency_us": summary["latency_us"] or {},
+        # reads, writes, trims and flushes apart (those that ran), as fio reports them
+        "by_op": {
+            op: {
+                "completed": int(o["completed"]),
+                "iops": o["completed"] / elapsed_s if elapsed_s > 0 else 0.0,
+                "mb_per_s": o["bytes"] / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
+                "latency_us": o["latency_us"] or {},
+            }
+            for op, o in summary["by_op"].items()
+        },
         "time_limited": bool(d["time_limited"]),
         "cpu_us_per_io": 1e6 * d["cpu_s"] / n if n else 0.0,
         "over_time": over_time(summary, elapsed_s),

@@ -610,7 +610,20 @@ fn summary_to_py<'py>(py: Python<'py>, s: &realio::Summary) -> PyResult<Bound<'p
     let d = PyDict::new(py);
     d.set_item("completed", s.completed)?;
     d.set_item("bytes", s.bytes)?;
-    d.set_item("latency_us", percentiles(&s.latency)?)?;
+    d.set_item("latency_us", percentiles(&s.all_latencies())?)?;
+    // each operation that ran: its count, bytes and latency percentiles
+    let by_op = PyDict::new(py);
+    for (op, name) in ["read", "write", "trim", "flush"].into_iter().enumerate() {
+        let (count, bytes) = s.by_op[op];
+        if count > 0 {
+            let o = PyDict::new(py);
+            o.set_item("completed", count)?;
+            o.set_item("bytes", bytes)?;
+            o.set_item("latency_us", percentiles(&s.latency[op])?)?;
+            by_op.set_item(name, o)?;
+        }
+    }
+    d.set_item("by_op", by_op)?;
     d.set_item("lag_us", percentiles(&s.lag)?)?;
     d.set_item("last_lag_us", s.last_lag_ns.map(|ns| ns as f64 / 1e3))?;
     d.set_item("window_ns", s.window_ns)?;

@@ -336,7 +336,7 @@ impl Shared<'_> {
             slot.store(now.max(1), Ordering::Relaxed);
         }
         let lag = self.on_schedule.then(|| issued.saturating_sub(self.scheduled(i)));
-        summary.record(issued, now - issued, lag, size);
+        summary.record(self.t.op[i], issued, now - issued, lag, size);
         if i + 1 == self.t.len() {
             summary.last_lag_ns = lag;
         }

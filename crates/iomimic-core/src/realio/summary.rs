@@ -1,5 +1,6 @@
-//! What a run measured, in memory that does not grow with its length: latency and issue-lag
-//! HDR histograms, and completed requests and bytes per time window.
+//! What a run measured, in memory that does not grow with its length: latency HDR histograms
+//! per operation (reads, writes, trims, flushes: fio reports reads and writes apart too), an
+//! issue-lag histogram, and completed requests and bytes per time window.
 //!
 //! Each worker keeps its own [`Summary`] (no sharing on the I/O path); they are merged when the
 //! run ends. Windows start at 1 ms and double (pairs merged) whenever there would be more than
@@ -13,10 +14,15 @@ const FIRST_WINDOW_NS: u64 = 1_000_000;
 /// Three significant digits: values within 0.1 % (as fio's and wrk's percentiles are).
 const DIGITS: u8 = 3;
 
+/// Operations kept apart: the Trace's op codes (read, write, trim, flush).
+pub const OPS: usize = 4;
+
 #[derive(Debug, Clone)]
 pub struct Summary {
-    /// Completion minus issue, ns.
-    pub latency: Histogram<u64>,
+    /// Completion minus issue, ns, per operation (indexed by op code).
+    pub latency: [Histogram<u64>; OPS],
+    /// Completed requests and bytes per operation.
+    pub by_op: [(u64, u64); OPS],
     /// Issue minus scheduled time, ns (open loop only).
     pub lag: Histogram<u64>,
     pub completed: u64,
@@ -36,7 +42,8 @@ impl Default for Summary {
     fn default() -> Self {
         let histogram = || Histogram::new(DIGITS).expect("3 significant digits are allowed");
         Self {
-            latency: histogram(),
+            latency: std::array::from_fn(|_| histogram()),
+            by_op: [(0, 0); OPS],
             lag: histogram(),
             completed: 0,
             bytes: 0,
@@ -49,10 +56,14 @@ impl Default for Summary {
 }
 
 impl Summary {
-    /// One finished request: issued at `issue_ns` (from the start), done `latency_ns` later.
+    /// One finished request of operation `op`: issued at `issue_ns` (from the start), done
+    /// `latency_ns` later.
     #[inline]
-    pub fn record(&mut self, issue_ns: u64, latency_ns: u64, lag_ns: Option<u64>, bytes: u64) {
-        record(&mut self.latency, latency_ns);
+    pub fn record(&mut self, op: u8, issue_ns: u64, latency_ns: u64, lag_ns: Option<u64>, bytes: u64) {
+        let op = usize::from(op).min(OPS - 1);
+        record(&mut self.latency[op], latency_ns);
+        self.by_op[op].0 += 1;
+        self.by_op[op].1 += bytes;
         if let Some(lag) = lag_ns {
             record(&mut self.lag, lag);
         }
@@ -79,6 +90,15 @@ impl Summary {
         let slot = &mut self.windows[w];
         slot.0 += 1;
         slot.1 += bytes;
+    }
+
+    /// Every operation's latencies in one histogram.
+    pub fn all_latencies(&self) -> Histogram<u64> {
+        let mut all = self.latency[0].clone();
+        for h in &self.latency[1..] {
+            all.add(h).expect("auto-resizing histograms accept any value");
+        }
+        all
     }
 
     /// Completions to add to the shared progress count now, if it is time: every 64 of them
@@ -112,9 +132,13 @@ impl Summary {
         while other.window_ns < self.window_ns {
             other.coarsen();
         }
-        self.latency
-            .add(&other.latency)
-            .expect("auto-resizing histograms accept any value");
+        for (op, theirs) in other.latency.iter().enumerate() {
+            self.latency[op]
+                .add(theirs)
+                .expect("auto-resizing histograms accept any value");
+            self.by_op[op].0 += other.by_op[op].0;
+            self.by_op[op].1 += other.by_op[op].1;
+        }
         self.lag
             .add(&other.lag)
             .expect("auto-resizing histograms accept any value");
@@ -148,20 +172,27 @@ mod tests {
     fn percentiles_windows_and_merging() {
         let mut a = Summary::default();
         for i in 1..=1000u64 {
-            a.record(i * 1_000_000 / 2, i * 1000, Some(i), 4096); // two a millisecond
+            // two a millisecond; every fourth a write
+            a.record(u8::from(i % 4 == 0), i * 1_000_000 / 2, i * 1000, Some(i), 4096);
         }
         assert_eq!(a.completed, 1000);
         assert_eq!(a.bytes, 4_096_000);
-        // 1..1000 µs: the median is 500 µs to within 0.1 %
-        let p50 = a.latency.value_at_quantile(0.5) as f64;
+        assert_eq!(a.by_op[..2], [(750, 3_072_000), (250, 1_024_000)]);
+        // 1..1000 µs: the median is 500 µs to within 0.1 %; the writes' (4, 8, ..., 1000) 500 too
+        let all = a.all_latencies();
+        let p50 = all.value_at_quantile(0.5) as f64;
         assert!((p50 - 500_000.0).abs() <= 500.0, "{p50}");
-        assert_eq!(a.latency.max(), a.latency.highest_equivalent(1_000_000));
+        assert_eq!(all.max(), all.highest_equivalent(1_000_000));
+        assert_eq!(a.latency[1].len(), 250);
+        assert_eq!(a.latency[1].min(), a.latency[1].lowest_equivalent(4000));
+        let write_p50 = a.latency[1].value_at_quantile(0.5) as f64;
+        assert!((write_p50 - 500_000.0).abs() <= 500.0, "{write_p50}");
         assert_eq!(a.windows.len(), 501);
         assert_eq!(a.windows[1], (2, 8192));
 
         // a long run coarsens its windows instead of growing them
         let mut b = Summary::default();
-        b.record(10_000_000_000, 5, None, 512); // at 10 s: 10,000 ms windows would be too many
+        b.record(3, 10_000_000_000, 5, None, 512); // at 10 s: 10,000 ms windows would be too many
         assert_eq!(b.window_ns, 4_000_000);
         assert_eq!(b.windows.len(), 2501);
         assert_eq!(b.lag.len(), 0);
@@ -172,6 +203,7 @@ mod tests {
         // the first 4 ms window holds requests issued at 0.5 ms .. 3.5 ms
         assert_eq!(a.windows[0].0, 7);
         assert_eq!(a.windows.iter().map(|w| w.0).sum::<u64>(), 1001);
-        assert_eq!(a.latency.min(), 5);
+        assert_eq!(a.all_latencies().min(), 5);
+        assert_eq!(a.by_op[3], (1, 512)); // the flush kept apart
     }
 }
