@@ -213,22 +213,21 @@ def test_ctrl_c_or_sigterm_stops_issuing_and_reports_partial(tmp_path: Path, sig
     assert os.path.exists(tmp_path / "f.dat")
 
 
-def test_pattern_runs(tmp_path: Path) -> None:
-    r = run_cli(
-        "run", "--pattern", "read seq 4k interarrival=5ms", "--target", "f.dat", "--size", "1M",
-        "--duration", "0.5s", "--json", "r.json", cwd=tmp_path,
-    )  # fmt: skip
+def run_pattern(tmp_path: Path, spec: str, *args: str):
+    """`iomimic run --pattern SPEC ARGS` against f.dat in ``tmp_path``: the finished process
+    and the figures it wrote."""
+    r = run_cli("run", "--pattern", spec, "--target", "f.dat", *args, "--json", "r.json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    f = json.loads((tmp_path / "r.json").read_text())
+    return r, json.loads((tmp_path / "r.json").read_text())
+
+
+def test_pattern_runs(tmp_path: Path) -> None:
+    _, f = run_pattern(tmp_path, "read seq 4k interarrival=5ms", "--size", "1M", "--duration", "0.5s")
     assert f["completed"] == 100 and f["iops"] == pytest.approx(200, rel=0.05)
     assert sum(f["over_time"]["iops"]) * f["over_time"]["window_s"] == pytest.approx(100)
     # back to back, closed loop, stopped by the duration
-    r = run_cli(
-        "run", "--pattern", "randread 4k", "--iodepth", "2", "--target", "f.dat", "--duration", "0.3s",
-        "--json", "r.json", "--engine", "null", cwd=tmp_path,
-    )  # fmt: skip
-    f = json.loads((tmp_path / "r.json").read_text())
-    assert r.returncode == 0 and f["time_limited"] and not f["partial"]
+    _, f = run_pattern(tmp_path, "randread 4k", "--iodepth", "2", "--duration", "0.3s", "--engine", "null")
+    assert f["time_limited"] and not f["partial"]
     assert f["elapsed_s"] == pytest.approx(0.3, abs=0.1) and f["completed"] > 1000
     r = run_cli("run", "--pattern", "sideways 4k", "--target", "f.dat", "-n", "5", cwd=tmp_path)
     assert r.returncode == 2 and "cannot read 'sideways'" in r.stderr
@@ -237,12 +236,7 @@ def test_pattern_runs(tmp_path: Path) -> None:
 def test_a_poisson_pattern_fills_its_duration_and_reports_reads_and_writes_apart(tmp_path: Path) -> None:
     # random gaps: the run lasts the --duration at the pattern's mean rate (the request count
     # once came from one random gap, and a 1 s run ended after a fraction of it)
-    r = run_cli(
-        "run", "--pattern", "rw 4k rate=2000 mix=70 poisson", "--target", "f.dat", "--size", "1M",
-        "--duration", "1s", "--json", "r.json", cwd=tmp_path,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    f = json.loads((tmp_path / "r.json").read_text())
+    r, f = run_pattern(tmp_path, "rw 4k rate=2000 mix=70 poisson", "--size", "1M", "--duration", "1s")
     assert f["time_limited"] and not f["partial"]
     assert f["elapsed_s"] == pytest.approx(1.0, abs=0.1)
     assert f["completed"] == pytest.approx(2000, abs=200)  # Poisson: sd 45
