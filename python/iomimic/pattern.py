@@ -69,13 +69,16 @@ def parse_pattern(spec: str, span: int | None = None) -> Pattern:
             gap_ns = parse_duration_ns(value)
         elif eq and key == "rate":
             try:
-                gap_ns = round(1e9 / float(value))
-            except (ValueError, ZeroDivisionError):
-                raise InputError(f"--pattern: rate must be requests per second, found {value!r}") from None
+                rate = float(value)
+            except ValueError:
+                rate = 0.0
+            if not (rate > 0 and rate != float("inf")):
+                raise InputError(f"--pattern: rate must be requests per second, found {value!r}")
+            gap_ns = round(1e9 / rate)
         elif eq and key == "mix":
+            if not (value.isdigit() and 0 <= int(value) <= 100):
+                raise InputError(f"--pattern: mix is a whole percentage of reads, found {value!r}")
             mix = int(value)
-            if not 0 <= mix <= 100:
-                raise InputError(f"--pattern: mix is a percentage of reads, found {value!r}")
         elif eq and key == "span":
             span = parse_size_bytes(value)
         elif word[0].isdigit():
