@@ -83,6 +83,10 @@ def test_user_mistakes_exit_2_without_traceback(tmp_path: Path) -> None:
         (["info", str(MSR), "--format", "nope"], 'unknown format "nope"'),
         (["convert", str(MSR), "-o", str(tmp_path / "x.txt")], "cannot tell the output format"),
         (["convert", str(MSR)], "the following arguments are required: -o/--output"),
+        (
+            ["convert", str(MSR), "-o", str(tmp_path / "nowhere" / "x.parquet")],
+            f"{tmp_path / 'nowhere' / 'x.parquet'}: the folder {tmp_path / 'nowhere'} does not exist",
+        ),
         (["info", str(tmp_path)], "directory"),
         (["frobnicate"], "invalid choice"),
     ]

@@ -65,6 +65,13 @@ def test_cli_from_a_model_and_its_errors(tmp_path: Path) -> None:
     r = run_cli("export", "fio", str(tmp_path / "m.json"), "-o", "x.fio", "--map", "nope=/a", cwd=tmp_path)
     assert r.returncode == 2 and "--map: the trace has no volume 'nope'" in r.stderr
     assert not (tmp_path / "x.fio").exists() and not (tmp_path / "x.iolog").exists()
+    for bad, words in (
+        (["--iodepth", "0"], "--iodepth must be at least 1"),
+        (["--time-scale", "0"], "--time-scale"),
+    ):
+        r = run_cli("export", "fio", str(tmp_path / "m.json"), "-o", "x.fio", *bad, cwd=tmp_path)
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert not (tmp_path / "x.fio").exists() and not (tmp_path / "x.iolog").exists()
     # --prepare creates what is missing, and refuses a file too short to hold the log
     (tmp_path / "short.dat").write_bytes(b"x")
     volume = json.loads((tmp_path / "m.json").read_text())["volumes"][0]["name"]

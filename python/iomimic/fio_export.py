@@ -146,6 +146,10 @@ def export_fio(
     """
     if not len(trace):
         raise InputError("nothing to export: the trace is empty")
+    if job.get("iodepth", 1) < 1:
+        raise InputError(f"--iodepth must be at least 1, found {job['iodepth']}")
+    if not job.get("time_scale", 1.0) > 0:
+        raise InputError(f"--time-scale must be positive, found {job['time_scale']}")
     mapping = parse_map(map, trace.volumes)
     files = [mapping[v] for v in trace.volumes]
     sizes = bytes_needed(trace, files)

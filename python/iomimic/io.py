@@ -207,6 +207,8 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         # /dev/null, a FIFO, a terminal: written in place (replacing one would be wrong)
         yield path
         return
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: the folder {path.parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
     os.close(fd)
     # mkstemp makes the file private; give it the mode a plain open() would
