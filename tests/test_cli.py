@@ -89,6 +89,10 @@ def test_user_mistakes_exit_2_without_traceback(tmp_path: Path) -> None:
         ),
         (["info", str(tmp_path)], "directory"),
         (["frobnicate"], "invalid choice"),
+        (
+            ["generate", "m.json", "-o", "x.parquet", "--seed", "-1"],
+            "a seed is a whole number from 0 to 2**64 - 1",
+        ),
     ]
     for args, words in cases:
         r = run_cli(*args)

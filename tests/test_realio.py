@@ -195,6 +195,8 @@ def test_cli_replay_and_run(tmp_path: Path) -> None:
     assert r.returncode == 2 and "give --size" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("replay", str(trace), cwd=tmp_path)
     assert r.returncode == 2 and "--target PATH or --map" in r.stderr
+    r = run_cli("replay", str(trace), "--target", "a.dat", "--map", "x=b.dat", cwd=tmp_path)
+    assert r.returncode == 2 and "--target and --map: give one of them" in r.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -155,6 +155,17 @@ def _report_reading(s: dict[str, Any]) -> None:
         )
 
 
+def _seed(text: str) -> int:
+    """An argparse type: a seed is a whole number from 0 to 2**64 - 1."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 1 << 64:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2**64 - 1, found {text!r}")
+    return seed
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.2f}%" if whole else "-"
 
@@ -709,7 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-reuse", action="store_true", help="leave out the temporal-locality (reuse) extension"
     )
     p.add_argument("--name", help="model name (default: the trace's file name)")
-    p.add_argument("--seed", type=int, default=1, help="seed for the generation runs of level selection")
+    p.add_argument("--seed", type=_seed, default=1, help="seed for the generation runs of level selection")
     _add_read_options(p)
 
     p = model_action(
@@ -752,7 +763,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a trace, e.g. 60s or 10m")
     p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
-    p.add_argument("--seed", type=int, default=1, help="random seed; the same seed gives the same trace")
+    p.add_argument("--seed", type=_seed, default=1, help="random seed; the same seed gives the same trace")
     p.add_argument("--no-reuse", action="store_true", help="turn the temporal-locality extension off")
     p.add_argument("--to", choices=OUTPUT_FORMATS, help="output format (default: from the extension)")
 
@@ -769,7 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the comparison as JSON (- for stdout only)")
     p.add_argument("--report", metavar="DIR", help="also write plots (PNG) to DIR")
     p.add_argument("--ranges", type=int, default=4, help="spatial ranges (default 4)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the baseline")
+    p.add_argument("--seed", type=_seed, default=1, help="seed of the baseline")
     p.add_argument("-f", "--format", help="format of the original (default: detected)")
     p.add_argument("--skip-bad", action="store_true", help="skip malformed lines of the original")
 
@@ -884,7 +895,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a workload, e.g. 60s")
     p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
-    p.add_argument("--seed", type=int, default=1, help="random seed")
+    p.add_argument("--seed", type=_seed, default=1, help="random seed")
     add_run_options(p)
 
     export_cmd = sub.add_parser(
@@ -918,7 +929,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("generating from a model")
     g.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
     g.add_argument("--duration", help="generate this long a workload, e.g. 60s")
-    g.add_argument("--seed", type=int, default=1, help="random seed")
+    g.add_argument("--seed", type=_seed, default=1, help="random seed")
     _add_read_options(p)
 
     command("formats", cmd_formats, "List the trace formats iomimic reads.", "  iomimic formats\n")

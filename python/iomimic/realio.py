@@ -182,7 +182,9 @@ def _per_path(paths: list[str], per_volume: np.ndarray) -> dict[str, int]:
 def parse_targets(target: str | None, map: str | None, volumes: list[str]) -> list[str]:
     """One path per volume: ``--target`` for all, or ``--map vol=path,...`` (others fold onto
     the first mapped target)."""
-    if (target is None) == (map is None):
+    if target is not None and map is not None:
+        raise InputError("--target and --map: give one of them (--target for every volume)")
+    if target is None and map is None:
         raise InputError("name where the I/O goes: --target PATH or --map VOLUME=PATH,...")
     if target is not None:
         return [target] * len(volumes)
@@ -308,6 +310,11 @@ def run_pieces(
         raise InputError("a trace issued in pieces keeps no per-request record and cannot --verify")
     if len(paths) != len(source.volumes):
         raise InputError(f"{len(paths)} target(s) for {len(source.volumes)} volume(s)")
+    if (os.cpu_count() or 1) < 3:
+        # reading the next piece needs a CPU while this one runs: with two, a kernel
+        # submission thread would take one whole and leave the timing thread sharing the other
+        # with the reader (issue lag p99 of milliseconds, against tens of µs without it)
+        s.sqpoll = False
     session = _session(paths, _per_path(paths, source.reach), source.write, s)
     cpu0 = time.process_time()
     pieces = source.pieces()

@@ -234,9 +234,9 @@ impl Shared<'_> {
     }
 
     /// Waits until `due` ns into the run: sleeps in slices (so a stop request is seen within
-    /// 20 ms), then polls the clock the last stretch. False when the run stops first, or `due` is past
-    /// the deadline.
-    fn wait_for(&self, due: u64) -> bool {
+    /// 20 ms), then polls the clock the last stretch, yielding the CPU between polls when
+    /// `yielding`. False when the run stops first, or `due` is past the deadline.
+    fn wait_for(&self, due: u64, yielding: bool) -> bool {
         if self.opts.deadline_ns.is_some_and(|d| due >= d) {
             return false;
         }
@@ -251,11 +251,8 @@ impl Shared<'_> {
             }
             match (target - now).checked_sub(Duration::from_nanos(SPIN_NS)) {
                 Some(sleep) => std::thread::sleep(sleep.min(Duration::from_millis(20))),
-                // yield rather than spin: a worker waking on this CPU (its own request due, or
-                // its I/O done) would otherwise wait for this one's time slice to end; spinning
-                // workers put psync's issue lag p99 at ~50 µs and its gaps at KS 0.06 from
-                // the schedule's exponential at 10 k IOPS here, yielding at ~10 µs and 0.015
-                None => std::thread::yield_now(),
+                None if yielding => std::thread::yield_now(),
+                None => std::hint::spin_loop(),
             }
         }
     }

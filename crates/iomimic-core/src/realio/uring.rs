@@ -38,14 +38,64 @@ pub fn available() -> bool {
 /// time, it delays every request due meanwhile, so gaps shorter than it vanish from the run
 /// (KS 0.02–0.03 from the exponential at 10 k IOPS here, 0.004–0.012 with the kernel thread).
 /// Returns whether the kernel thread submits.
-fn ring(entries: u32, sqpoll: bool) -> io::Result<(IoUring, bool)> {
-    let spare_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-    if sqpoll && spare_cpu {
-        if let Ok(ring) = IoUring::builder().setup_sqpoll(SQPOLL_IDLE_MS).build(entries) {
-            return Ok((ring, true));
+///
+/// The kernel thread gets a CPU of its own and the calling thread (which keeps time) stays on
+/// the one it is on, for as long as the returned guard lives: left to the scheduler, a new
+/// kernel thread often starts on the timing thread's CPU, and the two share it in
+/// millisecond slices until one is moved — requests fell due meanwhile (issue lag p99 of
+/// 3–6 ms in a replay whose every Parquet row group starts a ring).
+fn ring(entries: u32, sqpoll: bool) -> io::Result<(IoUring, bool, Option<Pinned>)> {
+    if sqpoll {
+        if let Some(pinned) = Pinned::apart() {
+            let built = IoUring::builder()
+                .setup_sqpoll(SQPOLL_IDLE_MS)
+                .setup_sqpoll_cpu(pinned.other)
+                .build(entries);
+            if let Ok(ring) = built {
+                return Ok((ring, true, Some(pinned)));
+            }
         }
     }
-    Ok((IoUring::new(entries)?, false))
+    Ok((IoUring::new(entries)?, false, None))
+}
+
+/// The calling thread held on its CPU, and another CPU it may run on, for the kernel thread;
+/// the thread's former CPU set comes back when this is dropped.
+struct Pinned {
+    other: u32,
+    before: libc::cpu_set_t,
+}
+
+impl Pinned {
+    /// `None` when the thread may run on one CPU only (or the kernel will not say).
+    fn apart() -> Option<Self> {
+        // SAFETY: cpu_set_t is plain bits; the calls read and write only the given set, for
+        // this thread (pid 0).
+        unsafe {
+            let mut before: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw mut before) != 0 {
+                return None;
+            }
+            let here = u32::try_from(libc::sched_getcpu()).ok()?;
+            let other =
+                (0..libc::CPU_SETSIZE as u32).find(|&c| c != here && libc::CPU_ISSET(c as usize, &before))?;
+            let mut only_here: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(here as usize, &mut only_here);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const only_here) != 0 {
+                return None;
+            }
+            Some(Self { other, before })
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: restores this thread's own CPU set, saved when it was pinned
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const self.before);
+        }
+    }
 }
 
 /// What [`drive`] did: how many requests it issued, what it measured, and whether a kernel
@@ -65,7 +115,7 @@ pub(super) fn drive(
     buffer_len: usize,
 ) -> io::Result<Driven> {
     let depth = depth.clamp(1, 4096);
-    let (mut ring, kernel_submits) = ring(
+    let (mut ring, kernel_submits, _pinned) = ring(
         u32::try_from(depth.next_power_of_two()).unwrap_or(4096),
         on_schedule && shared.opts.sqpoll,
     )?;
@@ -144,7 +194,9 @@ pub(super) fn drive(
             if next >= n || stopping {
                 break Ok(next);
             }
-            if on_schedule && !shared.wait_for(shared.scheduled(next)) {
+            // not yielding: the CPU would go to whatever else runs here, the kernel submission
+            // thread among them, for the rest of its time slice (milliseconds late)
+            if on_schedule && !shared.wait_for(shared.scheduled(next), false) {
                 break Ok(next);
             }
             continue;
