@@ -176,6 +176,21 @@ def test_rate_profile_follows_a_burst() -> None:
     assert max(range(len(synth)), key=synth.__getitem__) in range(40, 50)
 
 
+def test_seeds_are_checked_where_they_enter(locality_model: Model) -> None:
+    from iomimic.errors import InputError
+    from iomimic.pattern import pattern_trace
+
+    t = locality_model.generate(50, seed=2**64 - 1)  # the largest seed works
+    for call in (
+        lambda: locality_model.generate(50, seed=-1),
+        lambda: train(t, seed=2**64),
+        lambda: validate(t, t, baseline="locality-free", seed=-3),
+        lambda: pattern_trace("read 4k", 3, seed=1.5),
+    ):
+        with pytest.raises(InputError, match="a seed is a whole number from 0 to 2\\*\\*64 - 1"):
+            call()
+
+
 def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     locality_model.save(path)

@@ -156,14 +156,13 @@ def _report_reading(s: dict[str, Any]) -> None:
 
 
 def _seed(text: str) -> int:
-    """An argparse type: a seed is a whole number from 0 to 2**64 - 1."""
+    """An argparse type for ``--seed`` (argparse reports the error with the option's name)."""
+    from iomimic.units import parse_seed
+
     try:
-        seed = int(text)
-    except ValueError:
-        seed = -1
-    if not 0 <= seed < 1 << 64:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2**64 - 1, found {text!r}")
-    return seed
+        return parse_seed(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _pct(part: int, whole: int) -> str:

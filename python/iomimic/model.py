@@ -12,7 +12,7 @@ from typing import Any
 from iomimic import _core
 from iomimic.errors import InputError
 from iomimic.trace import Trace
-from iomimic.units import parse_duration_ns
+from iomimic.units import parse_duration_ns, parse_seed
 
 
 class Model:
@@ -107,6 +107,7 @@ class Model:
         ``reuse=False`` turns the temporal-locality extension off."""
         if requests is not None and requests <= 0:
             raise InputError(f"-n must be positive, found {requests}")
+        seed = parse_seed(seed)
         duration_ns = None if duration is None else parse_duration_ns(duration)
         d = _core.generate(
             self.to_json(),
@@ -140,6 +141,7 @@ def train(
     """
     if by not in (None, "stream", "none"):
         raise InputError(f"--by must be stream or none, found {by!r}")
+    seed = parse_seed(seed)
     source = trace.report.get("path")
     text = _core.train_model(
         *trace._core_args(),

@@ -22,7 +22,7 @@ import numpy as np
 
 from iomimic.errors import InputError
 from iomimic.trace import Trace
-from iomimic.units import parse_duration_ns, parse_size_bytes
+from iomimic.units import parse_duration_ns, parse_seed, parse_size_bytes
 
 _OPS = {
     "read": (100, None),
@@ -100,7 +100,7 @@ def pattern_trace(spec: str, requests: int, *, span: int | None = None, seed: in
     if requests <= 0:
         raise InputError("a pattern needs a positive request count (-n or --duration)")
     p = parse_pattern(spec, span)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(parse_seed(seed))
     if p.order == "seq":
         offset = np.arange(requests, dtype=np.uint64) * p.size
     else:

@@ -58,3 +58,18 @@ def parse_size_bytes(text: str | int) -> int:
     if n <= 0:
         raise InputError(f"a size must be positive, found {text!r}")
     return n
+
+
+def parse_seed(value: str | int) -> int:
+    """A random seed: a whole number from 0 to 2**64 - 1 (the engines' seeds are unsigned).
+
+    >>> parse_seed("7"), parse_seed(2**64 - 1)
+    (7, 18446744073709551615)
+    """
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        seed = -1
+    if isinstance(value, float) or not 0 <= seed < 1 << 64:
+        raise InputError(f"a seed is a whole number from 0 to 2**64 - 1, found {value!r}")
+    return seed

@@ -14,6 +14,7 @@ from typing import Any
 from iomimic import _core
 from iomimic.profile import characterize
 from iomimic.trace import Trace
+from iomimic.units import parse_seed
 
 SCALAR_TARGET = 0.02
 SPATIAL_TARGET = 0.02
@@ -182,6 +183,7 @@ def validate(
 ) -> dict[str, Any]:
     """Compares ``synthetic`` with ``original``; ``baseline="locality-free"`` also scores an
     IOMeter-like workload (the original's mix, sizes and gaps at uniformly random offsets)."""
+    seed = parse_seed(seed)
     po = characterize(original, ranges=ranges, mrc="trace")
     window_ns = po["options"]["window_ns"]
     ps = characterize(synthetic, ranges=ranges, mrc="trace", window=window_ns / 1e9)
