@@ -12,16 +12,19 @@
 //!   a segment (up to `segment_kib`); a read inside what a segment holds is served from it at
 //!   the bus rate. `cache_segments` segments are kept, least recently used replaced.
 //! - Write cache: when on, a write completes once it crosses the bus into the cache
-//!   (`write_cache_mib`). Dirty data is destaged to the media whenever the disk is idle,
-//!   nearest cylinder first, each destage a seek, rotation and transfer like any write; a
-//!   request arriving mid-destage waits for it to end, and a write that finds the cache full
-//!   waits for enough destages to make room. A read wholly inside cached dirty data is served
-//!   from the cache; a write larger than the cache goes straight to the media.
+//!   (`write_cache_mib`). Dirty data is kept as extents, overlapping and touching writes merged,
+//!   and destaged to the media whenever the disk is idle, the extent nearest the head first,
+//!   each destage a seek, rotation and transfer like any write; a request arriving mid-destage
+//!   waits for it to end, and a write that finds the cache full waits for enough destages to
+//!   make room. A read wholly inside a dirty extent is served from the cache; a write larger
+//!   than the cache goes straight to the media.
 //! - Power: idle, seeking, transferring and standby watts integrate into energy.
 //!
 //! ## References
 //! Ruemmler & Wilkes, "An introduction to disk drive modeling" (IEEE Computer, 1994);
 //! Worthington et al., "On-line extraction of SCSI disk drive parameters" (1995).
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -179,9 +182,10 @@ pub struct Hdd {
     /// When the disk last finished work (for idle and standby energy).
     free_at: f64,
     pub spin_ups: u64,
-    /// Writes held in the write cache, not yet on the media: (offset, size).
-    dirty: Vec<(u64, u32)>,
-    dirty_bytes: u64,
+    /// Data in the write cache, not yet on the media.
+    dirty: Dirty,
+    /// Where the head is: the end of the last media transfer.
+    head: u64,
     /// Writes destaged from the write cache, and the time the disk spent destaging while idle
     /// (destaging a write waits for is part of that write's service).
     pub destages: u64,
@@ -204,8 +208,8 @@ impl Hdd {
             energy_j: 0.0,
             free_at: 0.0,
             spin_ups: 0,
-            dirty: Vec::new(),
-            dirty_bytes: 0,
+            dirty: Dirty::default(),
+            head: 0,
             destages: 0,
             background_ns: 0.0,
         }
@@ -252,15 +256,10 @@ impl Hdd {
         now.max(t)
     }
 
-    /// Writes the dirty entry nearest the head to the media, starting at `at`; returns the
+    /// Writes the dirty extent nearest the head to the media, starting at `at`; returns the
     /// time it took.
     fn destage_one(&mut self, at: f64) -> f64 {
-        let here = self.cylinder;
-        let nearest = (0..self.dirty.len())
-            .min_by_key(|&i| self.p.cylinder(self.dirty[i].0).abs_diff(here))
-            .expect("something to destage");
-        let (offset, size) = self.dirty.swap_remove(nearest);
-        self.dirty_bytes -= u64::from(size);
+        let (offset, size) = self.dirty.take_nearest(self.head, |o| self.p.cylinder(o));
         let (seek, rotate, transfer) = self.media(at, offset, size);
         let took = seek + rotate + transfer;
         self.charge(took, seek, transfer);
@@ -270,7 +269,7 @@ impl Hdd {
 
     /// Moves the head to `offset` at time `at` and transfers `size` bytes there: the seek, the
     /// wait for the sector to come round, and the transfer (ns).
-    fn media(&mut self, at: f64, offset: u64, size: u32) -> (f64, f64, f64) {
+    fn media(&mut self, at: f64, offset: u64, size: u64) -> (f64, f64, f64) {
         let target = self.p.cylinder(offset);
         let seek = self.p.seek_ns(self.cylinder.abs_diff(target));
         let rev = self.p.revolution_ns();
@@ -279,8 +278,9 @@ impl Hdd {
         let angle = (offset as f64 % track_bytes) / track_bytes;
         let head = ((at + seek) % rev) / rev;
         let rotate = ((angle - head).rem_euclid(1.0)) * rev;
-        let transfer = f64::from(size) / rate;
-        self.cylinder = self.p.cylinder((offset + u64::from(size)).saturating_sub(1));
+        let transfer = size as f64 / rate;
+        self.head = offset + size;
+        self.cylinder = self.p.cylinder(self.head.saturating_sub(1));
         (seek, rotate, transfer)
     }
 
@@ -324,9 +324,7 @@ impl Hdd {
         let overhead = self.p.overhead_ms * 1e6;
         let bus = f64::from(size) / (self.p.bus_mb_s * 1e6 / 1e9);
         let end = offset + u64::from(size);
-        let in_cache =
-            |dirty: &[(u64, u32)]| dirty.iter().any(|&(o, s)| offset >= o && end <= o + u64::from(s));
-        if !write && in_cache(&self.dirty) {
+        if !write && self.dirty.holds(offset, end) {
             // written but not yet destaged: the cache has it
             let total = overhead + bus;
             self.charge(total, 0.0, total);
@@ -365,12 +363,11 @@ impl Hdd {
             // a rewrite of data still cached takes no more room; otherwise a full cache makes
             // the write wait for destages (the disk is busy with them, in the foreground)
             let mut destaging = 0.0;
-            if !in_cache(&self.dirty) {
-                while self.dirty_bytes + u64::from(size) > self.p.write_cache_bytes() {
+            if !self.dirty.holds(offset, end) {
+                while self.dirty.bytes + u64::from(size) > self.p.write_cache_bytes() {
                     destaging += self.destage_one(now + overhead + destaging);
                 }
-                self.dirty.push((offset, size));
-                self.dirty_bytes += u64::from(size);
+                self.dirty.add(offset, end);
             }
             let total = overhead + destaging + bus;
             self.charge(overhead + bus, 0.0, overhead + bus);
@@ -379,7 +376,7 @@ impl Hdd {
                 buffer_hit: false,
             };
         }
-        let (seek, rotate, transfer) = self.media(now + overhead, offset, size);
+        let (seek, rotate, transfer) = self.media(now + overhead, offset, u64::from(size));
         let total = overhead + seek + rotate + transfer;
         self.charge(total, seek, transfer);
         if !write && self.p.read_ahead && self.p.cache_segments > 0 {
@@ -418,5 +415,105 @@ impl Hdd {
     pub fn finish(&mut self, end: f64) {
         let free = self.destage_while_idle(end);
         self.idle_until(free, false);
+    }
+}
+
+/// A write cache's dirty data: disjoint extents, start → end, with overlapping and touching
+/// writes merged (so lookups and the nearest-to-the-head choice take a logarithmic search
+/// rather than a scan of every cached write: a 4 MiB cache of 4 KiB writes held 1,024).
+#[derive(Debug, Clone, Default)]
+struct Dirty {
+    extents: BTreeMap<u64, u64>,
+    bytes: u64,
+}
+
+impl Dirty {
+    fn is_empty(&self) -> bool {
+        self.extents.is_empty()
+    }
+
+    /// Whether `offset..end` lies wholly inside one extent.
+    fn holds(&self, offset: u64, end: u64) -> bool {
+        self.extents
+            .range(..=offset)
+            .next_back()
+            .is_some_and(|(_, &e)| end <= e)
+    }
+
+    /// Adds `offset..end`, merged with the extents it overlaps or touches.
+    fn add(&mut self, offset: u64, end: u64) {
+        let (mut start, mut stop) = (offset, end);
+        if let Some((&s, &e)) = self.extents.range(..=offset).next_back() {
+            if e >= offset {
+                start = s;
+                stop = stop.max(e);
+                self.remove(s, e);
+            }
+        }
+        while let Some((&s, &e)) = self.extents.range(start..).next() {
+            if s > stop {
+                break;
+            }
+            stop = stop.max(e);
+            self.remove(s, e);
+        }
+        self.extents.insert(start, stop);
+        self.bytes += stop - start;
+    }
+
+    fn remove(&mut self, start: u64, end: u64) {
+        self.extents.remove(&start);
+        self.bytes -= end - start;
+    }
+
+    /// Takes out the extent whose start is nearest `head` by `cylinder` (the seek goes to the
+    /// start; cylinders grow with the offset, so the nearest start is the last one before the
+    /// head or the first after it); returns its offset and size.
+    fn take_nearest(&mut self, head: u64, cylinder: impl Fn(u64) -> u64) -> (u64, u64) {
+        let before = self.extents.range(..head).next_back().map(|(&s, &e)| (s, e));
+        let after = self.extents.range(head..).next().map(|(&s, &e)| (s, e));
+        let here = cylinder(head.saturating_sub(1));
+        let distance = |(s, _): (u64, u64)| cylinder(s).abs_diff(here);
+        let (s, e) = match (before, after) {
+            (Some(b), Some(a)) => {
+                if distance(b) <= distance(a) {
+                    b
+                } else {
+                    a
+                }
+            }
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => panic!("nothing to destage"),
+        };
+        self.remove(s, e);
+        (s, e - s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dirty;
+
+    #[test]
+    fn dirty_extents_merge_and_the_nearest_is_taken() {
+        let mut d = Dirty::default();
+        d.add(100, 200);
+        d.add(300, 400);
+        d.add(200, 250); // touches the first: one extent 100..250
+        d.add(350, 500); // overlaps the second: 300..500
+        assert_eq!(
+            d.extents.iter().map(|(&s, &e)| (s, e)).collect::<Vec<_>>(),
+            [(100, 250), (300, 500)]
+        );
+        assert_eq!(d.bytes, 150 + 200);
+        assert!(d.holds(120, 250) && d.holds(300, 500));
+        assert!(!d.holds(240, 310) && !d.holds(50, 120) && !d.holds(600, 700));
+        d.add(90, 600); // swallows both
+        assert_eq!(d.bytes, 510);
+        d.add(1000, 1100);
+        // with the cylinder the offset itself: from 700 the start at 1000 is nearer than 90
+        assert_eq!(d.take_nearest(700, |o| o), (1000, 100));
+        assert_eq!(d.take_nearest(700, |o| o), (90, 510));
+        assert!(d.is_empty() && d.bytes == 0);
     }
 }
