@@ -888,8 +888,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", nargs="?", help="model file (see `iomimic model`)")
     p.add_argument(
         "--pattern",
-        help='a simple test instead of a model, e.g. "randread 4k", "write seq 64k rate=500" '
-        "(see docs/realio.md)",
+        help='a simple test instead of a model, e.g. "randread 4k", "write seq 64k rate=500", '
+        '"rw 8k rate=2000 mix=70 poisson". Words: read, write, randread, randwrite or rw; seq or '
+        "rand; a size; rate=PER_SECOND or interarrival=TIME (fixed gaps; none: back to back); "
+        "poisson (exponential gaps); mix=READ_PERCENT for rw; span=SIZE for random offsets "
+        "(default --size). See docs/realio.md",
     )
     p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a workload, e.g. 60s")
