@@ -91,7 +91,11 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
     r = run_cli("simulate", str(src), "--device", "fc60-r5-4disk", "--json", str(figs), "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert "simulated on fc60-r5-4disk" in r.stdout
-    assert json.loads(figs.read_text())["requests"] == 3
+    figures = json.loads(figs.read_text())
+    assert figures["requests"] == 3
+    # the fixture's two reads and one write, apart
+    assert {op: o["requests"] for op, o in figures["by_op"].items()} == {"read": 2, "write": 1}
+    assert "writes: mean / p50 / p99" in r.stdout
     assert iomimic.read_trace(out).latency_ns is not None
     r = run_cli("devices")
     assert r.returncode == 0 and "tpc-raid10-28disk" in r.stdout and "raid5 x4" in r.stdout

@@ -24,6 +24,18 @@ def render_simulation(f: dict[str, Any], console) -> None:
         ("mean device service", f"{f['mean_service_us']:,.1f} µs over {f['device_ios']:,} device I/Os"),
         ("energy", "-" if f.get("energy_j") is None else f"{f['energy_j']:,.1f} J"),
     ]
+    by_op = f.get("by_op") or {}
+    if len(by_op) > 1:
+        # a mix: each operation's latency apart (a write cache shows here)
+        for op, o in by_op.items():
+            p = o.get("latency_us") or {}
+            rows.append(
+                (
+                    f"{op}s: mean / p50 / p99",
+                    f"{o['requests']:,}: {o['mean_latency_us']:,.1f} / {p.get('p50', 0):,.1f} / "
+                    f"{p.get('p99', 0):,.1f} µs",
+                )
+            )
     for key, label in (
         ("gc_stalls", "garbage-collection stalls"),
         ("cache_hits", "controller cache hits"),
