@@ -149,6 +149,24 @@ def test_latency_percentiles() -> None:
     lat = iomimic.characterize(t, mrc="none")["latency"]
     assert (lat["count"], lat["mean_us"]) == (4, 2.5)
     assert (lat["percentiles_us"]["p50"], lat["percentiles_us"]["max"]) == (2.0, 4.0)
+    assert "read" not in lat and "write" not in lat  # reads only: nothing to split
+    # reads and writes apart: reads 1 and 3 µs, writes 4 and 2 µs, a flush in the whole only
+    mixed = Trace(
+        ts_ns=[0, 1, 2, 3, 4], offset=[0] * 5, size=[512] * 5, op=[1, 0, 0, 1, 3],
+        latency_ns=[4000, 1000, 3000, 2000, 5000],
+    )  # fmt: skip
+    lat = iomimic.characterize(mixed, mrc="none")["latency"]
+    assert (lat["count"], lat["mean_us"]) == (5, 3.0)
+    assert (lat["read"]["count"], lat["read"]["mean_us"], lat["read"]["percentiles_us"]["max"]) == (
+        2,
+        2.0,
+        3.0,
+    )
+    assert (lat["write"]["count"], lat["write"]["mean_us"], lat["write"]["percentiles_us"]["p50"]) == (
+        2,
+        3.0,
+        2.0,
+    )
     no_latency = Trace(ts_ns=[0], offset=[0], size=[512], op=[0])
     assert iomimic.characterize(no_latency, mrc="none")["latency"] is None
 

@@ -72,11 +72,13 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
     _fluctuation(p["fluctuation"], console)
     if p.get("latency"):
         lat = p["latency"]
-        pc = lat["percentiles_us"]
-        t = _table("latency (µs)", "mean", "p50", "p90", "p99", "p99.9", "max")
-        t.add_row(
-            *(f"{v:,.1f}" for v in (lat["mean_us"], pc["p50"], pc["p90"], pc["p99"], pc["p999"], pc["max"]))
-        )
+        t = _table("latency (µs)", "requests", "mean", "p50", "p90", "p99", "p99.9", "max")
+        # the whole, then reads and writes apart when the trace has both
+        for label, part in (("all", lat), ("reads", lat.get("read")), ("writes", lat.get("write"))):
+            if part:
+                pc = part["percentiles_us"]
+                figures = (part["mean_us"], pc["p50"], pc["p90"], pc["p99"], pc["p999"], pc["max"])
+                t.add_row(f"{label}: {part['count']:,}", *(f"{v:,.1f}" for v in figures))
         console.print(t)
     for key, label in (("volumes", "volume"), ("streams", "stream")):
         if len(p[key]) > 1:

@@ -24,7 +24,8 @@ pub struct GroupAcc {
     pub seq: SeqCounts,
     /// Requests per fluctuation window.
     pub windows: Vec<u32>,
-    latency: Vec<u64>,
+    /// Known latencies, by op code (read, write, trim, flush).
+    latency: [Vec<u64>; 4],
     /// Requests per spatial range: all, reads, writes.
     spatial: [Vec<u64>; 3],
 }
@@ -54,7 +55,7 @@ impl GroupAcc {
         self.last_ts = Some(ts);
         self.windows[window] += 1;
         if let Some(l) = latency.filter(|&l| l != LATENCY_UNKNOWN) {
-            self.latency.push(l);
+            self.latency[o.min(3)].push(l);
         }
     }
 
@@ -116,7 +117,15 @@ impl GroupAcc {
             },
             fluctuation: fluctuation(&self.windows, window_ns),
             latency: if has_latency {
-                latency(&mut self.latency)
+                let mut all = self.latency.concat();
+                latency(&mut all).map(|mut whole| {
+                    // reads and writes apart, when the trace has both
+                    if !self.latency[0].is_empty() && !self.latency[1].is_empty() {
+                        whole.read = latency(&mut self.latency[0]).map(Box::new);
+                        whole.write = latency(&mut self.latency[1]).map(Box::new);
+                    }
+                    whole
+                })
             } else {
                 None
             },
@@ -202,6 +211,8 @@ fn latency(values: &mut [u64]) -> Option<Latency> {
         mean_us: mean / 1e3,
         cv,
         percentiles_us: stats::percentiles(values, 1e-3)?,
+        read: None,
+        write: None,
     })
 }
 
@@ -321,4 +332,9 @@ pub struct Latency {
     pub mean_us: f64,
     pub cv: f64,
     pub percentiles_us: Percentiles,
+    /// The same for reads and for writes alone, when the group has both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<Box<Latency>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<Box<Latency>>,
 }
