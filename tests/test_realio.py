@@ -339,7 +339,9 @@ def test_io_uring_engine(tmp_path: Path) -> None:
     _, f = run(t, [str(tmp_path / "f.dat")], size=2 * MIB, iodepth=16, engine="io_uring", verify=True)
     assert f["engine"] == "io_uring" and f["completed"] == 2000 and f["verify"]["failures"] == 0
     _, f = run(workload(500, 2500.0), [str(tmp_path / "f.dat")], engine="io_uring")
-    assert f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.01)
+    # (0.2 s: one of the VM's millisecond stalls at the end would cost 1 %; the 1 % bar is
+    # test_open_loop_keeps_the_rate's, over a second, and benches/openloop.py's, over a minute)
+    assert f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.05)
     assert run(t, [str(tmp_path / "f.dat")], iodepth=2)[1]["engine"] == "io_uring"  # auto
 
 

@@ -28,6 +28,10 @@ const SUBMIT_EVERY: usize = 4;
 /// it sleeps (it is woken again by the spin before the next due request).
 const SQPOLL_IDLE_MS: u32 = 1;
 
+/// How long before a request due after a quiet spell the kernel thread is woken (it then polls
+/// for `SQPOLL_IDLE_MS`, past the request's time).
+const WAKE_AHEAD_NS: u64 = 200_000;
+
 /// True when this kernel (and its seccomp policy) lets a process set up a ring.
 pub fn available() -> bool {
     IoUring::new(2).is_ok()
@@ -197,8 +201,21 @@ pub(super) fn drive(
             }
             // not yielding: the CPU would go to whatever else runs here, the kernel submission
             // thread among them, for the rest of its time slice (milliseconds late)
-            if on_schedule && !shared.wait_for(shared.scheduled(next), false) {
-                break Ok(next);
+            if on_schedule {
+                let due = shared.scheduled(next);
+                if kernel_submits {
+                    // a kernel thread idle past SQPOLL_IDLE_MS sleeps: wake it ahead, so a
+                    // request does not wait in the ring for its wake-up after being issued
+                    if !shared.wait_for(due.saturating_sub(WAKE_AHEAD_NS), false) {
+                        break Ok(next);
+                    }
+                    if let Err(e) = ring.submit() {
+                        break Err(e);
+                    }
+                }
+                if !shared.wait_for(due, false) {
+                    break Ok(next);
+                }
             }
             continue;
         }
