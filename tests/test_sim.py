@@ -94,7 +94,7 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
     figures = json.loads(figs.read_text())
     assert figures["requests"] == 3
     # the fixture's two reads and one write, apart
-    assert {op: o["requests"] for op, o in figures["by_op"].items()} == {"read": 2, "write": 1}
+    assert {op: o["count"] for op, o in figures["by_op"].items()} == {"read": 2, "write": 1}
     assert "writes: mean / p50 / p99" in r.stdout
     assert iomimic.read_trace(out).latency_ns is not None
     r = run_cli("devices")

@@ -28,12 +28,11 @@ def render_simulation(f: dict[str, Any], console) -> None:
     if len(by_op) > 1:
         # a mix: each operation's latency apart (a write cache shows here)
         for op, o in by_op.items():
-            p = o.get("latency_us") or {}
+            p = o["percentiles_us"]
             rows.append(
                 (
                     f"{op}s: mean / p50 / p99",
-                    f"{o['requests']:,}: {o['mean_latency_us']:,.1f} / {p.get('p50', 0):,.1f} / "
-                    f"{p.get('p99', 0):,.1f} µs",
+                    f"{o['count']:,}: {o['mean_us']:,.1f} / {p['p50']:,.1f} / {p['p99']:,.1f} µs",
                 )
             )
     for key, label in (

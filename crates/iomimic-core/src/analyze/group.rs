@@ -201,7 +201,8 @@ fn interarrival(gaps: &mut [u64]) -> Interarrival {
     }
 }
 
-fn latency(values: &mut [u64]) -> Option<Latency> {
+/// Count, mean, variation and percentiles of latencies in ns (reorders `values`).
+pub fn latency(values: &mut [u64]) -> Option<Latency> {
     if values.is_empty() {
         return None;
     }

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use group::GroupAcc;
-pub use group::{Figures, PEAK_SIGMAS};
+pub use group::{latency, Figures, Latency, PEAK_SIGMAS};
 use sequentiality::KeyState;
 pub use threads::{Thread, Thresholds};
 

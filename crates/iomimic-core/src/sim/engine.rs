@@ -10,7 +10,7 @@ use super::hdd::Hdd;
 use super::raid::{DevIo, Layout};
 use super::ssd::Ssd;
 use super::{Config, Controller, DeviceParams, Faults, Scheduler};
-use crate::analyze::stats;
+use crate::analyze::{self, stats};
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
@@ -43,14 +43,6 @@ pub struct DeviceFigures {
     pub destages: u64,
 }
 
-/// One operation's share of a simulation: its requests and their latency.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpFigures {
-    pub requests: u64,
-    pub mean_latency_us: f64,
-    pub latency_us: Option<stats::Percentiles>,
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct SimFigures {
     pub device: String,
@@ -71,8 +63,9 @@ pub struct SimFigures {
     pub failed_ios: u64,
     pub spin_ups: u64,
     pub destages: u64,
-    /// Each operation that the trace has (read, write, trim, flush), apart.
-    pub by_op: std::collections::BTreeMap<&'static str, OpFigures>,
+    /// The latency of each operation that the trace has (read, write, trim, flush), apart, as
+    /// characterization summarises latency.
+    pub by_op: std::collections::BTreeMap<&'static str, analyze::Latency>,
 }
 
 pub struct SimResult {
@@ -501,25 +494,19 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     } = run;
     let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
     let mut lat: Vec<u64> = latency_ns.clone();
-    let mean_latency = mean_us(&lat);
+    let mean_latency = if n == 0 {
+        0.0
+    } else {
+        lat.iter().map(|&l| l as f64).sum::<f64>() / n as f64 / 1e3
+    };
+    let mut per_op: [Vec<u64>; 4] = Default::default();
+    for (&l, &op) in latency_ns.iter().zip(t.op) {
+        per_op[usize::from(op).min(3)].push(l);
+    }
     let by_op = [Op::Read, Op::Write, Op::Trim, Op::Flush]
         .into_iter()
-        .filter_map(|op| {
-            let mut mine: Vec<u64> = latency_ns
-                .iter()
-                .zip(t.op)
-                .filter(|&(_, &o)| o == op as u8)
-                .map(|(&l, _)| l)
-                .collect();
-            (!mine.is_empty()).then(|| {
-                let figures = OpFigures {
-                    requests: mine.len() as u64,
-                    mean_latency_us: mean_us(&mine),
-                    latency_us: stats::percentiles(&mut mine, 1e-3),
-                };
-                (op.name(), figures)
-            })
-        })
+        .zip(&mut per_op)
+        .filter_map(|(op, mine)| Some((op.name(), analyze::latency(mine)?)))
         .collect();
     let mut energy = None;
     let mut gc_stalls = 0;
@@ -608,15 +595,6 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     })
 }
 
-/// The mean of latencies in ns, in µs (0 for none).
-fn mean_us(latencies: &[u64]) -> f64 {
-    if latencies.is_empty() {
-        0.0
-    } else {
-        latencies.iter().map(|&l| l as f64).sum::<f64>() / latencies.len() as f64 / 1e3
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::{Config, DeviceParams, HddParams};
@@ -692,8 +670,8 @@ mod tests {
         // reads and writes apart
         let ops = &r.figures.by_op;
         assert_eq!(ops.keys().copied().collect::<Vec<_>>(), ["read", "write"]);
-        assert_eq!((ops["write"].requests, ops["write"].mean_latency_us), (1, 1000.0));
-        assert_eq!(ops["read"].latency_us.as_ref().unwrap().max, 19_000.0);
+        assert_eq!((ops["write"].count, ops["write"].mean_us), (1, 1000.0));
+        assert_eq!(ops["read"].percentiles_us.max, 19_000.0);
         // without the cache the write itself takes the 11 ms (the read still ends at 21 ms)
         let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
         assert_eq!(r.latency_ns, [11_000_000, 19_000_000]);
