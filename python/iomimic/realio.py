@@ -310,7 +310,7 @@ def run_pieces(
         raise InputError("a trace issued in pieces keeps no per-request record and cannot --verify")
     if len(paths) != len(source.volumes):
         raise InputError(f"{len(paths)} target(s) for {len(source.volumes)} volume(s)")
-    if (os.cpu_count() or 1) < 3:
+    if len(os.sched_getaffinity(0)) < 3:
         # reading the next piece needs a CPU while this one runs: with two, a kernel
         # submission thread would take one whole and leave the timing thread sharing the other
         # with the reader (issue lag p99 of milliseconds, against tens of µs without it)
