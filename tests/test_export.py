@@ -13,7 +13,7 @@ import pytest
 
 from iomimic import Trace
 from iomimic.fio_export import export_fio
-from iomimic.io import read_trace
+from iomimic.io import read_trace, write_trace
 
 from .conftest import run_cli
 
@@ -72,13 +72,22 @@ def test_cli_from_a_model_and_its_errors(tmp_path: Path) -> None:
         r = run_cli("export", "fio", str(tmp_path / "m.json"), "-o", "x.fio", *bad, cwd=tmp_path)
         assert r.returncode == 2 and words in r.stderr, r.stderr
         assert not (tmp_path / "x.fio").exists() and not (tmp_path / "x.iolog").exists()
-    # --prepare creates what is missing, and refuses a file too short to hold the log
+    # the job's files follow a run's rules: a foreign file is refused without --overwrite, one
+    # too short for the log is refused without --prepare, and --prepare grows it (a trace of a
+    # few MiB: the preset's volumes span terabytes)
     (tmp_path / "short.dat").write_bytes(b"x")
-    volume = json.loads((tmp_path / "m.json").read_text())["volumes"][0]["name"]
-    args = ["export", "fio", str(tmp_path / "m.json"), "-o", "y.fio", "-n", "50", "--prepare"]
-    r = run_cli(*args, "--map", f"{volume}=short.dat", cwd=tmp_path)
-    assert r.returncode == 2 and "short.dat: exists but holds 1 bytes" in r.stderr
-    assert not (tmp_path / "y.fio").exists()
+    write_trace(two_volume_trace(50), tmp_path / "small.parquet")
+    volume = "sda"
+    args = ["export", "fio", str(tmp_path / "small.parquet"), "-o", "y.fio"]
+    r = run_cli(*args, "--prepare", "--map", f"{volume}=short.dat", cwd=tmp_path)
+    assert r.returncode == 2 and "short.dat: exists and iomimic did not create it" in r.stderr
+    assert "--overwrite" in r.stderr and (tmp_path / "short.dat").read_bytes() == b"x"
+    r = run_cli(*args, "--overwrite", "--map", f"{volume}=short.dat", cwd=tmp_path)
+    assert r.returncode == 2 and "short.dat: holds 1 bytes but the workload reaches" in r.stderr
+    assert "--prepare" in r.stderr and not (tmp_path / "y.fio").exists()
+    r = run_cli(*args, "--overwrite", "--prepare", "--map", f"{volume}=short.dat", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "short.dat").stat().st_size > 1 and (tmp_path / "y.fio").exists()
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

@@ -140,13 +140,13 @@ def test_refusals(tmp_path: Path) -> None:
     t = workload(10, 1e6)
     theirs = tmp_path / "theirs.dat"
     theirs.write_bytes(b"\0" * MIB)
-    with pytest.raises(InputError, match=r"iomimic did not create it.*--overwrite"):
+    with pytest.raises(InputError, match=r"iomimic did not create it.*`overwrite`"):
         run(t, [str(theirs)])
     assert theirs.read_bytes() == b"\0" * MIB
     # reads only are fine, and --overwrite allows writes
     assert run(workload(10, 1e6, write_share=0), [str(theirs)])[1]["completed"] == 10
     assert run(t, [str(theirs)], overwrite=True)[1]["completed"] == 10
-    with pytest.raises(InputError, match="give --size to create it"):
+    with pytest.raises(InputError, match="give `size` to create it"):
         run(t, [str(tmp_path / "new.dat")])
     assert not (tmp_path / "new.dat").exists()
     with pytest.raises(InputError, match="not a regular file or a block device"):
@@ -155,7 +155,7 @@ def test_refusals(tmp_path: Path) -> None:
         run(t, [str(tmp_path / "x.dat")], size=MIB, engine="bogus")
     blocks = [p for p in Path("/dev").iterdir() if p.is_block_device()] if Path("/dev").exists() else []
     if blocks:
-        with pytest.raises(InputError, match="--allow-device"):
+        with pytest.raises(InputError, match="`allow_device`"):
             run(t, [str(blocks[0])])
 
 

@@ -231,8 +231,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from iomimic.io import output_format, write_trace
 
     fmt = output_format(args.output, args.to)  # fail on a bad extension before reading
-    if Path(args.output).resolve() == Path(args.trace).resolve():
-        raise UsageError("the output would overwrite the input; choose another -o")
     trace = _read_reported(args)
     write_trace(trace, args.output, fmt)
     print(f"wrote {len(trace):,} requests ({trace.report.get('format')} → {fmt}) to {args.output}")
@@ -349,6 +347,10 @@ def cmd_export_fio(args: argparse.Namespace) -> int:
         trace = _read_reported(args)
         source = args.trace
     iolog = args.iolog or str(Path(args.output).with_suffix(".iolog"))
+    if not args.iolog:
+        from iomimic.io import refuse_overwriting_inputs
+
+        refuse_overwriting_inputs({"trace": args.trace}, {"iolog": iolog})
     r = export_fio(
         trace,
         args.output,
@@ -356,6 +358,8 @@ def cmd_export_fio(args: argparse.Namespace) -> int:
         source=source,
         map=args.map,
         prepare=args.prepare,
+        allow_device=args.allow_device,
+        overwrite=args.overwrite,
         ioengine=args.ioengine,
         iodepth=args.iodepth,
         direct=args.direct,
@@ -364,7 +368,7 @@ def cmd_export_fio(args: argparse.Namespace) -> int:
     )
     print(f"wrote {args.output} and {iolog} ({len(trace):,} requests); run it with: fio {args.output}")
     for path in r["created"]:
-        print(f"created {path} ({r['files'][path]:,} bytes, sparse)")
+        print(f"created {path} ({r['files'][path]:,} bytes, laid out with data)")
     return EXIT_OK
 
 
@@ -616,7 +620,7 @@ def _subcommand(
         epilog="examples:\n" + examples,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.set_defaults(handler=handler)
+    p.set_defaults(handler=handler, parser=p)
     return p
 
 
@@ -922,7 +926,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="fio job file to write")
     p.add_argument("--iolog", help="I/O log to write (default: the job file with .iolog)")
     p.add_argument("--map", help="VOLUME=PATH,... files fio uses (default iomimic-VOLUME.dat)")
-    p.add_argument("--prepare", action="store_true", help="create missing files at the sizes needed")
+    p.add_argument(
+        "--prepare", action="store_true", help="create missing files at the sizes needed, laid out with data"
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="let the job write existing files iomimic did not create"
+    )
+    p.add_argument("--allow-device", action="store_true", help="allow block devices (never one in use)")
     p.add_argument("--ioengine", default="libaio", help="fio ioengine (default libaio)")
     p.add_argument("--iodepth", type=int, default=32, help="fio iodepth (default 32)")
     p.add_argument("--direct", action="store_true", help="O_DIRECT (direct=1)")
@@ -944,17 +954,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Arguments that name files a command reads, and files (or targets) it writes.
+_INPUTS = ("trace", "model", "original", "synthetic", "config", "parts")
+_OUTPUTS = ("output", "json", "iolog", "target", "map")
+
+
+def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
+    """No command writes over a file it reads (checked once here, for every command)."""
+    from iomimic.io import refuse_overwriting_inputs
+
+    def paths(name: str, value) -> dict[str, str]:
+        if value is None:
+            return {}
+        if name == "parts":
+            return {f"{name}[{i}]": v.rpartition(":")[0] or v for i, v in enumerate(value)}
+        if name == "map":
+            items = [item.partition("=")[2] for item in str(value).split(",")]
+            return {f"{name}[{i}]": p for i, p in enumerate(items) if p}
+        return {name: str(value)}
+
+    inputs = {k: v for n in _INPUTS for k, v in paths(n, getattr(args, n, None)).items()}
+    outputs = {k: v for n in _OUTPUTS for k, v in paths(n, getattr(args, n, None)).items()}
+    refuse_overwriting_inputs(inputs, outputs)
+
+
 def main(argv: list[str] | None = None) -> int:
     verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    command_parser = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
             return EXIT_BAD_INPUT
+        command_parser = getattr(args, "parser", None)
+        _refuse_overwriting_inputs(args)
         return args.handler(args)
     except IomimicError as e:
-        return _fail(e, EXIT_BAD_INPUT if isinstance(e, InputError) else EXIT_FAILURE, verbose)
+        code = EXIT_BAD_INPUT if isinstance(e, InputError) else EXIT_FAILURE
+        return _fail(e, code, verbose, command_parser)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:
         return _fail(e, EXIT_BAD_INPUT, verbose)
     except BrokenPipeError:
@@ -966,15 +1004,31 @@ def main(argv: list[str] | None = None) -> int:
         print("iomimic: interrupted", file=sys.stderr)
         return 130
     except OSError as e:
-        return _fail(e, EXIT_FAILURE, verbose)
+        return _fail(e, EXIT_FAILURE, verbose, command_parser)
 
 
-def _fail(e: BaseException, code: int, verbose: bool) -> int:
+def _fail(e: BaseException, code: int, verbose: bool, parser: argparse.ArgumentParser | None = None) -> int:
     if verbose:
         traceback.print_exc()
     message = str(e) if not isinstance(e, OSError) or not e.filename else f"{e.filename}: {e.strerror}"
+    if parser is not None:
+        message = _flags_for_parameters(message, parser)
     print(f"iomimic: error: {message}", file=sys.stderr)
     return code
+
+
+def _flags_for_parameters(message: str, parser: argparse.ArgumentParser) -> str:
+    """The library names its parameters in backquotes (`allow_device`); on the command line
+    they are the command's flags (--allow-device)."""
+    import re
+
+    flags = {a.dest: max(a.option_strings, key=len) if a.option_strings else a.dest for a in parser._actions}
+
+    def flag(m: re.Match) -> str:
+        name, index = m.group(1), m.group(2) or ""
+        return flags[name] + index if name in flags else m.group(0)
+
+    return re.sub(r"`(\w+)(\[\d+\])?`", flag, message)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,14 @@
 
 Each volume of the trace becomes one file (``--map`` names them; by default
 ``iomimic-<volume>.dat``). fio replays a log against existing files, so the job file lists the
-size each file must have, and ``--prepare`` creates them (sparse).
+size each file must have, and ``--prepare`` creates them, laid out with data as a run's targets
+are. The files are held to a run's rules (the core's write guard).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -102,26 +102,40 @@ def job_file(
     return "\n".join(lines) + "\n"
 
 
-def missing_files(sizes: dict[str, int]) -> list[str]:
-    """The files ``--prepare`` must create; refuses one it may not touch or that is too short."""
+def check_files(
+    sizes: dict[str, int], *, write: bool, prepare: bool, allow_device: bool, overwrite: bool
+) -> list[str]:
+    """Holds every file the job uses to the rules a run follows (the core's write guard): a
+    foreign file is written only with ``overwrite``, a block device only with ``allow_device``
+    and never while in use. Returns the files ``prepare`` must create; refuses before anything
+    is written."""
+    from iomimic.realio import prepare_target
+
     missing = []
-    for path, size in sizes.items():
-        p = Path(path)
-        if not p.exists():
+    for path, needed in sizes.items():
+        if not os.path.lexists(path):
             missing.append(path)
-        elif not p.is_file():
-            raise InputError(f"{path}: not a regular file; --prepare only creates files")
-        elif p.stat().st_size < size:
-            raise InputError(f"{path}: exists but holds {p.stat().st_size:,} bytes, {size:,} needed")
+            continue
+        have = prepare_target(path, needed, write=write, allow_device=allow_device, overwrite=overwrite)
+        if have < needed:
+            if not prepare:
+                raise InputError(
+                    f"{path}: holds {have:,} bytes but the workload reaches {needed:,}; `prepare` "
+                    "grows a file iomimic created (or, with `overwrite`, any file)"
+                )
+            prepare_target(
+                path, needed, write=write, size=needed, allow_device=allow_device, overwrite=overwrite
+            )
     return missing
 
 
-def create_files(paths: list[str], sizes: dict[str, int]) -> None:
-    """Creates each file at its size, sparse: fio finds its extent without iomimic writing it."""
+def create_files(paths: list[str], sizes: dict[str, int], *, write: bool) -> None:
+    """Creates each file at its size and lays it out with data, as a run does: a sparse file
+    would make fio's reads of holes look free (they never reach the device)."""
+    from iomimic.realio import prepare_target
+
     for path in paths:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:
-            f.truncate(sizes[path])
+        prepare_target(path, sizes[path], write=write, size=sizes[path])
 
 
 def export_fio(
@@ -132,17 +146,22 @@ def export_fio(
     source: str = "a trace",
     map: str | None = None,
     prepare: bool = False,
+    allow_device: bool = False,
+    overwrite: bool = False,
     **job: Any,
 ) -> dict[str, Any]:
-    """Writes the log and the job file; returns what was written.
+    """Writes the log and the job file; returns what was written. The files the job uses are
+    held to a run's rules (a foreign file needs ``overwrite``, a block device ``allow_device``);
+    ``prepare`` creates the missing ones, laid out with data.
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()
     >>> t = Trace(ts_ns=[0, 2000], offset=[0, 4096], size=[4096, 4096], op=[0, 1], volumes=["sda"])
-    >>> r = export_fio(t, os.path.join(d, "job.fio"), os.path.join(d, "t.iolog"))
+    >>> data = os.path.join(d, "sda.dat")
+    >>> r = export_fio(t, os.path.join(d, "job.fio"), os.path.join(d, "t.iolog"), map=f"sda={data}")
     >>> from pathlib import Path
-    >>> r["files"], Path(d, "t.iolog").read_text().splitlines()[3:5]
-    ({'iomimic-sda.dat': 8192}, ['0 iomimic-sda.dat read 0 4096', '2 iomimic-sda.dat write 4096 4096'])
+    >>> r["files"] == {data: 8192}, Path(d, "t.iolog").read_text().splitlines()[3].split()[2:]
+    (True, ['read', '0', '4096'])
     """
     if not len(trace):
         raise InputError("nothing to export: the trace is empty")
@@ -153,8 +172,10 @@ def export_fio(
     mapping = parse_map(map, trace.volumes)
     files = [mapping[v] for v in trace.volumes]
     sizes = bytes_needed(trace, files)
+    write = bool((trace.op == 1).any() or (trace.op == 2).any())
     # refuse before writing anything
-    made = missing_files(sizes) if prepare else []
+    missing = check_files(sizes, write=write, prepare=prepare, allow_device=allow_device, overwrite=overwrite)
+    made = missing if prepare else []
     write_iolog(trace, iolog_path, files)
     text = job_file(
         os.fspath(iolog_path),
@@ -166,5 +187,5 @@ def export_fio(
     )
     with atomic_output(job_path) as tmp:
         tmp.write_text(text)
-    create_files(made, sizes)
+    create_files(made, sizes, write=write)
     return {"job": os.fspath(job_path), "iolog": os.fspath(iolog_path), "files": sizes, "created": made}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -222,6 +223,36 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def refuse_overwriting_inputs(inputs: dict[str, str], outputs: dict[str, str]) -> None:
+    """Raises InputError when an output would be the same file as an input: the same device
+    and inode, so a hard link or a symlink to the input counts too. Keys name the parameters
+    (shown in backquotes, which the CLI turns into its flags)."""
+    seen: dict[tuple[int, int], tuple[str, str]] = {}
+    for name, path in inputs.items():
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            seen.setdefault((st.st_dev, st.st_ino), (name, path))
+    for name, path in outputs.items():
+        if path in (None, "-"):
+            continue
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        hit = seen.get((st.st_dev, st.st_ino))
+        if hit:
+            what = (
+                "is" if os.path.abspath(path) == os.path.abspath(hit[1]) else f"is the same file as {hit[1]}"
+            )
+            raise InputError(
+                f"{path}: the output `{name}` {what}, the input `{hit[0]}`; writing it would destroy "
+                "the input, so choose another path"
+            )
 
 
 OUTPUT_FORMATS = ("parquet", "csv", "csv.gz")

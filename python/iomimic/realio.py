@@ -1,21 +1,19 @@
 """Real I/O against files: a trace or a model's workload issued open loop at its scheduled times
 (or closed loop at a fixed depth), with latencies, issue lag and throughput measured.
 
-Safety first: a target that does not exist is created and written once (laid out); an existing regular
-file is written only if iomimic created it or ``overwrite`` is set; block devices need
-``allow_device`` and are refused while mounted.
+Safety first, enforced by the core's write guard whoever calls it: a target that does not exist
+is created and written once (laid out); an existing regular file is written only if iomimic
+created it or ``overwrite`` is set; block devices need ``allow_device`` and are refused while
+anything uses them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,71 +25,6 @@ from iomimic.trace import Trace, _Columns, grow_reach
 if TYPE_CHECKING:
     from iomimic.io import ParquetPieces
 
-# marks files iomimic created, so later runs may write them without --overwrite
-_MARK = "user.iomimic.created"
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(f".{path.name}.iomimic")
-
-
-def _created_by_iomimic(path: Path) -> bool:
-    with contextlib.suppress(OSError):
-        if os.getxattr(path, _MARK):
-            return True
-    return _sidecar(path).exists()
-
-
-def _mark_created(path: Path) -> None:
-    try:
-        os.setxattr(path, _MARK, b"1")
-    except OSError:
-        # file systems without user xattrs (tmpfs on older kernels): a hidden file beside it
-        _sidecar(path).touch()
-
-
-def _in_use(device: Path) -> str | None:
-    """Why a block device must not be touched: it, or a partition of it, is mounted or swap, or
-    another device (LVM, RAID, dm-crypt) is built on it. None when it is free."""
-    rdev = os.stat(device).st_rdev
-    sysfs = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
-    ours = {rdev}
-    with contextlib.suppress(OSError):
-        for part in sysfs.resolve().iterdir():
-            dev = part / "dev"
-            if (part / "partition").exists() and dev.exists():
-                major, minor = dev.read_text().split(":")
-                ours.add(os.makedev(int(major), int(minor)))
-            if (part / "holders").is_dir() and any((part / "holders").iterdir()):
-                return f"its partition {part.name} is in use by another device"
-    with contextlib.suppress(OSError):
-        if any((sysfs / "holders").iterdir()):
-            return "another device (LVM, RAID, dm-crypt) is built on it"
-    with contextlib.suppress(OSError), open("/proc/swaps") as f:
-        for line in list(f)[1:]:
-            with contextlib.suppress(OSError):
-                if os.stat(line.split()[0]).st_rdev in ours:
-                    return "it (or a partition of it) is swap space"
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            major, minor = line.split()[2].split(":")
-            if os.makedev(int(major), int(minor)) in ours:
-                return "it (or a partition of it) is mounted"
-    return None
-
-
-def _lay_out(fd: int, size: int) -> None:
-    """Writes the whole file once, as fio lays out its files: preallocated but unwritten space
-    reads back as zeros without touching the device, which would make reads look free. The data
-    is random, so no layer can compress or deduplicate it away."""
-    chunk = np.random.default_rng(0).integers(0, 256, 4 * 1024 * 1024, dtype=np.uint8).tobytes()
-    with contextlib.suppress(OSError):
-        os.posix_fallocate(fd, 0, size)
-    done = 0
-    while done < size:
-        done += os.pwrite(fd, chunk[: min(len(chunk), size - done)], done)
-    os.fsync(fd)
-
 
 def prepare_target(
     path: str | os.PathLike,
@@ -102,52 +35,13 @@ def prepare_target(
     allow_device: bool = False,
     overwrite: bool = False,
 ) -> int:
-    """Checks (and if missing, creates) one target; returns the bytes requests may use."""
-    p = Path(path)
-    if p.exists():
-        mode = os.stat(p).st_mode
-        if stat.S_ISBLK(mode):
-            if not allow_device:
-                raise InputError(f"{p}: is a block device; pass --allow-device to run against it")
-            why = _in_use(p)
-            if why:
-                raise InputError(f"{p}: {why}; iomimic never runs against a device in use")
-            with open(p, "rb") as f:
-                have = f.seek(0, os.SEEK_END)
-        elif stat.S_ISREG(mode):
-            if write and not overwrite and not _created_by_iomimic(p):
-                raise InputError(
-                    f"{p}: exists and iomimic did not create it; the workload writes, so pass "
-                    "--overwrite to let it write there"
-                )
-            have = p.stat().st_size
-            if size is not None and have < size:
-                if not (overwrite or _created_by_iomimic(p)):
-                    raise InputError(f"{p}: holds {have:,} bytes, less than --size {size:,}")
-                os.truncate(p, size)
-                have = size
-        else:
-            raise InputError(f"{p}: not a regular file or a block device")
-        usable = min(have, size) if size is not None else have
-    else:
-        if size is None:
-            raise InputError(
-                f"{p}: does not exist; give --size to create it (the workload reaches "
-                f"{needed:,} bytes; offsets past --size fold into it)"
-            )
-        usable = size
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666)
-        try:
-            _lay_out(fd, usable)
-        except BaseException:
-            os.close(fd)
-            p.unlink()
-            raise
-        os.close(fd)
-        _mark_created(p)
-    if usable <= 0:
-        raise InputError(f"{p}: has no room for requests (size 0)")
+    """Checks one target under the write guard (and, if it is missing, creates it at ``size``
+    and lays it out with data); returns the bytes requests may use. The rules live in the core
+    (``realio::guard``): a foreign file needs ``overwrite``, a block device ``allow_device`` and
+    is refused while in use, in any mount namespace."""
+    usable, _created = _core.prepare_target(
+        os.fspath(path), max(int(needed), 1), write, size=size, allow_device=allow_device, overwrite=overwrite
+    )
     return usable
 
 
@@ -216,23 +110,16 @@ class RunSettings:
 
 
 def _session(paths: list[str], reach: dict[str, int], write: bool, s: RunSettings):
-    """Targets prepared and opened, and the engine's session over them."""
-    usable = {
-        path: prepare_target(
-            path,
-            max(needed, 4096),
-            size=s.size,
-            write=write,
-            allow_device=s.allow_device,
-            overwrite=s.overwrite,
-        )
-        for path, needed in reach.items()
-    }
+    """The engine's session over the targets, which it checks under the write guard and opens
+    (creating and laying out those that are missing)."""
     return _core.RunSession(
         paths,
-        [usable[p] for p in paths],
+        [reach[p] for p in paths],
         write,
         s.direct,
+        size=s.size,
+        allow_device=s.allow_device,
+        overwrite=s.overwrite,
         engine=s.engine,
         iodepth=s.iodepth,
         workers=s.workers,

@@ -21,21 +21,46 @@ pub enum Error {
         key: &'static str,
         message: String,
     },
+    /// A compressed file whose data is damaged or cut short.
+    #[error("{path}: {message}")]
+    Corrupt { path: PathBuf, message: String },
     /// No format's parser accepted the start of the file.
     #[error("{path}: no known trace format matches; tried {tried}. Name one with --format")]
     UnknownFormat { path: PathBuf, tried: String },
     /// The file holds no request at all.
     #[error("{path}: no requests found ({why})")]
     Empty { path: PathBuf, why: String },
+    /// The caller asked the work to stop (Ctrl-C) before it was done.
+    #[error("interrupted")]
+    Interrupted,
     /// Options that cannot work together or cannot be parsed (e.g. a `--columns` spec).
     #[error("{0}")]
     Usage(String),
 }
 
 impl Error {
+    /// An error met while reading `path`: damaged compressed data is the file's fault (bad
+    /// input), anything else the system's.
+    pub fn reading(path: &std::path::Path, source: std::io::Error) -> Error {
+        let corrupt = source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<crate::formats::input::CorruptData>())
+            .map(ToString::to_string);
+        match corrupt {
+            Some(message) => Error::Corrupt {
+                path: path.to_path_buf(),
+                message,
+            },
+            None => Error::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+
     /// True when the user's input (a file or an option) is at fault rather than the system.
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, Error::Io { .. })
+        !matches!(self, Error::Io { .. } | Error::Interrupted)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod analyze;
 pub mod error;
 pub mod formats;
 pub mod model;
+pub mod random;
 pub mod realio;
 pub mod sim;
 pub mod trace;

@@ -68,6 +68,7 @@ pub fn to_py(e: Error) -> PyErr {
         }),
         Error::UnknownFormat { .. } => UnknownFormatError::new_err(message),
         Error::Empty { .. } => EmptyTraceError::new_err(message),
-        Error::Usage(_) => InputError::new_err(message),
+        Error::Corrupt { .. } | Error::Usage(_) => InputError::new_err(message),
+        Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),
     }
 }

@@ -450,13 +450,17 @@ struct RunSession {
 #[pymethods]
 impl RunSession {
     #[new]
-    #[pyo3(signature = (paths, sizes, write, direct, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, sqpoll=true, align=1, deadline_ns=None, verify=false, record=true))]
+    #[pyo3(signature = (paths, needed, write, direct, size=None, allow_device=false, overwrite=false, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, sqpoll=true, align=1, deadline_ns=None, verify=false, record=true))]
     #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
     fn new(
+        py: Python<'_>,
         paths: Vec<String>,
-        sizes: Vec<u64>,
+        needed: Vec<u64>,
         write: bool,
         direct: bool,
+        size: Option<u64>,
+        allow_device: bool,
+        overwrite: bool,
         engine: &str,
         iodepth: Option<usize>,
         workers: usize,
@@ -480,12 +484,17 @@ impl RunSession {
             verify,
             record,
         };
-        let targets = paths
-            .iter()
-            .zip(&sizes)
-            .map(|(p, &size)| realio::Target::open(std::path::Path::new(p), size, write, direct))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(to_py)?;
+        let access = realio::guard::Access {
+            write,
+            allow_device,
+            overwrite,
+            direct,
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let targets = interruptible(py, &stop, || {
+            realio::open_targets(&paths, &needed, size, access, &stop)
+        })?
+        .map_err(to_py)?;
         Ok(Self {
             targets,
             opts,
@@ -633,6 +642,59 @@ fn summary_to_py<'py>(py: Python<'py>, s: &realio::Summary) -> PyResult<Bound<'p
     Ok(d)
 }
 
+/// Runs `work` off the GIL while Python watches for Ctrl-C or SIGTERM every 50 ms: on one it
+/// sets `stop`, lets `work` wind down, and raises the signal's exception.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    stop: &std::sync::atomic::AtomicBool,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(work);
+        let mut signalled = None;
+        while !handle.is_finished() {
+            // quick polls once stopping: the work winds down within a few ms
+            let wait = std::time::Duration::from_millis(if signalled.is_some() { 5 } else { 50 });
+            py.detach(|| std::thread::sleep(wait));
+            if signalled.is_none() {
+                if let Err(e) = py.check_signals() {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    signalled = Some(e);
+                }
+            }
+        }
+        let result = handle.join().expect("the worker thread panicked");
+        signalled.map_or(Ok(result), Err)
+    })
+}
+
+/// Checks a target under the write guard, creating and laying it out when missing (as a run
+/// would): returns the bytes requests may use. For tools that hand the I/O to another program.
+#[pyfunction]
+#[pyo3(signature = (path, needed, write, size=None, allow_device=false, overwrite=false))]
+fn prepare_target(
+    py: Python<'_>,
+    path: PathBuf,
+    needed: u64,
+    write: bool,
+    size: Option<u64>,
+    allow_device: bool,
+    overwrite: bool,
+) -> PyResult<(u64, bool)> {
+    let access = realio::guard::Access {
+        write,
+        allow_device,
+        overwrite,
+        direct: false,
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let checked = interruptible(py, &stop, || {
+        realio::guard::check(&path, needed, size, access, &stop)
+    })?
+    .map_err(to_py)?;
+    Ok((checked.usable, checked.created))
+}
+
 /// True when the kernel lets this process use io_uring.
 #[pyfunction]
 fn io_uring_available() -> bool {
@@ -672,6 +734,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_class::<RunSession>()?;
     m.add_function(wrap_pyfunction!(io_uring_available, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_target, m)?)?;
     m.add_function(wrap_pyfunction!(device_presets, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
     errors::register(m)?;

@@ -88,10 +88,7 @@ impl TraceReader {
         let path = path.as_ref();
         let mut input = input::open(path)?;
         let mut head = vec![0u8; BLOCK];
-        let len = input::read_full(&mut input.reader, &mut head).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let len = input::read_full(&mut input.reader, &mut head).map_err(|e| Error::reading(path, e))?;
         head.truncate(len);
         let mut report = ReadReport {
             path: path.to_path_buf(),
@@ -370,11 +367,8 @@ impl BlockSource {
             if !self.eof && block.len() < want {
                 let start = block.len();
                 block.resize(want, 0);
-                let n =
-                    input::read_full(&mut self.input, &mut block[start..]).map_err(|source| Error::Io {
-                        path: self.path.clone(),
-                        source,
-                    })?;
+                let n = input::read_full(&mut self.input, &mut block[start..])
+                    .map_err(|e| Error::reading(&self.path, e))?;
                 block.truncate(start + n);
                 self.eof = start + n < want;
             }

@@ -24,6 +24,7 @@ use super::sample::{pick, Alias, Prng, ReuseSampler, Sampler, SizeSampler};
 use super::used::Used;
 use super::{Chain, Model, Stats, Thread};
 use crate::error::{Error, Result};
+use crate::random::splitmix;
 use crate::trace::{Trace, TraceView};
 
 /// Draws of a reuse depth before a reuse gives up and places its request afresh.
@@ -772,13 +773,6 @@ fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> R + Sync) -
         .into_iter()
         .map(|r| r.into_inner().expect("no worker panics").expect("every task ran"))
         .collect()
-}
-
-pub(super) fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// What IOMeter-style generators produce: the same mix, sizes and inter-arrival times as

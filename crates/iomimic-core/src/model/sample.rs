@@ -1,36 +1,10 @@
 //! Drawing from a model's distributions with a seeded generator.
 
-use rand_core::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal, Poisson};
-use rand_xoshiro::Xoshiro256PlusPlus;
+
+pub use crate::random::Prng;
 
 use super::{Dist, Reuse, Sizes};
-
-/// The seeded generator every random choice goes through (xoshiro256++: fast, and its output
-/// does not change between library versions, so a seed always gives the same workload).
-pub struct Prng(Xoshiro256PlusPlus);
-
-impl Prng {
-    pub fn new(seed: u64) -> Self {
-        Self(Xoshiro256PlusPlus::seed_from_u64(seed))
-    }
-
-    /// Uniform in [0, 1).
-    #[inline]
-    pub fn f64(&mut self) -> f64 {
-        (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Uniform in [0, n), n > 0.
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.0.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    pub fn inner(&mut self) -> &mut Xoshiro256PlusPlus {
-        &mut self.0
-    }
-}
 
 /// Index drawn from probabilities `p` (summing to 1) by a linear scan; lists are short.
 #[inline]

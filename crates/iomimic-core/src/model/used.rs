@@ -9,7 +9,7 @@
 //! misses, so the generator asks for a candidate's line early ([`Used::preload`]) and the
 //! buffer asks the kernel for huge pages.
 
-use super::generate::splitmix;
+use crate::random::splitmix;
 
 /// Blocks are 4 KiB, the unit the miss-ratio curve counts.
 const BLOCK: u64 = 4096;

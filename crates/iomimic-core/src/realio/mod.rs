@@ -10,8 +10,8 @@
 //! Engines: `io_uring` (one thread, one ring: [`uring`]), `psync` (positional `pread`/`pwrite`
 //! from worker threads, each taking the next request when free and waiting for its time
 //! itself) and `null` (no I/O: the generator's own overhead). Results go into per-thread
-//! [`Summary`]s (HDR histograms and window counts), merged at the end. Safety checks (what may
-//! be written) are the caller's; this module opens only the files it is given.
+//! [`Summary`]s (HDR histograms and window counts), merged at the end. Every target is opened
+//! through the write [`guard`].
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
+pub mod guard;
 mod psync;
 mod summary;
 mod uring;
@@ -111,37 +112,87 @@ pub struct Control {
     pub lag_ns: AtomicU64,
 }
 
-/// A file requests go to, and how many bytes of it they may use.
+/// A file or device requests go to, and how many bytes of it they may use. Made only by
+/// [`Target::open`], so every target has passed the write guard.
 pub struct Target {
-    pub file: File,
+    pub(crate) file: File,
     pub size: u64,
 }
 
 impl Target {
-    /// Opens an existing file (the caller creates and checks it); `direct` bypasses the page
-    /// cache (O_DIRECT), which the file system may refuse.
-    pub fn open(path: &std::path::Path, size: u64, write: bool, direct: bool) -> Result<Self> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true).write(write);
-        if direct {
-            options.custom_flags(libc::O_DIRECT);
-        }
-        let file = options.open(path).map_err(|e| {
-            if direct && e.raw_os_error() == Some(libc::EINVAL) {
-                Error::Usage(format!(
-                    "{}: the file system refuses O_DIRECT (--direct); run without it or on another file system",
-                    path.display()
-                ))
-            } else {
-                Error::Io {
-                    path: path.to_path_buf(),
-                    source: e,
-                }
-            }
-        })?;
-        Ok(Self { file, size })
+    /// Checks `path` under the write guard ([`guard`]: a missing file is created at `size` and
+    /// laid out; a foreign file needs `overwrite`, a device `allow_device`), then opens it.
+    /// `needed` is how far the workload reaches (for messages); `stop` ends a long lay-out.
+    pub fn open(
+        path: &std::path::Path,
+        needed: u64,
+        size: Option<u64>,
+        access: guard::Access,
+        stop: &AtomicBool,
+    ) -> Result<(Self, guard::Checked)> {
+        let checked = guard::check(path, needed, size, access, stop)?;
+        let file = guard::open(&checked, access)?;
+        Ok((
+            Self {
+                file,
+                size: checked.usable,
+            },
+            checked,
+        ))
     }
+}
+
+/// Opens the targets of a workload, one per volume (`paths[v]`, reaching `needed[v]` bytes):
+/// each distinct path once, under the write guard, shared by the volumes mapped to it (a
+/// device opened exclusively cannot be opened twice).
+pub fn open_targets(
+    paths: &[String],
+    needed: &[u64],
+    size: Option<u64>,
+    access: guard::Access,
+    stop: &AtomicBool,
+) -> Result<Vec<Target>> {
+    if paths.len() != needed.len() {
+        return Err(Error::Usage(format!(
+            "{} paths for {} volumes",
+            paths.len(),
+            needed.len()
+        )));
+    }
+    let mut opened: Vec<(&str, Target)> = Vec::new();
+    let mut targets = Vec::with_capacity(paths.len());
+    for path in paths {
+        let target = match opened.iter().find(|(p, _)| *p == path.as_str()) {
+            Some((_, t)) => Target {
+                file: t.file.try_clone().map_err(|source| Error::Io {
+                    path: path.into(),
+                    source,
+                })?,
+                size: t.size,
+            },
+            None => {
+                let reach = paths
+                    .iter()
+                    .zip(needed)
+                    .filter(|(p, _)| *p == path)
+                    .map(|(_, &n)| n)
+                    .max()
+                    .unwrap_or(0);
+                let (t, _) = Target::open(std::path::Path::new(path), reach.max(4096), size, access, stop)?;
+                let copy = Target {
+                    file: t.file.try_clone().map_err(|source| Error::Io {
+                        path: path.into(),
+                        source,
+                    })?,
+                    size: t.size,
+                };
+                opened.push((path, t));
+                copy
+            }
+        };
+        targets.push(target);
+    }
+    Ok(targets)
 }
 
 pub struct RunResult {

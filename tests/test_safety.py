@@ -1,0 +1,264 @@
+"""Never destroy data: devices in use, outputs over inputs, compressed data read whole, and
+files that are not iomimic's. Each test here failed before its fix."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import shutil
+import struct
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import iomimic
+from iomimic import Trace
+from iomimic.io import write_trace
+
+from .conftest import run_cli
+
+MSR_LINE = "128166372003061629,hm,0,Read,3216723968,4096,1557\n"
+
+
+def small_trace(n: int = 200, writes: bool = True) -> Trace:
+    return Trace(
+        ts_ns=[i * 1000 for i in range(n)],
+        offset=[(i * 7 % 64) * 4096 for i in range(n)],
+        size=[4096] * n,
+        op=[i % 2 if writes else 0 for i in range(n)],
+        volumes=["v"],
+    )
+
+
+# --- 1. block devices in use, whatever the mount namespace -----------------------------------
+
+
+def _can_make_loop_devices() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to attach loop devices"
+    for tool in ("losetup", "mkfs.ext4", "unshare", "mount"):
+        if shutil.which(tool) is None:
+            return f"needs {tool}"
+    if not Path("/dev/loop-control").exists():
+        return "no loop device support"
+    return None
+
+
+@contextlib.contextmanager
+def loop_device(image: Path, mib: int = 32) -> Iterator[str]:
+    with open(image, "wb") as f:
+        f.truncate(mib << 20)
+    try:
+        dev = subprocess.run(
+            ["losetup", "-f", "--show", str(image)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"cannot attach a loop device here: {e.stderr.strip()}")
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def _exclusively_busy(dev: str) -> bool:
+    try:
+        fd = os.open(dev, os.O_RDONLY | os.O_EXCL)
+    except OSError:
+        return True
+    os.close(fd)
+    return False
+
+
+@pytest.mark.skipif(_can_make_loop_devices() is not None, reason=str(_can_make_loop_devices()))
+def test_a_device_mounted_in_another_mount_namespace_is_never_written(tmp_path: Path) -> None:
+    with loop_device(tmp_path / "disk.img") as dev:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True)
+        (tmp_path / "mnt").mkdir()
+        # mounted only inside a private mount namespace, as a container would: invisible in
+        # this process's mountinfo
+        holder = subprocess.Popen(
+            ["unshare", "-m", "sh", "-c", f"mount {dev} {tmp_path / 'mnt'} && exec sleep 60"],
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while not _exclusively_busy(dev) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _exclusively_busy(dev), "the namespace's mount did not come up"
+            r = run_cli("run", "--pattern", "write seq 1m", "-n", "8", "--target", dev, "--allow-device")
+            assert r.returncode == 2, r.stdout + r.stderr
+            assert "in use" in r.stderr and "Traceback" not in r.stderr
+            # export fio follows the same rule
+            r = run_cli(
+                "export", "fio", str(_trace_file(tmp_path)), "-o", str(tmp_path / "j.fio"),
+                "--map", f"v={dev}", "--allow-device",
+            )  # fmt: skip
+            assert r.returncode == 2 and "in use" in r.stderr, r.stderr
+            assert not (tmp_path / "j.fio").exists()
+        finally:
+            os.killpg(holder.pid, 9)
+            holder.wait()
+        deadline = time.monotonic() + 10
+        while _exclusively_busy(dev) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # the file system came through whole
+        if shutil.which("e2fsck"):
+            check = subprocess.run(["e2fsck", "-fn", dev], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr
+        # once free, the device is used when allowed, and only then
+        r = run_cli("run", "--pattern", "write seq 64k", "-n", "8", "--target", dev)
+        assert r.returncode == 2 and "--allow-device" in r.stderr
+        r = run_cli("run", "--pattern", "write seq 64k", "-n", "8", "--target", dev, "--allow-device")
+        assert r.returncode == 0, r.stderr
+
+
+def _trace_file(tmp_path: Path) -> Path:
+    path = tmp_path / "t.parquet"
+    if not path.exists():
+        write_trace(small_trace(), path)
+    return path
+
+
+# --- 2. outputs never overwrite inputs -------------------------------------------------------
+
+
+def test_no_command_writes_over_its_input(tmp_path: Path) -> None:
+    csv = tmp_path / "hm_0.csv"
+    csv.write_text(MSR_LINE * 3 + MSR_LINE.replace("629,", "700,").replace("Read", "Write"))
+    model = tmp_path / "m.json"
+    assert (
+        run_cli("model", "train", str(csv), "-o", str(model), "--levels", "1", "--states", "1").returncode
+        == 0
+    )
+    link = tmp_path / "link.csv"
+    os.link(csv, link)
+    sym = tmp_path / "sym.csv"
+    sym.symlink_to(csv)
+    t, m = str(csv), str(model)
+    cases = [
+        ["info", t, "--json", t],
+        ["characterize", t, "--json", t],
+        ["model", "train", t, "-o", t],
+        ["simulate", t, "--device", "hdd-7200", "-o", t],
+        ["simulate", t, "--device", "hdd-7200", "--json", t],
+        ["validate", t, t, "--json", t],
+        ["export", "fio", t, "-o", t],
+        ["export", "fio", t, "-o", str(tmp_path / "j.fio"), "--iolog", t],
+        ["export", "fio", m, "-o", str(tmp_path / "m.fio"), "--iolog", m],
+        ["replay", t, "--target", str(tmp_path / "f.dat"), "--size", "1M", "-o", t],
+        ["replay", t, "--target", str(tmp_path / "f.dat"), "--size", "1M", "--json", t],
+        ["generate", m, "-o", m, "--to", "csv"],
+        ["run", m, "--target", str(tmp_path / "g.dat"), "--size", "1M", "-n", "5", "--json", m],
+        ["convert", t, "-o", str(link), "--to", "csv"],
+        ["convert", t, "-o", str(sym), "--to", "csv"],
+        ["model", "mix", f"{m}:1", "-o", m],
+    ]
+    before = csv.read_bytes(), model.read_bytes()
+    for args in cases:
+        r = run_cli(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "would destroy the input" in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert (csv.read_bytes(), model.read_bytes()) == before, args
+    # the message names the flag and the input
+    r = run_cli("info", t, "--json", t)
+    assert "the output --json is, the input trace" in r.stderr
+
+
+# --- 3. compressed traces are read whole, or refused -----------------------------------------
+
+
+def test_every_zstd_frame_is_read_and_damage_is_an_error(tmp_path: Path) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    text = (MSR_LINE * 250).encode()
+    c = zstandard.ZstdCompressor(write_checksum=True)
+    one, two = c.compress(text), c.compress(text)
+
+    def read(name: str, data: bytes):
+        path = tmp_path / name
+        path.write_bytes(data)
+        return path, run_cli("info", str(path), "--json", "-")
+
+    path, r = read("two.csv.zst", one + two)
+    assert r.returncode == 0 and '"requests": 500' in r.stdout, r.stderr
+    # pzstd writes a skippable frame first
+    skippable = struct.pack("<II", 0x184D2A50, 4) + b"\0\0\0\0"
+    path, r = read("pz.csv.zst", skippable + one + skippable + two)
+    assert r.returncode == 0 and '"requests": 500' in r.stdout, r.stderr
+    for name, data, words in (
+        ("cut.csv.zst", one + two[:-12], "truncated"),
+        ("cut1.csv.zst", one[: len(one) // 2], "truncated"),
+        ("junk.csv.zst", one + b"not a zstd frame at all", "not another zstd frame"),
+    ):
+        path, r = read(name, data)
+        assert r.returncode == 2, (name, r.stdout)
+        assert f"{path}: damaged zstd data" in r.stderr and words in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_damaged_gzip_is_bad_input_naming_the_file(tmp_path: Path) -> None:
+    data = gzip.compress((MSR_LINE * 100).encode())
+    for name, blob in (("cut.csv.gz", data[:-20]), ("junk.csv.gz", data + b"trailing garbage bytes!")):
+        path = tmp_path / name
+        path.write_bytes(blob)
+        r = run_cli("info", str(path))
+        assert r.returncode == 2 and f"{path}: damaged gzip data" in r.stderr, r.stderr
+    # several members back to back are one stream, as gunzip reads them
+    path = tmp_path / "two.csv.gz"
+    path.write_bytes(data + data)
+    assert len(iomimic.read_trace(path)) == 200
+
+
+# --- 4. a mark never stands for another file --------------------------------------------------
+
+
+def test_only_the_file_iomimic_created_counts_as_its_own(tmp_path: Path) -> None:
+    trace = _trace_file(tmp_path)
+    target = tmp_path / "f.dat"
+    replay = ["replay", str(trace), "--target", str(target), "--iodepth", "4"]
+    assert run_cli(*replay, "--size", "1M").returncode == 0
+    assert run_cli(*replay).returncode == 0  # iomimic's own file: no --overwrite needed
+    # someone else's file takes the name
+    target.unlink()
+    target.write_bytes(b"precious" * 1000)
+    r = run_cli(*replay)
+    assert r.returncode == 2 and "--overwrite" in r.stderr
+    assert target.read_bytes() == b"precious" * 1000
+    # a planted sidecar mark (the fallback on file systems without xattrs) names another inode
+    (tmp_path / ".f.dat.iomimic").write_text("iomimic created this file; identity: dev=1 ino=2 btime=3\n")
+    assert run_cli(*replay).returncode == 2
+    # a symlink under the name of iomimic's file, pointing at a foreign file
+    ours = tmp_path / "ours.dat"
+    assert run_cli("replay", str(trace), "--target", str(ours), "--size", "1M").returncode == 0
+    ours.unlink()
+    ours.symlink_to(target)
+    r = run_cli("replay", str(trace), "--target", str(ours), "--iodepth", "4")
+    assert r.returncode == 2 and "--overwrite" in r.stderr
+    assert target.read_bytes() == b"precious" * 1000
+
+
+# --- 5. export fio follows a run's rules ------------------------------------------------------
+
+
+def test_export_fio_refuses_what_a_run_would(tmp_path: Path) -> None:
+    trace = _trace_file(tmp_path)
+    theirs = tmp_path / "theirs.dat"
+    theirs.write_bytes(b"x" * (1 << 20))
+    for extra in ([], ["--prepare"]):
+        r = run_cli(
+            "export", "fio", str(trace), "-o", str(tmp_path / "j.fio"), "--map", f"v={theirs}", *extra
+        )
+        assert r.returncode == 2 and "iomimic did not create it" in r.stderr and "--overwrite" in r.stderr
+        assert theirs.read_bytes() == b"x" * (1 << 20) and not (tmp_path / "j.fio").exists()
+    blocks = [p for p in Path("/dev").iterdir() if p.is_block_device()]
+    if blocks:
+        r = run_cli("export", "fio", str(trace), "-o", str(tmp_path / "j.fio"), "--map", f"v={blocks[0]}")
+        assert r.returncode == 2 and "--allow-device" in r.stderr
+    # a read-only workload may use any file
+    reads = tmp_path / "reads.parquet"
+    write_trace(small_trace(writes=False), reads)
+    r = run_cli("export", "fio", str(reads), "-o", str(tmp_path / "r.fio"), "--map", f"v={theirs}")
+    assert r.returncode == 0, r.stderr
