@@ -44,7 +44,7 @@ impl Error {
     pub fn reading(path: &std::path::Path, source: std::io::Error) -> Error {
         let corrupt = source
             .get_ref()
-            .and_then(|inner| inner.downcast_ref::<crate::formats::input::CorruptData>())
+            .and_then(|inner| inner.downcast_ref::<CorruptData>())
             .map(ToString::to_string);
         match corrupt {
             Some(message) => Error::Corrupt {
@@ -65,3 +65,20 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Decompressed data that turned out damaged, as a decompressor reports it inside an
+/// `io::Error`: [`Error::Corrupt`] once it reaches the reader ([`Error::reading`]).
+#[derive(Debug)]
+pub struct CorruptData {
+    pub compression: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for CorruptData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "damaged {} data: {}", self.compression, self.message)
+    }
+}
+
+impl std::error::Error for CorruptData {}
+

@@ -131,6 +131,17 @@ impl Interner {
     }
 }
 
+/// A request size in bytes, which must fit the u32 `size` column.
+#[inline]
+pub fn size_u32(bytes: u64) -> Result<u32, LineError> {
+    u32::try_from(bytes).map_err(|_| {
+        LineError::new(
+            "size_too_large",
+            format!("size {bytes} bytes does not fit in 32 bits (4 GiB)"),
+        )
+    })
+}
+
 /// Columns under construction.
 #[derive(Debug, Default)]
 pub struct Builder {
@@ -175,7 +186,7 @@ impl Builder {
         if r.size == 0 && r.op.needs_size() {
             return Err(LineError::new("zero_size", format!("{} of size 0", r.op.name())));
         }
-        let size = super::lex::size_u32(r.size)?;
+        let size = size_u32(r.size)?;
         if r.offset >= MAX_OFFSET || MAX_OFFSET - r.offset < r.size {
             return Err(LineError::new(
                 "offset_overflow",
@@ -241,5 +252,16 @@ impl Builder {
         trace.volumes.clone_from(&self.volumes.names);
         trace.files.clone_from(&self.files.names);
         trace
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_must_fit_the_column() {
+        assert_eq!(size_u32(4096), Ok(4096));
+        assert_eq!(size_u32(1 << 32).unwrap_err().key, "size_too_large");
     }
 }

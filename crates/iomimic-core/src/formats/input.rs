@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{CorruptData, Error, Result};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -103,21 +103,6 @@ pub fn open(path: &Path) -> Result<Input> {
 fn is_skippable_frame(head: &[u8]) -> bool {
     head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == SKIPPABLE_MAGIC_TAIL
 }
-
-/// Decompressed data that turned out damaged: [`Error::Corrupt`] once it reaches the reader.
-#[derive(Debug)]
-pub struct CorruptData {
-    pub compression: &'static str,
-    pub message: String,
-}
-
-impl std::fmt::Display for CorruptData {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "damaged {} data: {}", self.compression, self.message)
-    }
-}
-
-impl std::error::Error for CorruptData {}
 
 /// Marks a decompressor's errors as damage to the file (bad input), not a failing system.
 /// An error of the file itself passes through a decompressor with its own kind (not

@@ -398,17 +398,6 @@ pub fn scaled(value: u64, factor: u64, what: &str) -> Result<u64, LineError> {
         .ok_or_else(|| LineError::new("number_too_large", format!("{what} {value} is too large")))
 }
 
-/// A request size in bytes, which must fit the u32 `size` column.
-#[inline]
-pub fn size_u32(bytes: u64) -> Result<u32, LineError> {
-    u32::try_from(bytes).map_err(|_| {
-        LineError::new(
-            "size_too_large",
-            format!("size {bytes} bytes does not fit in 32 bits (4 GiB)"),
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,6 +513,5 @@ mod tests {
     fn byte_conversions_stop_at_2_pow_63() {
         assert_eq!(to_bytes(3, 512, "lba").unwrap(), 1536);
         assert_eq!(to_bytes(1 << 54, 512, "lba").unwrap_err().key, "offset_overflow");
-        assert_eq!(size_u32(1 << 32).unwrap_err().key, "size_too_large");
     }
 }
