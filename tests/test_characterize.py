@@ -233,11 +233,11 @@ def test_profile_json_round_trips(mix: dict) -> None:
 
 def test_bad_options_are_input_errors() -> None:
     t = Trace(ts_ns=[0], offset=[0], size=[512], op=[0])
-    with pytest.raises(iomimic.InputError, match="--by must be stream or volume"):
+    with pytest.raises(iomimic.InputError, match="`by` must be stream or volume"):
         iomimic.characterize(t, by="thread")
-    with pytest.raises(iomimic.InputError, match="ranges must be at least 1"):
+    with pytest.raises(iomimic.InputError, match="`ranges` must be at least 1"):
         iomimic.characterize(t, ranges=0)
-    with pytest.raises(iomimic.InputError, match="cannot read 'soon' as a duration"):
+    with pytest.raises(iomimic.InputError, match='`window`: cannot read "soon" as a duration'):
         iomimic.characterize(t, window="soon")
     ten_seconds = Trace(ts_ns=[0, 10 * S], offset=[0, 0], size=[512, 512], op=[0, 0])
     with pytest.raises(
@@ -297,4 +297,4 @@ def test_cli_characterize_table_and_json(tmp_path: Path) -> None:
     assert len(p["fluctuation"]["iops"]) == 3  # a 29 us trace in 10 us windows
     r = run_cli("characterize", str(src), "--window", "soon")
     assert r.returncode == 2
-    assert "cannot read 'soon' as a duration" in r.stderr
+    assert '--window: cannot read "soon" as a duration' in r.stderr

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from iomimic.model import train
-from iomimic.presets import ASSUMPTIONS, preset
+from iomimic.presets import assumptions, preset
 from iomimic.report import make_console
 from iomimic.validate import render, validate
 
@@ -35,7 +35,7 @@ def run_demo(requests: int = DEMO_REQUESTS, seed: int = 7) -> int:
     model = preset("tpcc")
     threads = ", ".join(f"{t['name']} ({t['weight']:.3g})" for t in model.data["threads"])
     step(f"preset tpcc: {len(model.data['threads'])} thread types: {threads}")
-    for line in ASSUMPTIONS["tpcc"]:
+    for line in assumptions("tpcc"):
         console.print(f"        assumption: {line}")
     original = model.generate(requests, seed=seed)
     step(f"generated {len(original):,} requests over {original.ts_ns[-1] / 1e9:,.1f} s from the preset")

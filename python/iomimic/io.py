@@ -303,30 +303,13 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
 
 def summary(trace: Trace) -> dict[str, Any]:
     """The figures ``iomimic info`` prints: counts, bytes, span, volumes and what reading found."""
-    import numpy as np
-
-    ops = np.bincount(trace.op, minlength=4)
-    size = trace.size.astype(np.uint64)
-    per_volume = np.bincount(trace.volume, minlength=len(trace.volumes))
     report = trace.report
     skipped = dict(report.get("skipped", []))
     return {
         "path": report.get("path"),
         "format": report.get("format"),
         "compression": report.get("compression"),
-        "requests": len(trace),
-        "reads": int(ops[0]),
-        "writes": int(ops[1]),
-        "trims": int(ops[2]),
-        "flushes": int(ops[3]),
-        "volumes": [
-            {"id": i, "name": name, "requests": int(per_volume[i])} for i, name in enumerate(trace.volumes)
-        ],
-        "streams": int(np.unique(trace.stream).size) if len(trace) else 0,
-        "span_s": float(trace.ts_ns[-1]) / 1e9 if len(trace) else 0.0,
-        "bytes_read": int(size[trace.op == 0].sum()),
-        "bytes_written": int(size[trace.op == 1].sum()),
-        "has_latency": trace.latency_ns is not None,
+        **_core.summarize(*trace._core_args()),
         "lines": report.get("records"),
         "out_of_order": report.get("out_of_order", 0),
         "skipped": sum(skipped.values()),

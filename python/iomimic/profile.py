@@ -49,8 +49,8 @@ def characterize(
     mrc_sampling
         Force a SHARDS sampling rate in (0, 1]; default exact up to 10 M requests.
     """
-    window_ns = None if window is None else parse_duration_ns(window)
-    text = _core.characterize(
+    window_ns = None if window is None else parse_duration_ns(window, "window")
+    figures = _core.characterize(
         *trace._core_args(),
         ranges=ranges,
         window_ns=window_ns,
@@ -58,7 +58,7 @@ def characterize(
         mrc=mrc,
         mrc_sampling=mrc_sampling,
     )
-    profile = Profile(json.loads(text))
+    profile = Profile(figures)
     profile["source"] = {k: trace.report.get(k) for k in ("path", "format") if k in trace.report}
     return profile
 

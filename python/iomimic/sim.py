@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -69,5 +68,5 @@ def simulate(
     cols["ts_ns"] = d["issue_ns"]
     cols["latency_ns"] = d["latency_ns"]
     out = Trace(**cols, volumes=trace.volumes, files=trace.files)
-    out.report = {**trace.report, "simulated_on": json.loads(d["figures"])["device"]}
-    return out, json.loads(d["figures"])
+    out.report = {**trace.report, "simulated_on": d["figures"]["device"]}
+    return out, d["figures"]

@@ -1,63 +1,40 @@
-"""Parsing human-friendly quantities from the command line."""
+"""Human-friendly quantities: durations and sizes (parsed by the core's one grammar) and seeds."""
 
 from __future__ import annotations
 
-import re
-
+from iomimic import _core
 from iomimic.errors import InputError
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s|m|min|h)?\s*$")
-_NS_PER = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "min": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
 
-
-def parse_duration_ns(text: str | float | int) -> int:
-    """Nanoseconds in a duration such as ``60s``, ``250ms``, ``1.5h`` or a bare number of seconds.
+def parse_duration_ns(text: str | float | int, what: str = "duration") -> int:
+    """Nanoseconds in a duration such as ``60s``, ``250ms``, ``1.5h`` or a bare number of seconds
+    (the core's grammar; ``what`` names the parameter in messages).
 
     >>> parse_duration_ns("60s"), parse_duration_ns("250ms"), parse_duration_ns(2)
     (60000000000, 250000000, 2000000000)
     """
+    if isinstance(text, bool):
+        raise InputError(f"`{what}`: a duration is a number or text such as 60s, found {text!r}")
     if isinstance(text, (int, float)):
-        value, unit = float(text), "s"
-    else:
-        m = _DURATION.match(text)
-        if not m:
-            raise InputError(f"cannot read {text!r} as a duration; write e.g. 60s, 250ms, 1.5h")
-        value, unit = float(m.group(1)), m.group(2) or "s"
-    ns = round(value * _NS_PER[unit])
-    if ns <= 0:
-        raise InputError(f"a duration must be positive, found {text!r}")
-    return ns
+        if not (text == text and abs(text) != float("inf")):
+            raise InputError(f"`{what}`: a duration must be a finite number, found {text!r}")
+        text = repr(float(text)) if isinstance(text, float) else str(text)
+        if text.startswith("-"):
+            raise InputError(f"`{what}`: a duration must be positive, found {text}")
+        if "e" in text:  # a float repr in exponent form: spell it out for the grammar
+            text = f"{float(text):.9f}"
+    return _core.parse_duration_ns(text, what)
 
 
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
-
-
-def parse_size_bytes(text: str | int) -> int:
+def parse_size_bytes(text: str | int, what: str = "size") -> int:
     """Bytes in a size such as ``8G``, ``512M``, ``4KiB`` or a bare number (binary units).
 
     >>> parse_size_bytes("8G"), parse_size_bytes("4KiB"), parse_size_bytes(4096)
     (8589934592, 4096, 4096)
     """
-    if isinstance(text, int):
-        value, unit = float(text), ""
-    else:
-        m = _SIZE.match(text)
-        if not m:
-            raise InputError(f"cannot read {text!r} as a size; write e.g. 8G, 512M, 4KiB")
-        value, unit = float(m.group(1)), m.group(2).lower()
-    n = round(value * 1024 ** "kmgtp".find(unit) * 1024) if unit else round(value)
-    if n <= 0:
-        raise InputError(f"a size must be positive, found {text!r}")
-    return n
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise InputError(f"`{what}`: a size is a whole number or text such as 8G, found {text!r}")
+    return _core.parse_size_bytes(str(text), what)
 
 
 def parse_seed(value: str | int) -> int:

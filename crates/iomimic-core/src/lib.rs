@@ -6,11 +6,14 @@
 pub mod analyze;
 pub mod error;
 pub mod formats;
+pub mod limits;
 pub mod model;
 pub mod random;
 pub mod realio;
 pub mod sim;
+pub mod synth;
 pub mod trace;
+pub mod units;
 
 pub use error::{Error, Result};
 pub use formats::{read_trace, Format, ReadOptions, ReadReport, TraceReader};

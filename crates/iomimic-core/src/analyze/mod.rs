@@ -6,11 +6,14 @@
 // equality is wanted where ties are grouped, and the formulas keep their textbook letters.
 #![allow(clippy::cast_sign_loss, clippy::float_cmp, clippy::many_single_char_names)]
 
+pub mod compare;
 pub mod distfit;
 mod group;
+pub mod lru_stack;
 pub mod mrc;
 pub mod sequentiality;
 pub mod stats;
+pub mod summary;
 mod threads;
 
 use std::collections::BTreeMap;

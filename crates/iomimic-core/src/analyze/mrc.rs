@@ -4,8 +4,9 @@
 //! A request touches every 4 KiB block it overlaps (reads and writes; trims and flushes move no
 //! cached data). Each block access's *stack distance* is the number of distinct blocks touched
 //! since the previous access to the same block; an LRU cache of C blocks hits exactly the
-//! accesses with distance < C. Distances come from a Fenwick tree over access times holding a 1
-//! at the latest access of every block (Bennett & Kruskal). The histogram of distances then
+//! accesses with distance < C. Distances come from the crate's LRU stack
+//! ([`super::lru_stack`]: a Fenwick tree over access times holding a 1 at the latest access of
+//! every block, as Bennett & Kruskal). The histogram of distances then
 //! gives the miss ratio at every size: misses(C) = cold misses + accesses with distance ≥ C.
 //!
 //! Above a request count the caller chooses, blocks are sampled spatially as in SHARDS: a block
@@ -20,8 +21,9 @@
 //! "LRU stack processing" (1975); Waldspurger et al., "Efficient MRC Construction with SHARDS"
 //! (FAST 2015).
 
-use rustc_hash::FxHashMap;
 use serde::Serialize;
+
+use super::lru_stack::Stack;
 
 use crate::trace::{Op, TraceView};
 
@@ -58,28 +60,6 @@ pub struct Mrc {
     pub sampling_rate: f64,
 }
 
-struct Fenwick(Vec<u32>);
-
-impl Fenwick {
-    fn add(&mut self, mut i: usize, delta: i32) {
-        i += 1;
-        while i < self.0.len() {
-            self.0[i] = self.0[i].wrapping_add_signed(delta);
-            i += i & i.wrapping_neg();
-        }
-    }
-
-    /// Sum of positions `[0, i)`.
-    fn prefix(&self, mut i: usize) -> u64 {
-        let mut sum = 0u64;
-        while i > 0 {
-            sum += u64::from(self.0[i]);
-            i &= i - 1;
-        }
-        sum
-    }
-}
-
 fn mix(volume: u32, block: u64) -> u64 {
     // SplitMix64 finaliser: spreads adjacent blocks uniformly for sampling.
     let mut z = block ^ (u64::from(volume) << 52) ^ 0x9e37_79b9_7f4a_7c15;
@@ -106,38 +86,33 @@ pub fn miss_ratio_curve(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + C
         .clone()
         .map(|i| blocks_of(i).filter(|&b| sampled(t.volume[i], b)).count())
         .sum();
-    let mut tree = Fenwick(vec![0; total + 1]);
-    let mut last: FxHashMap<(u32, u64), u32> = FxHashMap::default();
-    // distances[d] = sampled accesses at distance d (in sampled blocks)
+    let mut stack = Stack::new(total);
+    // distances[d] = sampled accesses at distance d (in sampled blocks): d distinct blocks
+    // touched since the block's previous access, its stack depth less one
     let mut distances: Vec<u64> = Vec::new();
     let mut cold = 0u64;
-    let mut now = 0usize;
     for i in rows {
         let volume = t.volume[i];
         for block in blocks_of(i) {
             if !sampled(volume, block) {
                 continue;
             }
-            match last.insert((volume, block), now as u32) {
-                Some(prev) => {
-                    let prev = prev as usize;
-                    let d = (tree.prefix(now) - tree.prefix(prev + 1)) as usize;
+            match stack.touch((volume, block)) {
+                Some(depth) => {
+                    let d = (depth - 1) as usize;
                     if d >= distances.len() {
                         distances.resize(d + 1, 0);
                     }
                     distances[d] += 1;
-                    tree.add(prev, -1);
                 }
                 None => cold += 1,
             }
-            tree.add(now, 1);
-            now += 1;
         }
     }
     finish(
         &distances,
         cold,
-        last.len() as u64,
+        stack.keys() as u64,
         rate.clamp(f64::MIN_POSITIVE, 1.0),
     )
 }

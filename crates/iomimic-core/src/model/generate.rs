@@ -1,4 +1,4 @@
-//! Generation: from a [`Model`] to a synthetic trace, and the locality-free baseline.
+//! Generation: from a [`Model`] to a synthetic trace.
 //!
 //! ## Algorithm
 //! Each thread walks its state diagram: from the current leaf, the top chain's edge is drawn;
@@ -25,7 +25,7 @@ use super::used::Used;
 use super::{Chain, Model, Stats, Thread};
 use crate::error::{Error, Result};
 use crate::random::splitmix;
-use crate::trace::{Trace, TraceView};
+use crate::trace::Trace;
 
 /// Draws of a reuse depth before a reuse gives up and places its request afresh.
 const REUSE_DRAWS: usize = 8;
@@ -162,7 +162,7 @@ struct Head {
 
 /// The reuse extension's LRU stack; its times index the thread's requests (`out`).
 struct ReuseState {
-    stack: super::lru::GenStack,
+    stack: crate::analyze::lru_stack::GenStack,
 }
 
 struct ThreadGen {
@@ -428,7 +428,7 @@ impl ThreadGen {
             path: Vec::new(),
             ends: vec![VecDeque::new(); model.volumes.len()],
             reuse: rt.reuse.as_ref().map(|_| ReuseState {
-                stack: super::lru::GenStack::new(usize::try_from(count).unwrap_or(0)),
+                stack: crate::analyze::lru_stack::GenStack::new(usize::try_from(count).unwrap_or(0)),
             }),
             out: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
             u: 0.0,
@@ -773,43 +773,6 @@ fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> R + Sync) -
         .into_iter()
         .map(|r| r.into_inner().expect("no worker panics").expect("every task ran"))
         .collect()
-}
-
-/// What IOMeter-style generators produce: the same mix, sizes and inter-arrival times as
-/// `original` (each request's op, size, volume and gap drawn together from a random request of
-/// it), but offsets uniform over the volume's span, with no sequential runs and no reuse.
-pub fn generate_locality_free(original: &TraceView<'_>, requests: u64, seed: u64) -> Result<Trace> {
-    let n = original.len();
-    if n < 2 {
-        return Err(Error::Usage(
-            "the baseline needs an original trace of at least two requests".into(),
-        ));
-    }
-    let mut spans = vec![1u64; original.volumes.len()];
-    for i in 0..n {
-        let v = original.volume[i] as usize;
-        spans[v] = spans[v].max(original.offset[i] + u64::from(original.size[i]));
-    }
-    let mut rng = Prng::new(seed);
-    let mut out = Trace {
-        volumes: original.volumes.to_vec(),
-        ..Trace::default()
-    };
-    let mut t = 0u64;
-    for _ in 0..requests {
-        let i = 1 + rng.below((n - 1) as u64) as usize;
-        t += original.ts_ns[i] - original.ts_ns[i - 1];
-        let (v, size) = (original.volume[i], original.size[i]);
-        let room = spans[v as usize].saturating_sub(u64::from(size)) / 512;
-        out.ts_ns.push(t);
-        out.offset.push(512 * rng.below(room + 1));
-        out.size.push(size);
-        out.op.push(original.op[i]);
-        out.volume.push(v);
-        out.stream.push(original.stream[i]);
-    }
-    out.make_relative();
-    Ok(out)
 }
 
 #[cfg(test)]

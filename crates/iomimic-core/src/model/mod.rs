@@ -18,14 +18,17 @@
 )]
 
 mod generate;
-mod lru;
+mod mix;
+pub mod preset;
 mod sample;
 mod train;
 mod used;
 
 use serde::{Deserialize, Serialize};
 
-pub use generate::{generate, generate_locality_free, GenerateOptions};
+pub use generate::{generate, GenerateOptions};
+pub use mix::mix;
+pub use preset::Preset;
 pub use train::{train, TrainOptions};
 pub use train::{HEADS, NEAR_GAP};
 

@@ -32,7 +32,7 @@ use rustc_hash::FxHashMap;
 use super::{
     Chain, Dist, Edge, Model, RateProfile, Reuse, ReuseBucket, Sizes, State, Stats, Streams, Thread, Volume,
 };
-use crate::analyze::{self, distfit, MrcScope};
+use crate::analyze::{self, compare, distfit, MrcScope};
 use crate::error::{Error, Result};
 use crate::trace::TraceView;
 
@@ -115,8 +115,8 @@ pub fn train(t: &TraceView<'_>, opts: &TrainOptions) -> Result<Model> {
         format!(
             "states per level: the choice of {STATE_CHOICES:?} with the lowest level-1 inter-state transition \
              probability relative to chance; levels: the first whose next level improves the worst deviation of a \
-             generated trace from the original (read and sequential fractions, mean size and inter-arrival, spatial \
-             shares, miss ratios) by less than {:.0} points",
+             generated trace from the original (of the figures `validate` scores against a target) by less than \
+             {:.0} points",
             LEVEL_CHANGE * 100.0
         )
         .into(),
@@ -193,39 +193,6 @@ fn choose_states(t: &TraceView<'_>) -> u32 {
     best.1
 }
 
-/// The figures level selection watches, from a profile.
-fn watched_figures(p: &analyze::Profile) -> Vec<f64> {
-    let f = &p.trace;
-    let mut v = vec![
-        f.read_fraction,
-        f.sequential_fraction,
-        f.size.all.mean_bytes,
-        f.interarrival.mean_us,
-    ];
-    v.extend(&f.spatial.fractions);
-    if let Some(m) = &f.mrc {
-        v.extend(m.curve.iter().map(|c| c.miss_ratio));
-    }
-    v
-}
-
-/// Deviation of each watched figure from the original's: absolute for fractions and miss
-/// ratios, relative for sizes and times. Curves of different lengths compare over the shorter.
-fn deviations(original: &[f64], synthetic: &[f64]) -> Vec<f64> {
-    original
-        .iter()
-        .zip(synthetic)
-        .enumerate()
-        .map(|(i, (a, b))| {
-            if i == 2 || i == 3 {
-                (a - b).abs() / a.abs().max(f64::MIN_POSITIVE)
-            } else {
-                (a - b).abs()
-            }
-        })
-        .collect()
-}
-
 fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<(u32, serde_json::Value)> {
     let sample = head(t, SELECTION_SAMPLE);
     let n = sample.len();
@@ -233,7 +200,11 @@ fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<
         mrc: MrcScope::Trace,
         ..analyze::Options::default()
     };
-    let original = watched_figures(&analyze::characterize(&sample, &opts_char)?);
+    let original = analyze::characterize(&sample, &opts_char)?;
+    let same_window = analyze::Options {
+        window_ns: original.options.window_ns,
+        ..opts_char
+    };
     let mut tried = Vec::new();
     let mut previous: Option<f64> = None;
     for levels in 1..=MAX_LEVELS {
@@ -244,11 +215,8 @@ fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<
             ..super::GenerateOptions::default()
         };
         let synth = super::generate(&model, &gen)?;
-        let dev = deviations(
-            &original,
-            &watched_figures(&analyze::characterize(&synth.view(), &opts_char)?),
-        );
-        let worst = dev.iter().copied().fold(0.0, f64::max);
+        let rows = compare::compare(&original, &analyze::characterize(&synth.view(), &same_window)?);
+        let worst = compare::worst_deviation(&rows);
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);
         tried.push(serde_json::json!({ "levels": levels, "worst_deviation": worst, "improvement": gain }));
@@ -493,7 +461,7 @@ fn reuse_depths<'scope>(
 ) -> impl Iterator<Item = Option<u64>> + 'scope {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Option<u64>>>(8);
     scope.spawn(move || {
-        let mut stack = super::lru::Stack::new(rows.len());
+        let mut stack = crate::analyze::lru_stack::Stack::new(rows.len());
         for chunk in rows.chunks(DEPTH_CHUNK) {
             let depths = chunk
                 .iter()

@@ -1,5 +1,6 @@
-//! LRU stack distances over 4 KiB block keys, both ways: the distance of a touch (training)
-//! and the block at a given depth (generation).
+//! The LRU stack over block keys, both ways: the distance of a touch (the miss-ratio curve,
+//! training's reuse depths) and the block at a given depth (generation). The one LRU stack of
+//! the crate.
 //!
 //! ## Algorithm
 //! A Fenwick tree over touch times holds a 1 at the latest touch of every key. The distance of
@@ -89,10 +90,11 @@ impl Marks {
     }
 }
 
-/// The trainer's stack: finds each key's previous touch in a map to measure its depth.
+/// A stack that finds each key's previous touch in a map to measure its depth. Touch times
+/// are 32-bit (the map is most of the memory: a key and a time per distinct block).
 pub struct Stack {
     marks: Marks,
-    last: FxHashMap<Key, usize>,
+    last: FxHashMap<Key, u32>,
 }
 
 impl Stack {
@@ -110,7 +112,8 @@ impl Stack {
     /// the most recently used key, or `None` on a first touch.
     pub fn touch(&mut self, key: Key) -> Option<u64> {
         let now = self.marks.len();
-        let depth = self.last.insert(key, now).map(|prev| {
+        let depth = self.last.insert(key, now as u32).map(|prev| {
+            let prev = prev as usize;
             // marks after prev: all marks but those up to and including prev
             let between = self.marks.count - self.marks.before(prev + 1);
             self.marks.unmark(prev);
@@ -124,6 +127,11 @@ impl Stack {
     #[cfg(test)]
     pub fn at_depth(&self, depth: u64) -> Option<usize> {
         self.marks.at_depth(depth)
+    }
+
+    /// Distinct keys touched.
+    pub fn keys(&self) -> usize {
+        self.last.len()
     }
 }
 

@@ -1,0 +1,99 @@
+//! Characterization and fidelity.
+
+use pyo3::prelude::*;
+
+use iomimic_core::analyze::{self, compare};
+
+use crate::boundary::{parse_opt, to_py, with_checked_view, with_view, Columns};
+use crate::errors::{to_py as err_to_py, InputError};
+
+/// Every characterization figure of a trace (a Profile).
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, ranges=4, window_ns=None, by=None, mrc="all", mrc_sampling=None))]
+pub fn characterize(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    ranges: usize,
+    window_ns: Option<u64>,
+    by: Option<&str>,
+    mrc: &str,
+    mrc_sampling: Option<f64>,
+) -> PyResult<Py<PyAny>> {
+    let by = match by {
+        None => None,
+        Some("stream") => Some(analyze::GroupBy::Stream),
+        Some("volume") => Some(analyze::GroupBy::Volume),
+        Some(other) => {
+            return Err(InputError::new_err(format!(
+                "`by` must be stream or volume, found {other:?}"
+            )))
+        }
+    };
+    let mrc = match mrc {
+        "all" => analyze::MrcScope::All,
+        "trace" => analyze::MrcScope::Trace,
+        "none" => analyze::MrcScope::None,
+        other => {
+            return Err(InputError::new_err(format!(
+                "`mrc` must be all, trace or none, found {other:?}"
+            )))
+        }
+    };
+    if ranges == 0 {
+        return Err(InputError::new_err("`ranges` must be at least 1"));
+    }
+    if let Some(rate) = mrc_sampling.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
+        return Err(InputError::new_err(format!(
+            "`mrc_sampling` must be in (0, 1], found {rate}"
+        )));
+    }
+    let opts = analyze::Options {
+        ranges,
+        window_ns,
+        by,
+        mrc,
+        mrc_sampling,
+    };
+    let profile = with_checked_view(&columns, &volumes, &files, "characterize", |view| {
+        py.detach(|| analyze::characterize(view, &opts))
+            .map_err(err_to_py)
+    })?;
+    to_py(py, &profile)
+}
+
+/// How faithful `synthetic` is to `original`: the validation table (and a baseline's).
+#[pyfunction]
+#[pyo3(signature = (original, original_names, synthetic, synthetic_names, ranges=4, baseline=None, seed=1))]
+pub fn validate_traces(
+    py: Python<'_>,
+    original: Columns<'_>,
+    original_names: (Vec<String>, Vec<String>),
+    synthetic: Columns<'_>,
+    synthetic_names: (Vec<String>, Vec<String>),
+    ranges: usize,
+    baseline: Option<&str>,
+    seed: u64,
+) -> PyResult<Py<PyAny>> {
+    if ranges == 0 {
+        return Err(InputError::new_err("`ranges` must be at least 1"));
+    }
+    let opts = compare::ValidateOptions {
+        ranges,
+        baseline: parse_opt::<compare::Baseline>(baseline)?,
+        seed,
+    };
+    let (ov, of) = &original_names;
+    let (sv, sf) = &synthetic_names;
+    let result = with_checked_view(&original, ov, of, "validate against", |o| {
+        with_view(&synthetic, sv, sf, |s| {
+            s.validate().map_err(InputError::new_err)?;
+            if s.is_empty() {
+                return Err(InputError::new_err("cannot validate an empty synthetic trace"));
+            }
+            py.detach(|| compare::validate(o, s, &opts)).map_err(err_to_py)
+        })
+    })?;
+    to_py(py, &result)
+}

@@ -1,0 +1,63 @@
+//! Trace-driven simulation.
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use iomimic_core::sim;
+
+use crate::boundary::{to_py, with_checked_view, Columns};
+use crate::errors::{to_py as err_to_py, InputError};
+
+/// Simulates a trace on a device file (TOML text); returns latencies, issue times and figures.
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, config_toml, iodepth=None, intensity=1.0, scheduler=None))]
+pub fn simulate<'py>(
+    py: Python<'py>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    config_toml: &str,
+    iodepth: Option<usize>,
+    intensity: f64,
+    scheduler: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let config = sim::Config::from_toml(config_toml).map_err(err_to_py)?;
+    let scheduler = match scheduler {
+        None => None,
+        Some("fifo") => Some(sim::Scheduler::Fifo),
+        Some("sstf") => Some(sim::Scheduler::Sstf),
+        Some(other) => {
+            return Err(InputError::new_err(format!(
+                "`scheduler` must be fifo or sstf, found {other:?}"
+            )))
+        }
+    };
+    let opts = sim::SimOptions {
+        iodepth,
+        intensity,
+        scheduler,
+    };
+    let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
+        py.detach(|| sim::simulate(view, &config, &opts))
+            .map_err(err_to_py)
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
+    d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
+    d.set_item("figures", to_py(py, &result.figures)?)?;
+    Ok(d)
+}
+
+/// [(name, TOML text)] of the built-in device files.
+#[pyfunction]
+pub fn device_presets() -> Vec<(&'static str, &'static str)> {
+    sim::PRESETS.to_vec()
+}
+
+/// Checks a device file; returns it normalised (or raises InputError naming the field).
+#[pyfunction]
+pub fn check_device(py: Python<'_>, config_toml: &str) -> PyResult<Py<PyAny>> {
+    let config = sim::Config::from_toml(config_toml).map_err(err_to_py)?;
+    to_py(py, &config)
+}

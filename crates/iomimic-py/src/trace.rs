@@ -1,0 +1,191 @@
+//! Reading and writing traces, and the figures `info` shows.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use iomimic_core::analyze::summary;
+use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
+
+use crate::boundary::{parse_opt, to_py, trace_to_py, with_view, Columns};
+use crate::errors::{to_py as err_to_py, InputError};
+
+/// A trace file being read incrementally, so Python can show progress and stay interruptible.
+#[pyclass(name = "TraceReader", module = "iomimic._core")]
+pub struct PyTraceReader {
+    inner: Mutex<Option<iomimic_core::TraceReader>>,
+}
+
+impl PyTraceReader {
+    fn with<R>(&self, f: impl FnOnce(&mut iomimic_core::TraceReader) -> PyResult<R>) -> PyResult<R> {
+        let mut guard = self
+            .inner
+            .lock()
+            .map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?;
+        let reader = guard
+            .as_mut()
+            .ok_or_else(|| InputError::new_err("reader already finished"))?;
+        f(reader)
+    }
+}
+
+#[pymethods]
+impl PyTraceReader {
+    #[new]
+    #[pyo3(signature = (path, format=None, skip_bad=false, time_unit=None, event=None, columns=None, delimiter=None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        format: Option<&str>,
+        skip_bad: bool,
+        time_unit: Option<&str>,
+        event: Option<&str>,
+        columns: Option<String>,
+        delimiter: Option<&str>,
+    ) -> PyResult<Self> {
+        let delimiter = match delimiter {
+            None => None,
+            Some("\\t" | "tab") => Some(b'\t'),
+            Some(d) if d.len() == 1 => Some(d.as_bytes()[0]),
+            Some(d) => {
+                return Err(InputError::new_err(format!(
+                    "`delimiter` must be one character, found {d:?}"
+                )))
+            }
+        };
+        let opts = ReadOptions {
+            format: parse_opt::<Format>(format)?,
+            skip_bad,
+            time_unit: parse_opt::<TimeUnit>(time_unit)?,
+            blk_event: parse_opt::<BlkEvent>(event)?.unwrap_or_default(),
+            columns,
+            delimiter,
+        };
+        let reader = py
+            .detach(|| iomimic_core::TraceReader::open(&path, &opts))
+            .map_err(err_to_py)?;
+        Ok(Self {
+            inner: Mutex::new(Some(reader)),
+        })
+    }
+
+    /// The format being read (detected or given).
+    #[getter]
+    fn format(&self) -> PyResult<&'static str> {
+        self.with(|r| Ok(r.format().name()))
+    }
+
+    /// (bytes of the file consumed, file size): for progress bars.
+    fn progress(&self) -> PyResult<(u64, u64)> {
+        self.with(|r| Ok(r.progress()))
+    }
+
+    /// Parses at least `max_rows` more rows; False once the input is exhausted.
+    fn read_some(&self, py: Python<'_>, max_rows: usize) -> PyResult<bool> {
+        self.with(|r| py.detach(|| r.read_some(max_rows)).map_err(err_to_py))
+    }
+
+    /// Reads the rest; returns the columns with the name tables and the read report.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let reader = self
+            .inner
+            .lock()
+            .map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?
+            .take()
+            .ok_or_else(|| InputError::new_err("reader already finished"))?;
+        let (trace, report) = py.detach(|| reader.finish()).map_err(err_to_py)?;
+        let out = trace_to_py(py, trace)?;
+        out.set_item("report", report_to_py(py, &report)?)?;
+        Ok(out)
+    }
+}
+
+fn report_to_py<'py>(py: Python<'py>, r: &ReadReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", r.path.to_string_lossy())?;
+    d.set_item("format", r.format.map(Format::name))?;
+    d.set_item("compression", r.compression.map(formats::Compression::name))?;
+    d.set_item("records", r.records)?;
+    d.set_item("requests", r.requests)?;
+    d.set_item("out_of_order", r.out_of_order)?;
+    d.set_item("start_ns", r.start_ns)?;
+    d.set_item(
+        "skipped",
+        r.skipped
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>()
+            .into_pyobject(py)?,
+    )?;
+    d.set_item("skipped_examples", &r.skipped_examples)?;
+    d.set_item(
+        "ignored",
+        r.ignored.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(),
+    )?;
+    d.set_item("notes", &r.notes)?;
+    Ok(d)
+}
+
+/// Checks a trace's invariants; raises InputError naming the first breach.
+#[pyfunction]
+pub fn validate(columns: Columns<'_>, volumes: Vec<String>, files: Vec<String>) -> PyResult<()> {
+    with_view(&columns, &volumes, &files, |v| {
+        v.validate().map_err(InputError::new_err)
+    })
+}
+
+/// Writes canonical CSV to `path`, gzip-compressed with `gzip` (the caller makes the write
+/// atomic).
+#[pyfunction]
+#[pyo3(signature = (path, columns, volumes, files, gzip=false))]
+pub fn write_csv(
+    py: Python<'_>,
+    path: PathBuf,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    gzip: bool,
+) -> PyResult<()> {
+    let io_error = |source| {
+        err_to_py(iomimic_core::Error::Io {
+            path: path.clone(),
+            source,
+        })
+    };
+    with_view(&columns, &volumes, &files, |view| {
+        let file = std::fs::File::create(&path).map_err(io_error)?;
+        let write = || -> std::io::Result<()> {
+            if gzip {
+                // level 6 (gzip's own default): most of the size saving at a fraction of 9's time
+                let mut encoder = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+                formats::write_csv(view, &mut encoder)?;
+                encoder.finish().map(drop)
+            } else {
+                formats::write_csv(view, file)
+            }
+        };
+        py.detach(write).map_err(io_error)
+    })
+}
+
+/// The figures `iomimic info` shows (counts, bytes, span, volumes, streams).
+#[pyfunction]
+pub fn summarize(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+) -> PyResult<Py<PyAny>> {
+    with_view(&columns, &volumes, &files, |view| {
+        let s = py.detach(|| summary::summarize(view));
+        to_py(py, &s)
+    })
+}
+
+/// [(name, description)] of every format.
+#[pyfunction]
+pub fn format_table() -> Vec<(&'static str, &'static str)> {
+    Format::ALL.iter().map(|f| (f.name(), f.description())).collect()
+}
