@@ -1,23 +1,26 @@
-"""`iomimic demo`: the whole loop on the built-in ``tpcc`` preset.
+"""The whole loop on the built-in ``tpcc`` preset (what `iomimic demo` shows).
 
 preset model (from the seeds' published TPC-C figures) → a trace generated from it → a model
 trained on that trace (levels and states chosen automatically) → a synthetic trace from the
-trained model → the validation table, with the locality-free baseline beside it.
+trained model → the validation, with the locality-free baseline beside it.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from iomimic.model import train
 from iomimic.presets import assumptions, preset
-from iomimic.report import make_console
-from iomimic.validate import render, validate
+from iomimic.validate import validate
 
 EXAMPLE = "example-msr.csv.gz"
 DEMO_REQUESTS = 100_000
+
+#: Told each step as it ends: what was done, and lines of detail.
+Step = Callable[[str, Sequence[str]], None]
 
 
 def example_path() -> Path:
@@ -25,28 +28,26 @@ def example_path() -> Path:
     return Path(str(resources.files("iomimic") / "data" / EXAMPLE))
 
 
-def run_demo(requests: int = DEMO_REQUESTS, seed: int = 7) -> int:
-    console = make_console()
-    start = time.perf_counter()
-
-    def step(text: str) -> None:
-        console.print(f"[bold]{time.perf_counter() - start:5.1f}s[/bold]  {text}")
-
+def run_demo(step: Step, requests: int = DEMO_REQUESTS, seed: int = 7) -> dict[str, Any]:
+    """Runs the loop, telling ``step`` what each stage did; returns the validation (the result
+    of :func:`iomimic.validate.validate`)."""
     model = preset("tpcc")
     threads = ", ".join(f"{t['name']} ({t['weight']:.3g})" for t in model.data["threads"])
-    step(f"preset tpcc: {len(model.data['threads'])} thread types: {threads}")
-    for line in assumptions("tpcc"):
-        console.print(f"        assumption: {line}")
+    step(
+        f"preset tpcc: {len(model.data['threads'])} thread types: {threads}",
+        [f"assumption: {line}" for line in assumptions("tpcc")],
+    )
     original = model.generate(requests, seed=seed)
-    step(f"generated {len(original):,} requests over {original.ts_ns[-1] / 1e9:,.1f} s from the preset")
+    step(f"generated {len(original):,} requests over {original.span_s:,.1f} s from the preset", ())
     trained = train(original, name="tpcc-demo", seed=seed)
     d = trained.data
     step(
-        f"trained a model on them: {len(d['threads'])} threads, {d['levels']} level(s) x {d['states']} states"
+        f"trained a model on them: {len(d['threads'])} threads, "
+        f"{d['levels']} level(s) x {d['states']} states",
+        (),
     )
     synthetic = trained.generate(requests, seed=seed + 1)
-    step(f"generated {len(synthetic):,} synthetic requests from the trained model")
+    step(f"generated {len(synthetic):,} synthetic requests from the trained model", ())
     result = validate(original, synthetic, baseline="locality-free", seed=seed)
-    step("validated (the 'locality-free' columns score an IOMeter-like workload with the same mix)")
-    render(result, console)
-    return 0
+    step("validated (the 'locality-free' columns score an IOMeter-like workload with the same mix)", ())
+    return result

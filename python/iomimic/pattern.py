@@ -90,6 +90,43 @@ def parse_pattern(spec: str, span: int | None = None) -> Pattern:
     return Pattern(mix if reads is None else reads, order, size, gap_ns, poisson, span)
 
 
+#: Requests generated for a back-to-back pattern (no ``rate=`` or ``interarrival=``) run for a
+#: duration. Its rate is the device's, unknown before the run, so no count is exact; the
+#: deadline stops the run, so the count only needs to outlast it. It is bounded because the
+#: workload is built whole before the run starts (the Trace alone holds 29 bytes a request,
+#: about 145 MB at this count). A device faster than ``BACK_TO_BACK_REQUESTS / duration`` IOPS
+#: (83 k for a one-minute run) finishes the requests before the deadline, and the run ends then.
+BACK_TO_BACK_REQUESTS = 5_000_000
+
+#: A Poisson schedule's length in requests varies by about √n around n; this many standard
+#: deviations more requests make it outlast the duration all but always.
+POISSON_MARGIN_SD = 5
+
+
+def requests_for_duration(pattern: Pattern, duration_s: float, intensity: float = 1.0) -> int:
+    """How many requests a run of ``pattern`` needs to last ``duration_s`` seconds at
+    ``intensity`` times its rate (the run's deadline then stops it).
+
+    Fixed gaps need exactly the duration's worth. Exponential gaps add up to the duration
+    only on average, so the count gets ``POISSON_MARGIN_SD`` standard deviations more, and 10
+    for short runs where that margin is small. A back-to-back pattern gets
+    :data:`BACK_TO_BACK_REQUESTS`.
+
+    >>> requests_for_duration(parse_pattern("read 4k rate=1000"), 2.0)
+    2000
+    >>> requests_for_duration(parse_pattern("read 4k rate=1000 poisson"), 2.0, intensity=2)
+    4326
+    >>> requests_for_duration(parse_pattern("randread 4k"), 60.0)
+    5000000
+    """
+    if not pattern.gap_ns:
+        return BACK_TO_BACK_REQUESTS
+    n = max(1, round(duration_s * 1e9 * intensity / pattern.gap_ns))
+    if pattern.poisson:
+        n += round(POISSON_MARGIN_SD * n**0.5) + 10
+    return n
+
+
 def pattern_trace(spec: str, requests: int, *, span: int | None = None, seed: int = 1) -> Trace:
     """The workload ``spec`` describes, ``requests`` long.
 

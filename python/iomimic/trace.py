@@ -157,9 +157,17 @@ class Trace:
     def __len__(self) -> int:
         return len(self.ts_ns)
 
+    @property
+    def span_s(self) -> float:
+        """Seconds from the first request to the last (0 for an empty trace).
+
+        >>> Trace(ts_ns=[0, 1_500_000_000], offset=[0, 0], size=[512, 512], op=[0, 0]).span_s
+        1.5
+        """
+        return float(self.ts_ns[-1]) / 1e9 if len(self) else 0.0
+
     def __repr__(self) -> str:
-        span = self.ts_ns[-1] / 1e9 if len(self) else 0.0
-        return f"<Trace {len(self)} requests, {len(self.volumes)} volumes, {span:.3f} s>"
+        return f"<Trace {len(self)} requests, {len(self.volumes)} volumes, {self.span_s:.3f} s>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Trace):

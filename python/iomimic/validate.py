@@ -8,7 +8,6 @@ curve error ≤ 0.03.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from iomimic import _core
@@ -45,100 +44,3 @@ def validate(
     if "baseline" in result:
         result["baseline"]["source"] = {}
     return result
-
-
-def render(result: dict[str, Any], console) -> None:
-    from rich.table import Table
-
-    has_base = "baseline" in result
-    t = Table(title="validation: original vs synthetic", title_justify="left")
-    for c in ("metric", "original", "synthetic", "variation", "target"):
-        t.add_column(c, justify="left" if c == "metric" else "right")
-    if has_base:
-        t.add_column("locality-free", justify="right")
-        t.add_column("its variation", justify="right")
-
-    def show(r: dict[str, Any], key: str) -> str:
-        shown = r.get(f"{key}_shown")
-        if shown:
-            return shown
-        v = r.get(key)
-        if v is None or r["kind"] in ("distance", "spatial", "mrc"):
-            return "-" if key != "synthetic" or r["kind"] not in ("distance", "spatial", "mrc") else ""
-        return f"{v:,.4g}"
-
-    def var(kind: str, v: float | None) -> str:
-        if v is None:
-            return "-"
-        return f"{100 * v:+.2f}%" if kind in ("scalar", "info") else f"{v:.4f}"
-
-    for r in result["rows"]:
-        target = {"scalar": "±2%", "spatial": "≤ 0.02", "mrc": "≤ 0.03"}.get(r["kind"], "")
-        mark = "" if r["ok"] is None else (" ✓" if r["ok"] else " ✗")
-        row = [
-            r["metric"],
-            show(r, "original"),
-            show(r, "synthetic"),
-            var(r["kind"], r["variation"]) + mark,
-            target,
-        ]
-        if has_base:
-            b = r.get("baseline")
-            shown = "" if b is None or r["kind"] not in ("scalar", "info") else f"{b:,.4g}"
-            row += [shown, var(r["kind"], r.get("baseline_variation"))]
-        t.add_row(*row)
-    console.print(t)
-    console.print(
-        f"  {result['passed']} of {result['checked']} targets met "
-        f"({result['original']['requests']:,} original requests, "
-        f"{result['synthetic']['requests']:,} synthetic)"
-    )
-
-
-def plot_report(result: dict[str, Any], directory: str | Path) -> list[Path]:
-    """Writes PNG plots (miss-ratio curves, IOPS over time, spatial histogram) to ``directory``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-
-    def save(fig, ax, name: str, xlabel: str | None, ylabel: str, title: str) -> None:
-        if xlabel:
-            ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.legend()
-        written.append(directory / name)
-        fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-        plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, curve in result["curves"].items():
-        if curve:
-            ax.plot(
-                [p["cache_bytes"] / 2**20 for p in curve["curve"]],
-                [p["miss_ratio"] for p in curve["curve"]],
-                marker="o",
-                label=name,
-            )
-    ax.set_xscale("log", base=2)
-    save(fig, ax, "mrc.png", "LRU cache (MiB, 4 KiB blocks)", "miss ratio", "miss-ratio curves")
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    iot = result["iops_over_time"]
-    for name in ("original", "synthetic"):
-        ax.plot([i * iot["window_s"] for i in range(len(iot[name]))], iot[name], label=name)
-    save(fig, ax, "iops.png", "time (s)", "IOPS", f"IOPS per {iot['window_s']:g} s window")
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    sp = result["spatial"]
-    xs = range(len(sp["original"]))
-    ax.bar([x - 0.2 for x in xs], sp["original"], width=0.4, label="original")
-    ax.bar([x + 0.2 for x in xs], sp["synthetic"], width=0.4, label="synthetic")
-    ax.set_xticks(list(xs), [f"St{i + 1}" for i in xs])
-    save(fig, ax, "spatial.png", None, "share of requests", "spatial locality")
-    return written

@@ -1,49 +1,21 @@
-"""Readable tables for a Profile, laid out like the seeds' tables."""
+"""`iomimic characterize`: a Profile's figures, laid out like the seeds' tables."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from iomimic.profile import summary_row
+from iomimic.report import human_bytes, pct, table
 
 #: Rows of the per-volume / per-stream tables before they are cut short.
 MAX_GROUP_ROWS = 20
-#: Width of tables written to a pipe or file (a terminal's own width is used otherwise).
-PIPE_WIDTH = 120
-
-
-def make_console() -> Console:
-    """A console for tables: the terminal's width, or a fixed wide one when output is piped."""
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=PIPE_WIDTH)
-    return console
-
-
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.2f}%"
-
-
-def _table(title: str, *columns: str, **kw: Any) -> Table:
-    t = Table(title=title, title_justify="left", **kw)
-    for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
-    return t
 
 
 def render_profile(p: dict[str, Any], console: Console) -> None:
     src = p.get("source", {})
-    head = _table(
+    head = table(
         f"{src.get('path', 'trace')} ({src.get('format', '?')})", "figure", "value", show_header=False
     )
     rw = p["reads"] + p["writes"]
@@ -51,14 +23,14 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
         ("requests", f"{p['requests']:,}"),
         (
             "reads : writes",
-            f"{p['reads']:,} : {p['writes']:,}  ({_pct(p['read_fraction'])} reads)" if rw else "-",
+            f"{p['reads']:,} : {p['writes']:,}  ({pct(p['read_fraction'])} reads)" if rw else "-",
         ),
         ("trims, flushes", f"{p['trims']:,}, {p['flushes']:,}"),
         ("duration", f"{p['duration_s']:,.3f} s"),
         ("throughput", f"{p['iops']:,.1f} IOPS, {p['mb_per_s']:,.2f} MB/s"),
-        ("bytes read / written", f"{_bytes(p['bytes_read'])} / {_bytes(p['bytes_written'])}"),
-        ("sequential", _pct(p["sequential_fraction"])),
-        ("random", _pct(1 - p["sequential_fraction"])),
+        ("bytes read / written", f"{human_bytes(p['bytes_read'])} / {human_bytes(p['bytes_written'])}"),
+        ("sequential", pct(p["sequential_fraction"])),
+        ("random", pct(1 - p["sequential_fraction"])),
     ]
     for row in rows:
         head.add_row(*row)
@@ -72,7 +44,7 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
     _fluctuation(p["fluctuation"], console)
     if p.get("latency"):
         lat = p["latency"]
-        t = _table("latency (µs)", "requests", "mean", "p50", "p90", "p99", "p99.9", "max")
+        t = table("latency (µs)", "requests", "mean", "p50", "p90", "p99", "p99.9", "max")
         # the whole, then reads and writes apart when the trace has both
         for label, part in (("all", lat), ("reads", lat.get("read")), ("writes", lat.get("write"))):
             if part:
@@ -91,18 +63,18 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
 
 def _interarrival(ia: dict[str, Any], console: Console) -> None:
     pc = ia.get("percentiles_us") or {}
-    t = _table("inter-arrival time (µs)", "mean", "cv", "same instant", "p50", "p90", "p99", "p99.9", "max")
+    t = table("inter-arrival time (µs)", "mean", "cv", "same instant", "p50", "p90", "p99", "p99.9", "max")
     if pc:
         t.add_row(
             f"{ia['mean_us']:,.1f}",
             f"{ia['cv']:.2f}",
-            _pct(ia["zero_fraction"]),
+            pct(ia["zero_fraction"]),
             *(f"{pc[k]:,.1f}" for k in ("p50", "p90", "p99", "p999", "max")),
         )
     console.print(t)
     fit = ia.get("fit")
     if fit:
-        f = _table(
+        f = table(
             f"distribution fit (positive gaps, µs; by KS distance on {fit['sample_size']:,} values)",
             "candidate",
             "parameters",
@@ -115,15 +87,15 @@ def _interarrival(ia: dict[str, Any], console: Console) -> None:
 
 
 def _sizes(size: dict[str, Any], console: Console) -> None:
-    t = _table("request sizes", "", "mean", "most common")
+    t = table("request sizes", "", "mean", "most common")
     for label, s in (("all", size), ("reads", size["read"]), ("writes", size["write"])):
-        common = "  ".join(f"{_bytes(d['bytes'])} ({_pct(d['fraction'])})" for d in s["distribution"][:4])
-        t.add_row(label, _bytes(s["mean_bytes"]) if s["distinct_sizes"] else "-", common)
+        common = "  ".join(f"{human_bytes(d['bytes'])} ({pct(d['fraction'])})" for d in s["distribution"][:4])
+        t.add_row(label, human_bytes(s["mean_bytes"]) if s["distinct_sizes"] else "-", common)
     console.print(t)
 
 
 def _sequentiality(s: dict[str, Any], console: Console) -> None:
-    t = _table(
+    t = table(
         "sequentiality (Keeton et al.)",
         "P(backward)",
         "P(sequential)",
@@ -147,7 +119,7 @@ def _sequentiality(s: dict[str, Any], console: Console) -> None:
 
 def _spatial(sp: dict[str, Any], console: Console) -> None:
     n = sp["ranges"]
-    t = _table(
+    t = table(
         f"spatial locality ({n} equal ranges of each volume's span)", "", *(f"St{i + 1}" for i in range(n))
     )
     for label, key in (("all", "fractions"), ("reads", "read_fractions"), ("writes", "write_fractions")):
@@ -157,8 +129,8 @@ def _spatial(sp: dict[str, Any], console: Console) -> None:
 
 def _mrc(m: dict[str, Any], console: Console) -> None:
     sampled = "" if m["sampling_rate"] >= 1 else f", SHARDS sampled at {m['sampling_rate']:.3g}"
-    t = _table(
-        f"LRU miss ratio, 4 KiB blocks (footprint {_bytes(m['footprint_bytes'])}{sampled})",
+    t = table(
+        f"LRU miss ratio, 4 KiB blocks (footprint {human_bytes(m['footprint_bytes'])}{sampled})",
         "cache",
         "miss ratio",
     )
@@ -166,7 +138,7 @@ def _mrc(m: dict[str, Any], console: Console) -> None:
     step = max(1, len(curve) // 12)
     shown = curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
     for point in shown:
-        t.add_row(_bytes(point["cache_bytes"]), f"{point['miss_ratio']:.4f}")
+        t.add_row(human_bytes(point["cache_bytes"]), f"{point['miss_ratio']:.4f}")
     console.print(t)
 
 
@@ -174,14 +146,14 @@ def _fluctuation(fl: dict[str, Any], console: Console) -> None:
     peaks = fl["peaks"]
     listed = ", ".join(f"{pk['start_s']:,.0f}s ({pk['iops']:,.0f})" for pk in peaks[:5])
     more = f" and {len(peaks) - 5} more" if len(peaks) > 5 else ""
-    t = _table(f"fluctuation ({fl['window_s']:g} s windows)", "mean IOPS", "cv", f"peaks ({fl['peak_rule']})")
+    t = table(f"fluctuation ({fl['window_s']:g} s windows)", "mean IOPS", "cv", f"peaks ({fl['peak_rule']})")
     t.add_row(f"{fl['mean_iops']:,.1f}", f"{fl['cv']:.2f}", f"{len(peaks)}: {listed}{more}" if peaks else "0")
     console.print(t)
 
 
 def _groups(groups: dict[str, Any], label: str, console: Console) -> None:
     rows = sorted((summary_row(name, f) for name, f in groups.items()), key=lambda r: -r["requests"])
-    t = _table(
+    t = table(
         f"{label}s ({len(rows)})",
         label,
         "requests",
@@ -195,10 +167,10 @@ def _groups(groups: dict[str, Any], label: str, console: Console) -> None:
         t.add_row(
             r["name"],
             f"{r['requests']:,}",
-            _pct(r["read_fraction"]),
-            _pct(r["sequential_fraction"]),
+            pct(r["read_fraction"]),
+            pct(r["sequential_fraction"]),
             f"{r['iops']:,.1f}",
-            _bytes(r["mean_bytes"]),
+            human_bytes(r["mean_bytes"]),
             f"{r['mean_interarrival_us']:,.1f}",
         )
     if len(rows) > MAX_GROUP_ROWS:
@@ -207,7 +179,7 @@ def _groups(groups: dict[str, Any], label: str, console: Console) -> None:
 
 
 def _threads(threads: list[dict[str, Any]], th: dict[str, Any], console: Console) -> None:
-    t = _table("thread types", "thread", "functionality", "intensity", "fluctuation", "weight")
+    t = table("thread types", "thread", "functionality", "intensity", "fluctuation", "weight")
     kinds = {"log": "Log", "data": "Data"}
     t.add_row("Total", " + ".join(sorted({kinds[x["functionality"]] for x in threads})), "", "", "1.00")
     for i, x in enumerate(threads[:MAX_GROUP_ROWS]):
@@ -221,7 +193,8 @@ def _threads(threads: list[dict[str, Any]], th: dict[str, Any], console: Console
         )
     console.print(t)
     console.print(
-        f"  log: ≥ {th['log_min_write_fraction']:.0%} writes, mean ≤ {_bytes(th['log_max_mean_bytes'])}, "
+        f"  log: ≥ {th['log_min_write_fraction']:.0%} writes, "
+        f"mean ≤ {human_bytes(th['log_max_mean_bytes'])}, "
         f"≥ {th['log_min_relaxed_sequential_fraction']:.0%} relaxed-sequential; high intensity: weight ≥ "
         f"{th['high_intensity_min_weight']:.3g}; "
         f"high fluctuation: window IOPS cv ≥ {th['high_fluctuation_min_cv']}"
@@ -233,7 +206,7 @@ def _correlation(pc: dict[str, Any], console: Console) -> None:
     off = [m[a][b] for a in range(len(names)) for b in range(len(names)) if a != b and m[a][b] is not None]
     mean = sum(off) / len(off) if off else float("nan")
     if len(names) <= 8:
-        t = _table("peak correlation (per-window IOPS, Pearson)", "", *names)
+        t = table("peak correlation (per-window IOPS, Pearson)", "", *names)
         for a, name in enumerate(names):
             t.add_row(name, *("-" if v is None else f"{v:.2f}" for v in m[a]))
         console.print(t)

@@ -1,16 +1,19 @@
-"""The table `iomimic simulate` prints."""
+"""`iomimic simulate`: a simulation's figures and its devices."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
+from rich.console import Console
+
+from iomimic.report import figures_table, table
+
+#: Devices listed in the table (`--json` has every one).
+MAX_DEVICE_ROWS = 32
 
 
-def render_simulation(f: dict[str, Any], console) -> None:
-    t = Table(title=f"simulated on {f['device']} ({f['mode']})", title_justify="left", show_header=False)
-    t.add_column("figure", style="bold")
-    t.add_column("value", justify="right")
+def render_simulation(f: dict[str, Any], console: Console) -> None:
+    t = figures_table(f"simulated on {f['device']} ({f['mode']})")
     pc = f.get("latency_us") or {}
     rows = [
         ("requests", f"{f['requests']:,}"),
@@ -48,9 +51,9 @@ def render_simulation(f: dict[str, Any], console) -> None:
     for row in rows:
         t.add_row(*row)
     console.print(t)
-    d = Table(title="devices", title_justify="left")
+    d = table("devices")
     for c in ("device", "I/Os", "utilisation", "buffer hits"):
         d.add_column(c, justify="right")
-    for i, dev in enumerate(f["devices"][:32]):
+    for i, dev in enumerate(f["devices"][:MAX_DEVICE_ROWS]):
         d.add_row(str(i), f"{dev['ios']:,}", f"{100 * dev['utilization']:.1f}%", f"{dev['buffer_hits']:,}")
     console.print(d)

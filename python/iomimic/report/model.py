@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
+from rich.console import Console
 
-from iomimic.report import _bytes
+from iomimic.report import human_bytes, table
 
 
 def _dist(d: dict[str, Any]) -> str:
@@ -22,7 +22,7 @@ def _stats(s: dict[str, Any] | None) -> str:
     if not s:
         return "thread's"
     sizes = sorted(zip(s["sizes"]["p"], s["sizes"]["bytes"]), reverse=True)[:2]
-    size = ", ".join(f"{_bytes(b)} {100 * p:.0f}%" for p, b in sizes)
+    size = ", ".join(f"{human_bytes(b)} {100 * p:.0f}%" for p, b in sizes)
     return (
         f"rd {100 * s['ops'][0]:.0f}% seq {100 * s['sequential']:.0f}% reuse {100 * s['reuse']:.0f}% · {size}"
     )
@@ -38,9 +38,9 @@ def _count(chain: dict[str, Any]) -> tuple[int, int]:
     return states, edges
 
 
-def render_model(model, console, max_states: int = 16) -> None:
+def render_model(model, console: Console, max_states: int = 16) -> None:
     d = model.data
-    head = Table(title=f"model {d['name']}", title_justify="left", show_header=False)
+    head = table(f"model {d['name']}", show_header=False)
     head.add_column("", style="bold")
     head.add_column("")
     total_states = total_edges = 0
@@ -53,12 +53,12 @@ def render_model(model, console, max_states: int = 16) -> None:
         ("hierarchy", f"{d['levels']} level(s) x {d['states']} states per level"),
         ("threads", f"{len(d['threads'])}"),
         ("states / transitions", f"{total_states:,} / {total_edges:,}"),
-        ("volumes", ", ".join(f"{v['name']} ({_bytes(v['span_bytes'])})" for v in d["volumes"])),
+        ("volumes", ", ".join(f"{v['name']} ({human_bytes(v['span_bytes'])})" for v in d["volumes"])),
         ("rate profile", f"{len(d['rate']['shares'])} windows of {d['rate']['window_ns'] / 1e9:g} s"),
     ):
         head.add_row(*row)
     console.print(head)
-    threads = Table(title="threads", title_justify="left")
+    threads = table("threads")
     for c in ("thread", "stream", "weight", "mix", "inter-arrival", "reuse", "align"):
         threads.add_column(c)
     for t in d["threads"]:
@@ -70,12 +70,12 @@ def render_model(model, console, max_states: int = 16) -> None:
             _stats(t["defaults"]),
             _dist(t["defaults"]["interarrival"]),
             reuse,
-            _bytes(t["alignment"]),
+            human_bytes(t["alignment"]),
         )
     console.print(threads)
     for t in d["threads"][:4]:
         chain = t["chain"]
-        st = Table(title=f"{t['name']}: top-level states", title_justify="left")
+        st = table(f"{t['name']}: top-level states")
         for c in ("state", "volume", "range", "start share", "top transitions (p: stats)"):
             st.add_column(c)
         for i, s in enumerate(chain["states"][:max_states]):
@@ -83,7 +83,11 @@ def render_model(model, console, max_states: int = 16) -> None:
             tr = "\n".join(f"→{e['to']} {e['p']:.2f}: {_stats(e.get('stats'))}" for e in edges) or "-"
             name = d["volumes"][s["volume"]]["name"]
             st.add_row(
-                str(i), name, f"{_bytes(s['start'])} – {_bytes(s['end'])}", f"{chain['initial'][i]:.3f}", tr
+                str(i),
+                name,
+                f"{human_bytes(s['start'])} – {human_bytes(s['end'])}",
+                f"{chain['initial'][i]:.3f}",
+                tr,
             )
         if len(chain["states"]) > max_states:
             st.add_row("…", f"{len(chain['states']) - max_states} more (--max-states)", "", "", "")

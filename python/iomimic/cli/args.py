@@ -1,0 +1,177 @@
+"""What several commands share: the parser class, subcommands with examples, the option groups
+for reading a trace and for where real I/O goes, ``--seed``, and reading and ``--json`` writing
+as the commands do them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from iomimic.errors import InputError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class UsageError(InputError):
+    """A bad command line; argparse's own errors are raised as this so main() decides the exit."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print and exit(2) itself; keep one exit path
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def subcommand(subparsers, name: str, handler: Handler, help: str, examples: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with worked examples."""
+    p = subparsers.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog="examples:\n" + examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(handler=handler, parser=p)
+    return p
+
+
+def seed(text: str) -> int:
+    """An argparse type for ``--seed`` (argparse reports the error with the option's name)."""
+    from iomimic.units import parse_seed
+
+    try:
+        return parse_seed(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_read_options(p: argparse.ArgumentParser) -> None:
+    """The options of :func:`read` (every command that reads a trace of any format)."""
+    g = p.add_argument_group("reading the trace")
+    g.add_argument(
+        "-f", "--format", help="trace format (see `iomimic formats`); detected from the content if omitted"
+    )
+    g.add_argument("--skip-bad", action="store_true", help="skip malformed lines, count them and report them")
+    g.add_argument("--time-unit", choices=["ns", "us", "ms", "s"], help="time unit of mqsim/disksim files")
+    g.add_argument(
+        "--event", choices=["D", "Q"], help="blkparse: the action that marks a request (default D)"
+    )
+    g.add_argument(
+        "--columns", help="generic format: column mapping, e.g. ts=0:us,offset=4:bytes,size=5:bytes,op=3"
+    )
+    g.add_argument("--delimiter", help="generic format: field separator (default: detected)")
+
+
+def add_target_options(p: argparse.ArgumentParser) -> None:
+    """The options of real I/O (`run` and `replay`): where it goes, how, and its results."""
+    g = p.add_argument_group("where the I/O goes")
+    g.add_argument(
+        "--target", help="a file (created and preallocated with --size if missing) or a block device"
+    )
+    g.add_argument("--map", help="VOLUME=PATH,... one target per volume")
+    g.add_argument(
+        "--size", help="bytes of each target to use, e.g. 8G; needed to create one (default: its size)"
+    )
+    g.add_argument(
+        "--overwrite", action="store_true", help="write into an existing file iomimic did not create"
+    )
+    g.add_argument("--allow-device", action="store_true", help="allow a block device (never a mounted one)")
+    g = p.add_argument_group("how")
+    g.add_argument(
+        "--engine",
+        default="auto",
+        help="io_uring, psync (thread pool), null (no I/O), or auto (default: io_uring where the "
+        "kernel allows it, else psync)",
+    )
+    g.add_argument("--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)")
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=16,
+        help="open loop: most requests in flight (psync threads, io_uring ring slots; default 16)",
+    )
+    g.add_argument("--no-stall", action="store_true", help="open loop without waiting for request times")
+    g.add_argument(
+        "--no-sqpoll",
+        action="store_true",
+        help="io_uring open loop: submit from the timing thread instead of a kernel polling thread "
+        "(saves that thread's CPU; requests due during a submission, a few µs, go out late)",
+    )
+    g.add_argument("--direct", action="store_true", help="O_DIRECT, 4 KiB-aligned offsets and sizes")
+    g.add_argument(
+        "--verify",
+        action="store_true",
+        help="checksummed sector headers on writes, checked on reads and at the end",
+    )
+    g = p.add_argument_group("results")
+    g.add_argument("-o", "--output", help="the completed requests as a trace (.parquet, .csv or .csv.gz)")
+    g.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
+
+
+def model_part(spec: str) -> tuple[str, str]:
+    """``MODEL.json[:SHARE]`` of `model mix` as (path, share text); the share defaults to 1."""
+    path, _, share = spec.rpartition(":")
+    return (path, share) if path else (spec, "1")
+
+
+def read(args: argparse.Namespace):
+    """The trace named on the command line, read with the options of :func:`add_read_options`
+    (a progress bar on a terminal for big files)."""
+    from iomimic.cli.progress import reading
+    from iomimic.io import read_trace
+
+    progress, close = reading(args.trace)
+    try:
+        return read_trace(
+            args.trace,
+            format=args.format,
+            skip_bad=args.skip_bad,
+            time_unit=args.time_unit,
+            event=args.event,
+            columns=args.columns,
+            delimiter=args.delimiter,
+            progress=progress,
+        )
+    finally:
+        close()
+
+
+def read_reported(args: argparse.Namespace):
+    """:func:`read`, with what reading found told on stderr."""
+    from iomimic.io import summary
+
+    trace = read(args)
+    report_reading(summary(trace))
+    return trace
+
+
+def report_reading(s: dict[str, Any]) -> None:
+    """Tells stderr what reading skipped or reordered, so nothing is lost silently."""
+    err = sys.stderr
+    for note in s["notes"]:
+        print(f"note: {note}", file=err)
+    if s["skipped"]:
+        reasons = ", ".join(f"{n} {k}" for k, n in s["skipped_by_reason"].items())
+        print(f"warning: skipped {s['skipped']} malformed lines ({reasons}); first ones:", file=err)
+        for example in s["skipped_examples"]:
+            print(f"  {example}", file=err)
+    if s["out_of_order"]:
+        print(
+            f"note: {s['out_of_order']} lines were out of time order; requests were sorted stably", file=err
+        )
+
+
+def write_json(path: str, data: Any) -> bool:
+    """Writes ``--json PATH`` (``-``: stdout); True when that was stdout, which then holds only
+    the JSON, so the command prints nothing else."""
+    from iomimic.io import atomic_output
+
+    text = json.dumps(data, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return True
+    with atomic_output(path) as tmp:
+        tmp.write_text(text)
+    return False

@@ -1,0 +1,37 @@
+"""`iomimic info`: a trace's summary."""
+
+from __future__ import annotations
+
+import argparse
+
+from iomimic.cli import EXIT_OK
+from iomimic.cli.args import add_read_options, read, report_reading, subcommand, write_json
+
+
+def register(subparsers) -> None:
+    p = subcommand(
+        subparsers,
+        "info",
+        handle,
+        "Summarise a trace: format, requests, reads/writes, volumes, span, bytes.",
+        "  iomimic info wsrch-small.trace\n"
+        "  iomimic info hm_0.csv.gz --json hm0.json\n"
+        "  iomimic info trace.txt --format blkparse --skip-bad\n",
+    )
+    p.add_argument("trace", help="trace file (plain, .gz or .zst)")
+    p.add_argument("--json", metavar="PATH", help="also write the figures as JSON (- for stdout only)")
+    p.add_argument("--max-volumes", type=int, default=20, help="volumes listed in the table (default 20)")
+    add_read_options(p)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from iomimic.io import summary
+    from iomimic.report import make_console
+    from iomimic.report.info import render_info
+
+    s = summary(read(args))
+    report_reading(s)
+    if args.json and write_json(args.json, s):
+        return EXIT_OK
+    render_info(s, make_console(), max_volumes=args.max_volumes)
+    return EXIT_OK

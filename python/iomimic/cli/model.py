@@ -1,0 +1,130 @@
+"""`iomimic model train|show|preset|mix`: the hierarchical state-diagram model."""
+
+from __future__ import annotations
+
+import argparse
+
+from iomimic.cli import EXIT_OK
+from iomimic.cli.args import Parser, UsageError, add_read_options, model_part, read_reported, seed, subcommand
+
+
+def register(subparsers) -> None:
+    model_cmd = subparsers.add_parser(
+        "model",
+        help="Train, show, assemble or load preset workload models.",
+        description="The hierarchical state-diagram model: train | show | preset | mix.",
+    )
+    actions = model_cmd.add_subparsers(
+        dest="model_command", metavar="ACTION", parser_class=Parser, required=True
+    )
+
+    p = subcommand(
+        actions,
+        "train",
+        handle_train,
+        "Train a model of a trace (levels and states chosen automatically unless given).",
+        "  iomimic model train trace.csv -o model.json\n"
+        "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n",
+    )
+    p.add_argument("trace", help="trace file")
+    p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
+    p.add_argument("--levels", type=int, help="levels of the state hierarchy (default: chosen)")
+    p.add_argument("--states", type=int, help="states per level (default: chosen among 4, 8, 16)")
+    p.add_argument(
+        "--by",
+        choices=["stream", "none"],
+        help="one thread model per stream, or one for all (default: per stream when there are 2 to 256)",
+    )
+    p.add_argument(
+        "--no-reuse", action="store_true", help="leave out the temporal-locality (reuse) extension"
+    )
+    p.add_argument("--name", help="model name (default: the trace's file name)")
+    p.add_argument("--seed", type=seed, default=1, help="seed for the generation runs of level selection")
+    add_read_options(p)
+
+    p = subcommand(
+        actions,
+        "show",
+        handle_show,
+        "Print a model: threads, states, transitions, distributions.",
+        "  iomimic model show model.json\n",
+    )
+    p.add_argument("model", help="model file")
+    p.add_argument("--max-states", type=int, default=16, help="states listed per chain (default 16)")
+
+    p = subcommand(
+        actions,
+        "preset",
+        handle_preset,
+        "Write a model built from the seeds' published figures: tpcc, tpce, tpch, messenger.",
+        "  iomimic model preset tpch -o tpch.json\n",
+    )
+    p.add_argument("name", choices=["tpcc", "tpce", "tpch", "messenger"])
+    p.add_argument("-o", "--output", required=True, help="model file to write")
+
+    p = subcommand(
+        actions,
+        "mix",
+        handle_mix,
+        "Assemble a workload from thread models, each with a share of the requests.",
+        "  iomimic model mix data.json:0.9 log.json:0.1 -o mix.json\n",
+    )
+    p.add_argument("parts", nargs="+", help="MODEL.json[:SHARE] (share default 1)")
+    p.add_argument("-o", "--output", required=True, help="model file to write")
+    p.add_argument("--name", default="mix", help="name of the mixed model")
+
+
+def _save(model, path: str) -> None:
+    model.save(path)
+    d = model.data
+    print(
+        f"wrote model {d['name']!r} to {path}: {len(d['threads'])} thread(s), {d['levels']} level(s) x "
+        f"{d['states']} states, {len(d['volumes'])} volume(s)"
+    )
+
+
+def handle_train(args: argparse.Namespace) -> int:
+    from iomimic.model import train
+
+    trace = read_reported(args)
+    model = train(
+        trace,
+        levels=args.levels,
+        states=args.states,
+        by=args.by,
+        reuse=not args.no_reuse,
+        name=args.name,
+        seed=args.seed,
+    )
+    _save(model, args.output)
+    return EXIT_OK
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    from iomimic.model import Model
+    from iomimic.report import make_console
+    from iomimic.report.model import render_model
+
+    render_model(Model.load(args.model), make_console(), max_states=args.max_states)
+    return EXIT_OK
+
+
+def handle_preset(args: argparse.Namespace) -> int:
+    from iomimic.presets import preset
+
+    _save(preset(args.name), args.output)
+    return EXIT_OK
+
+
+def handle_mix(args: argparse.Namespace) -> int:
+    from iomimic.model import Model, mix
+
+    parts = []
+    for spec in args.parts:
+        path, weight = model_part(spec)
+        try:
+            parts.append((Model.load(path), float(weight)))
+        except ValueError:
+            raise UsageError(f"{spec!r}: the weight after ':' must be a number") from None
+    _save(mix(parts, name=args.name), args.output)
+    return EXIT_OK

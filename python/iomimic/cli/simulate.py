@@ -1,0 +1,56 @@
+"""`iomimic simulate`: a trace replayed on a simulated disk, SSD or array."""
+
+from __future__ import annotations
+
+import argparse
+
+from iomimic.cli import EXIT_OK
+from iomimic.cli.args import add_read_options, read_reported, subcommand, write_json
+
+
+def register(subparsers) -> None:
+    p = subcommand(
+        subparsers,
+        "simulate",
+        handle,
+        "Replay a trace on a simulated disk, SSD or RAID array: latency, IOPS, utilisation, energy.",
+        "  iomimic simulate trace.csv --device hdd-7200\n"
+        "  iomimic simulate trace.csv --device fc60-r5-4disk --json sim.json -o with_latency.parquet\n"
+        "  iomimic simulate trace.csv --config my_array.toml --intensity 2\n"
+        "  iomimic simulate trace.csv --device ssd-nvme --iodepth 32       # closed loop\n",
+    )
+    p.add_argument("trace", help="trace file")
+    p.add_argument("--device", help="a preset (see `iomimic devices`)")
+    p.add_argument("--config", help="a device file (TOML; see docs/simulate.md)")
+    p.add_argument("--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)")
+    p.add_argument("--intensity", type=float, default=1.0, help="divide trace times by this (open loop)")
+    p.add_argument("--scheduler", choices=["fifo", "sstf"], help="override the device file's disk scheduler")
+    p.add_argument(
+        "-o", "--output", help="write the trace with simulated latencies (.parquet, .csv or .csv.gz)"
+    )
+    p.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
+    add_read_options(p)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from iomimic.io import output_format, write_trace
+    from iomimic.report import make_console
+    from iomimic.report.simulation import render_simulation
+    from iomimic.sim import simulate
+
+    fmt = output_format(args.output, None) if args.output else None
+    trace = read_reported(args)
+    out, figures = simulate(
+        trace,
+        args.device,
+        config=args.config,
+        iodepth=args.iodepth,
+        intensity=args.intensity,
+        scheduler=args.scheduler,
+    )
+    if args.output:
+        write_trace(out, args.output, fmt)
+    if args.json and write_json(args.json, figures):
+        return EXIT_OK
+    render_simulation(figures, make_console())
+    return EXIT_OK

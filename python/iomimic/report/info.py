@@ -1,0 +1,48 @@
+"""`iomimic info`: a trace's summary and its volumes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from iomimic.report import figures_table, mib, pct, table
+
+
+def render_info(s: dict[str, Any], console: Console, max_volumes: int = 20) -> None:
+    """The figures of :func:`iomimic.io.summary`, then up to ``max_volumes`` volumes."""
+    n = s["requests"]
+    compression = f", {s['compression']}" if s["compression"] not in (None, "none") else ""
+    name = Path(s["path"]).name if s["path"] else "trace"
+    t = figures_table(f"{name} ({s['format']}{compression})", "share")
+    rows = [
+        ("requests", f"{n:,}", ""),
+        ("reads", f"{s['reads']:,}", pct(s["reads"], n)),
+        ("writes", f"{s['writes']:,}", pct(s["writes"], n)),
+        ("trims", f"{s['trims']:,}", pct(s["trims"], n)),
+        ("flushes", f"{s['flushes']:,}", pct(s["flushes"], n)),
+        ("volumes", f"{len(s['volumes']):,}", ""),
+        ("streams", f"{s['streams']:,}", ""),
+        ("span", f"{s['span_s']:,.3f} s", ""),
+        ("bytes read", mib(s["bytes_read"]), ""),
+        ("bytes written", mib(s["bytes_written"]), ""),
+        ("latency recorded", "yes" if s["has_latency"] else "no", ""),
+        ("lines read", f"{s['lines']:,}", ""),
+        ("out-of-order lines", f"{s['out_of_order']:,}", ""),
+        ("skipped lines", f"{s['skipped']:,}", ""),
+    ]
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    vols = table("volumes")
+    vols.add_column("id", justify="right")
+    vols.add_column("name")
+    vols.add_column("requests", justify="right")
+    vols.add_column("share", justify="right")
+    shown = s["volumes"][:max_volumes]
+    for v in shown:
+        vols.add_row(str(v["id"]), v["name"], f"{v['requests']:,}", pct(v["requests"], n))
+    if len(s["volumes"]) > len(shown):
+        vols.add_row("…", f"{len(s['volumes']) - len(shown)} more (--max-volumes)", "", "")
+    console.print(vols)

@@ -1,0 +1,45 @@
+"""`iomimic run` and `iomimic replay`: the figures of real I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from iomimic.report import figures_table
+
+
+def render_run(f: dict[str, Any], console: Console) -> None:
+    """Requests done, rate, CPU, and latency and issue-lag percentiles (per operation in a mix)."""
+    t = figures_table(f"real I/O ({f['engine']}, {f['mode']})")
+    if f["time_limited"] and not f["partial"]:
+        done = f"{f['completed']:,} (until the --duration)"
+    else:
+        done = f"{f['completed']:,} of {f['requests']:,}" + (" (stopped: partial)" if f["partial"] else "")
+    t.add_row("requests", done)
+    t.add_row("elapsed", f"{f['elapsed_s']:,.3f} s")
+    t.add_row("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s")
+    t.add_row("CPU per I/O", f"{f['cpu_us_per_io']:,.2f} µs")
+    if "submission" in f:
+        t.add_row("submissions by", f["submission"])
+    if "verify" in f:
+        v = f["verify"]
+        t.add_row("verify", f"{v['sectors_checked']:,} sectors checked, {v['failures']:,} wrong")
+    if f.get("scheduled_iops"):
+        t.add_row("scheduled rate", f"{f['scheduled_iops']:,.1f} IOPS")
+    percentiles = [("latency", f.get("latency_us")), ("issue lag", f.get("lag_us"))]
+    by_op = f.get("by_op") or {}
+    if len(by_op) > 1:
+        # a mix: each operation's own rate and latency, as fio shows reads and writes apart
+        for op, o in by_op.items():
+            t.add_row(f"{op}s", f"{o['completed']:,}: {o['iops']:,.1f} IOPS, {o['mb_per_s']:,.2f} MB/s")
+        percentiles[1:1] = [(f"{op} latency", o["latency_us"]) for op, o in by_op.items()]
+    for label, p in percentiles:
+        if p:
+            t.add_row(
+                f"{label} mean / p50 / p99 / max",
+                f"{p['mean']:,.1f} / {p['p50']:,.1f} / {p['p99']:,.1f} / {p['max']:,.1f} µs",
+            )
+    if f.get("last_request_lag_us") is not None:
+        t.add_row("last request's lag (drift)", f"{f['last_request_lag_us']:,.1f} µs")
+    console.print(t)
