@@ -232,11 +232,11 @@ def test_pattern_runs(tmp_path: Path) -> None:
     assert f["time_limited"] and not f["partial"]
     assert f["elapsed_s"] == pytest.approx(0.3, abs=0.1) and f["completed"] > 1000
     for spec, words in (
-        ("sideways 4k", "cannot read 'sideways'"),
-        ("read 4k rate=-5", "rate must be requests per second, found '-5'"),
-        ("read 4k rate=0", "rate must be requests per second, found '0'"),
-        ("rw 4k mix=abc", "mix is a whole percentage of reads, found 'abc'"),
-        ("rw 4k mix=150", "mix is a whole percentage of reads, found '150'"),
+        ("sideways 4k", '--pattern: cannot read "sideways"'),
+        ("read 4k rate=-5", 'rate must be requests per second, found "-5"'),
+        ("read 4k rate=0", 'rate must be requests per second, found "0"'),
+        ("rw 4k mix=abc", 'mix is a whole percentage of reads, found "abc"'),
+        ("rw 4k mix=150", 'mix is a whole percentage of reads, found "150"'),
     ):
         r = run_cli("run", "--pattern", spec, "--target", "f.dat", "-n", "5", cwd=tmp_path)
         assert r.returncode == 2 and words in r.stderr, (spec, r.stderr)

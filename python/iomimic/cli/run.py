@@ -54,13 +54,13 @@ def handle(args: argparse.Namespace) -> int:
     span = parse_size_bytes(args.size) if args.size else None
     if args.requests is None and args.duration is None:
         raise InputError("a --pattern run needs -n REQUESTS or --duration")
-    pattern = parse_pattern(args.pattern, span)
-    deadline_s = parse_duration_ns(args.duration) / 1e9 if args.duration else None
+    parse_pattern(args.pattern)  # a bad spec is reported before anything else
+    duration_ns = parse_duration_ns(args.duration) if args.duration else None
     n = args.requests
     if n is None:
-        n = requests_for_duration(pattern, deadline_s, args.intensity)
+        n = requests_for_duration(args.pattern, duration_ns, args.intensity)
     trace = pattern_trace(args.pattern, n, span=span, seed=args.seed)
-    return issue(args, trace, args.intensity, deadline_s)
+    return issue(args, trace, args.intensity, None if duration_ns is None else duration_ns / 1e9)
 
 
 def issue(args: argparse.Namespace, trace, intensity: float, deadline_s: float | None = None) -> int:

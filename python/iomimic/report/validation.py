@@ -9,14 +9,14 @@ from typing import Any
 from rich.console import Console
 
 from iomimic.report import table
-from iomimic.validate import MRC_TARGET, SCALAR_TARGET, SPATIAL_TARGET
 
-#: The target column, by kind of row (the limits validate() checks).
-TARGETS = {
-    "scalar": f"±{SCALAR_TARGET:.0%}",
-    "spatial": f"≤ {SPATIAL_TARGET}",
-    "mrc": f"≤ {MRC_TARGET}",
-}
+
+def _target(r: dict[str, Any]) -> str:
+    """The target column: the limit each row carries (relative for scalar rows)."""
+    t = r.get("target")
+    if t is None:
+        return ""
+    return f"±{t:.0%}" if r["kind"] == "scalar" else f"≤ {t}"
 
 
 def render_validation(result: dict[str, Any], console: Console) -> None:
@@ -42,7 +42,7 @@ def render_validation(result: dict[str, Any], console: Console) -> None:
         return f"{100 * v:+.2f}%" if kind in ("scalar", "info") else f"{v:.4f}"
 
     for r in result["rows"]:
-        target = TARGETS.get(r["kind"], "")
+        target = _target(r)
         mark = "" if r["ok"] is None else (" ✓" if r["ok"] else " ✗")
         row = [
             r["metric"],

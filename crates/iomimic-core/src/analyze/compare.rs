@@ -73,6 +73,9 @@ pub struct Row {
     /// Relative difference (scalar, info) or the distance; `None` where the original is 0 and
     /// the synthetic is not (an infinite relative difference).
     pub variation: Option<f64>,
+    /// The largest |variation| that meets the target (relative for scalar rows); `None` for
+    /// rows shown for information.
+    pub target: Option<f64>,
     /// Whether the target is met; `None` for rows without a target.
     pub ok: Option<bool>,
     /// A readable form of the figure, where a number alone says little.
@@ -92,13 +95,15 @@ impl Row {
         } else {
             Some(synthetic)
         };
-        let ok = kind.target().map(|t| variation.is_some_and(|v| v.abs() <= t));
+        let target = kind.target();
+        let ok = target.map(|t| variation.is_some_and(|v| v.abs() <= t));
         Row {
             metric,
             kind,
             original,
             synthetic,
             variation,
+            target,
             ok,
             original_shown: None,
             synthetic_shown: None,
