@@ -4,13 +4,16 @@
 //! boundary.
 
 pub mod analyze;
+pub mod cache;
 pub mod error;
 pub mod formats;
 pub mod limits;
 pub mod model;
+pub mod offload;
 pub mod random;
 pub mod realio;
 pub mod sim;
+pub mod study;
 pub mod synth;
 pub mod trace;
 pub mod units;

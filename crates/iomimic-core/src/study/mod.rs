@@ -1,0 +1,59 @@
+//! What-if studies: each a file of its own plus one line in [`STUDIES`], all driven the same
+//! way, so the command line and the bindings know none of them.
+//!
+//! The contract: a study takes a workload (a trace; a model or a preset is generated into one
+//! first, or inside the study when it compares several) and its options as JSON (its own
+//! fields, unknown ones refused, errors naming the field), runs on the simulator and the cache
+//! policies, and returns a report: plain data (serde) that the CLI prints as a table, writes
+//! with `--json` and plots with `--plot`. Studies are deterministic: every random choice takes
+//! the options' seed.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::trace::TraceView;
+
+/// A study as the driver sees it.
+pub trait Study: Sync {
+    /// The name `iomimic study NAME` takes.
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// Runs on `workload` with `options` (JSON); returns the report.
+    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value>;
+}
+
+/// The built-in studies.
+pub const STUDIES: &[&dyn Study] = &[];
+
+/// The study called `name` in `registry` (usually [`STUDIES`]).
+pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study> {
+    registry
+        .iter()
+        .copied()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = registry.iter().map(|s| s.name()).collect();
+            Error::Usage(format!(
+                "unknown study {name:?}; studies are {}",
+                if names.is_empty() {
+                    "none yet".into()
+                } else {
+                    names.join(", ")
+                }
+            ))
+        })
+}
+
+/// For implementations: reads typed options from JSON (naming a bad field), runs `f`, and
+/// turns its typed report back into JSON.
+pub fn typed<O: DeserializeOwned, R: Serialize>(
+    study: &str,
+    options: &serde_json::Value,
+    f: impl FnOnce(O) -> Result<R>,
+) -> Result<serde_json::Value> {
+    let opts: O = serde_path_to_error::deserialize(options)
+        .map_err(|e| Error::Usage(format!("study {study}: option `{}`: {}", e.path(), e.inner())))?;
+    let report = f(opts)?;
+    serde_json::to_value(report).map_err(|e| Error::Usage(format!("study {study}: {e}")))
+}

@@ -1,0 +1,324 @@
+"""Types of the compiled core, ``iomimic._core`` (crates/iomimic-py). Checked against the
+module by tests/test_core_stubs.py: every name here exists there with these parameters, and the
+results' keys are the ones declared.
+
+Conventions (crates/iomimic-py/src/boundary.rs): traces cross as numpy columns in a dict
+(:class:`Columns` in, :class:`TraceColumns` out); every result crosses as plain data built from
+the core's serde structs (the ``...Dict`` types below); options cross as strings and are parsed
+once, errors naming the parameter in backquotes.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+LATENCY_UNKNOWN: int
+
+class IomimicError(Exception): ...
+class InputError(IomimicError): ...
+
+class TraceParseError(InputError):
+    path: str
+    line: int
+    key: str
+
+class UnknownFormatError(InputError): ...
+class EmptyTraceError(InputError): ...
+
+class Columns(Protocol):
+    """A trace's columns by attribute (``iomimic.trace._Columns``)."""
+
+    ts_ns: npt.NDArray[np.uint64]
+    offset: npt.NDArray[np.uint64]
+    size: npt.NDArray[np.uint32]
+    op: npt.NDArray[np.uint8]
+    volume: npt.NDArray[np.uint32]
+    stream: npt.NDArray[np.uint32]
+    latency_ns: npt.NDArray[np.uint64] | None
+    file: npt.NDArray[np.uint32] | None
+
+class TraceColumns(TypedDict):
+    ts_ns: npt.NDArray[np.uint64]
+    offset: npt.NDArray[np.uint64]
+    size: npt.NDArray[np.uint32]
+    op: npt.NDArray[np.uint8]
+    volume: npt.NDArray[np.uint32]
+    stream: npt.NDArray[np.uint32]
+    latency_ns: npt.NDArray[np.uint64] | None
+    file: npt.NDArray[np.uint32] | None
+    volumes: list[str]
+    files: list[str]
+
+class ReadReportDict(TypedDict):
+    path: str
+    format: str | None
+    compression: str | None
+    records: int
+    requests: int
+    out_of_order: int
+    start_ns: int
+    skipped: list[tuple[str, int]]
+    skipped_examples: list[str]
+    ignored: list[tuple[str, int]]
+    notes: list[str]
+
+class ReadTrace(TraceColumns):
+    report: ReadReportDict
+
+class VolumeCountDict(TypedDict):
+    id: int
+    name: str
+    requests: int
+
+class SummaryDict(TypedDict):
+    requests: int
+    reads: int
+    writes: int
+    trims: int
+    flushes: int
+    volumes: list[VolumeCountDict]
+    streams: int
+    span_s: float
+    bytes_read: int
+    bytes_written: int
+    has_latency: bool
+
+class ProfileDict(TypedDict):
+    """Every characterization figure (docs/characterize.md); the whole trace's figures at the
+    top level, with ``volumes`` and ``streams`` holding the same figures per group."""
+
+    format_version: int
+    options: dict[str, Any]
+    requests: int
+    reads: int
+    writes: int
+    trims: int
+    flushes: int
+    read_fraction: float
+    bytes_read: int
+    bytes_written: int
+    duration_s: float
+    iops: float
+    mb_per_s: float
+    interarrival: dict[str, Any]
+    size: dict[str, Any]
+    sequential_fraction: float
+    sequentiality: dict[str, Any]
+    spatial: dict[str, Any]
+    fluctuation: dict[str, Any]
+    latency: dict[str, Any] | None
+    mrc: dict[str, Any] | None
+    volumes: dict[str, dict[str, Any]]
+    streams: dict[str, dict[str, Any]]
+    threads: list[dict[str, Any]] | None
+    thread_thresholds: dict[str, Any] | None
+    peak_correlation: dict[str, Any] | None
+
+class ValidationRowDict(TypedDict, total=False):
+    metric: str
+    kind: str
+    original: float
+    synthetic: float
+    variation: float | None
+    target: float | None
+    ok: bool | None
+    original_shown: str | None
+    synthetic_shown: str | None
+    baseline: float
+    baseline_variation: float | None
+
+class ValidationDict(TypedDict, total=False):
+    rows: list[ValidationRowDict]
+    original: dict[str, Any]
+    synthetic: dict[str, Any]
+    baseline: dict[str, Any]
+    baseline_kind: str
+    curves: dict[str, Any]
+    iops_over_time: dict[str, Any]
+    spatial: dict[str, list[float]]
+    passed: int
+    checked: int
+
+class SimFiguresDict(TypedDict, total=False):
+    device: str
+    mode: str
+    requests: int
+    duration_s: float
+    iops: float
+    mb_per_s: float
+    mean_latency_us: float
+    latency_us: dict[str, float] | None
+    mean_service_us: float
+    device_ios: int
+    devices: list[dict[str, Any]]
+    energy_j: float | None
+    by_op: dict[str, dict[str, Any]]
+    cache_hits: int
+    slow_ios: int
+    failed_ios: int
+    gc_stalls: int
+    spin_ups: int
+    destages: int
+
+class SimResult(TypedDict):
+    latency_ns: npt.NDArray[np.uint64]
+    issue_ns: npt.NDArray[np.uint64]
+    figures: SimFiguresDict
+
+class PresetDict(TypedDict):
+    name: str
+    description: str
+    references: list[str]
+    iops: float
+    duration_s: float
+    assumptions: list[str]
+    volumes: list[dict[str, Any]]
+    threads: list[dict[str, Any]]
+    published: dict[str, Any]
+
+class RunPiece(TypedDict):
+    issue_ns: npt.NDArray[np.uint64]
+    latency_ns: npt.NDArray[np.uint64]
+    lag_ns: npt.NDArray[np.uint64]
+    offset: npt.NDArray[np.uint64]
+    size: npt.NDArray[np.uint32]
+    ran: npt.NDArray[np.bool_]
+    over: bool
+
+class TraceReader:
+    def __init__(
+        self,
+        path: str,
+        format: str | None = None,
+        skip_bad: bool = False,
+        time_unit: str | None = None,
+        event: str | None = None,
+        columns: str | None = None,
+        delimiter: str | None = None,
+    ) -> None: ...
+    @property
+    def format(self) -> str: ...
+    def progress(self) -> tuple[int, int]: ...
+    def read_some(self, max_rows: int) -> bool: ...
+    def finish(self) -> ReadTrace: ...
+
+def validate(columns: Columns, volumes: Sequence[str], files: Sequence[str]) -> None: ...
+def write_csv(
+    path: str, columns: Columns, volumes: Sequence[str], files: Sequence[str], gzip: bool = False
+) -> None: ...
+def summarize(columns: Columns, volumes: Sequence[str], files: Sequence[str]) -> SummaryDict: ...
+def format_table() -> list[tuple[str, str]]: ...
+def characterize(
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    ranges: int = 4,
+    window_ns: int | None = None,
+    by: str | None = None,
+    mrc: str = "all",
+    mrc_sampling: float | None = None,
+) -> ProfileDict: ...
+def validate_traces(
+    original: Columns,
+    original_names: tuple[Sequence[str], Sequence[str]],
+    synthetic: Columns,
+    synthetic_names: tuple[Sequence[str], Sequence[str]],
+    ranges: int = 4,
+    baseline: str | None = None,
+    seed: int = 1,
+) -> ValidationDict: ...
+
+class Model:
+    @staticmethod
+    def from_json(text: str) -> Model: ...
+    def to_json(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+    @property
+    def name(self) -> str: ...
+    def generate(
+        self,
+        requests: int | None = None,
+        duration_ns: int | None = None,
+        intensity: float = 1.0,
+        seed: int = 1,
+        reuse: bool = True,
+    ) -> TraceColumns: ...
+
+def train_model(
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    levels: int | None = None,
+    states: int | None = None,
+    by_stream: bool | None = None,
+    reuse: bool = True,
+    name: str | None = None,
+    source: str | None = None,
+    seed: int = 1,
+) -> Model: ...
+def mix_models(parts: Sequence[tuple[Model, float]], name: str) -> Model: ...
+def model_presets() -> list[str]: ...
+def preset_model(name: str) -> Model: ...
+def preset_info(name: str) -> PresetDict: ...
+def pattern_trace(spec: str, requests: int, span: int | None = None, seed: int = 1) -> TraceColumns: ...
+def pattern_requests(spec: str, duration_ns: int, intensity: float) -> int: ...
+def parse_pattern(spec: str) -> tuple[int, bool, int, int, bool, int | None]: ...
+def generate_locality_free(
+    columns: Columns, volumes: Sequence[str], files: Sequence[str], requests: int, seed: int
+) -> TraceColumns: ...
+def simulate(
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    config_toml: str,
+    iodepth: int | None = None,
+    intensity: float = 1.0,
+    scheduler: str | None = None,
+) -> SimResult: ...
+def device_presets() -> list[tuple[str, str]]: ...
+def check_device(config_toml: str) -> dict[str, Any]: ...
+
+class RunSession:
+    def __init__(
+        self,
+        paths: Sequence[str],
+        needed: Sequence[int],
+        write: bool,
+        direct: bool,
+        size: int | None = None,
+        allow_device: bool = False,
+        overwrite: bool = False,
+        engine: str = "auto",
+        iodepth: int | None = None,
+        workers: int = 16,
+        intensity: float = 1.0,
+        no_stall: bool = False,
+        sqpoll: bool = True,
+        align: int = 1,
+        deadline_ns: int | None = None,
+        verify: bool = False,
+        record: bool = True,
+    ) -> None: ...
+    def run_piece(
+        self,
+        columns: Columns,
+        volumes: Sequence[str],
+        files: Sequence[str],
+        progress: Callable[[int, float, float | None], object] | None = None,
+    ) -> RunPiece: ...
+    def finish(self) -> dict[str, Any]: ...
+
+def io_uring_available() -> bool: ...
+def prepare_target(
+    path: str,
+    needed: int,
+    write: bool,
+    size: int | None = None,
+    allow_device: bool = False,
+    overwrite: bool = False,
+) -> tuple[int, bool]: ...
+def parse_duration_ns(text: str, what: str = "duration") -> int: ...
+def parse_size_bytes(text: str, what: str = "size") -> int: ...
