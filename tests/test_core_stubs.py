@@ -58,9 +58,7 @@ def test_every_name_is_declared_with_its_parameters() -> None:
     stubs = _stub_module()
     declared: dict[str, ast.AST] = {}
     for node in stubs.body:
-        if isinstance(node, ast.FunctionDef):
-            declared[node.name] = node
-        elif isinstance(node, ast.ClassDef) and not _is_type_only(node):
+        if isinstance(node, ast.FunctionDef) or (isinstance(node, ast.ClassDef) and not _is_type_only(node)):
             declared[node.name] = node
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             declared[node.target.id] = node
