@@ -47,7 +47,7 @@ def test_convert_to_parquet_and_csv_round_trip(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert out.read_bytes()[:2] == b"\x1f\x8b" and iomimic.read_trace(out) == original
     r = run_cli("convert", str(MSR), "-o", str(tmp_path / "hm_0.txt"))
-    assert r.returncode == 2 and "use --to parquet|csv|csv.gz" in r.stderr
+    assert r.returncode == 2 and "give --to (parquet|csv|csv.gz)" in r.stderr
     assert not (tmp_path / "hm_0.txt").exists()
 
 

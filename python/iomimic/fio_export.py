@@ -32,7 +32,7 @@ def parse_map(text: str | None, volumes: list[str]) -> dict[str, str]:
         mapping.setdefault(volume, f"iomimic-{re.sub(r'[^A-Za-z0-9_.-]+', '_', volume)}.dat")
     for path in mapping.values():
         if any(c.isspace() for c in path):
-            raise InputError(f"--map: fio logs cannot name a path with blanks: {path!r}")
+            raise InputError(f"`map`: fio logs cannot name a path with blanks: {path!r}")
     return mapping
 
 
@@ -166,9 +166,9 @@ def export_fio(
     if not len(trace):
         raise InputError("nothing to export: the trace is empty")
     if job.get("iodepth", 1) < 1:
-        raise InputError(f"--iodepth must be at least 1, found {job['iodepth']}")
+        raise InputError(f"`iodepth` must be at least 1, found {job['iodepth']}")
     if not job.get("time_scale", 1.0) > 0:
-        raise InputError(f"--time-scale must be positive, found {job['time_scale']}")
+        raise InputError(f"`time_scale` must be positive, found {job['time_scale']}")
     mapping = parse_map(map, trace.volumes)
     files = [mapping[v] for v in trace.volumes]
     sizes = bytes_needed(trace, files)

@@ -274,7 +274,7 @@ def output_format(path: str | os.PathLike, to: str | None = None) -> str:
         return "csv.gz"
     raise InputError(
         f"{path}: cannot tell the output format from the extension {Path(path).suffix!r}; "
-        f"use --to {'|'.join(OUTPUT_FORMATS)}"
+        f"give `to` ({'|'.join(OUTPUT_FORMATS)})"
     )
 
 

@@ -147,7 +147,7 @@ def train(
     temporal-locality extension.
     """
     if by not in (None, "stream", "none"):
-        raise InputError(f"--by must be stream or none, found {by!r}")
+        raise InputError(f"`by` must be stream or none, found {by!r}")
     seed = parse_seed(seed)
     source = trace.report.get("path")
     core_model = _core.train_model(

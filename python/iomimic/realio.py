@@ -51,9 +51,9 @@ def parse_volume_map(text: str, volumes: list[str]) -> dict[str, str]:
     for item in filter(None, text.split(",")):
         volume, sep, path = item.partition("=")
         if not sep or not path:
-            raise InputError(f"--map: expected VOLUME=PATH, found {item!r}")
+            raise InputError(f"`map`: expected VOLUME=PATH, found {item!r}")
         if volume not in volumes:
-            raise InputError(f"--map: the trace has no volume {volume!r} (it has {', '.join(volumes)})")
+            raise InputError(f"`map`: the trace has no volume {volume!r} (it has {', '.join(volumes)})")
         mapping[volume] = path
     return mapping
 
@@ -77,14 +77,14 @@ def parse_targets(target: str | None, map: str | None, volumes: list[str]) -> li
     """One path per volume: ``--target`` for all, or ``--map vol=path,...`` (others fold onto
     the first mapped target)."""
     if target is not None and map is not None:
-        raise InputError("--target and --map: give one of them (--target for every volume)")
+        raise InputError("`target` and `map`: give one of them (`target` for every volume)")
     if target is None and map is None:
-        raise InputError("name where the I/O goes: --target PATH or --map VOLUME=PATH,...")
+        raise InputError("name where the I/O goes: `target` PATH or `map` VOLUME=PATH,...")
     if target is not None:
         return [target] * len(volumes)
     mapping = parse_volume_map(map, volumes)
     if not mapping:
-        raise InputError("--map: name at least one VOLUME=PATH")
+        raise InputError("`map`: name at least one VOLUME=PATH")
     first = next(iter(mapping.values()))
     return [mapping.get(v, first) for v in volumes]
 
@@ -194,7 +194,7 @@ def run_pieces(
     long the trace. Returns the run's figures."""
     s = RunSettings(**settings)
     if s.keep_requests or s.verify:
-        raise InputError("a trace issued in pieces keeps no per-request record and cannot --verify")
+        raise InputError("a trace issued in pieces keeps no per-request record and cannot `verify`")
     if len(paths) != len(source.volumes):
         raise InputError(f"{len(paths)} target(s) for {len(source.volumes)} volume(s)")
     if len(os.sched_getaffinity(0)) < 3:

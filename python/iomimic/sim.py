@@ -19,7 +19,7 @@ def device_presets() -> dict[str, str]:
 def device_config(device: str | None = None, config: str | os.PathLike | None = None) -> str:
     """The TOML text of a preset (``device``) or of a device file (``config``)."""
     if (device is None) == (config is None):
-        raise InputError("name a preset with --device or a device file with --config (one of them)")
+        raise InputError("name a preset with `device` or a device file with `config` (one of them)")
     if device is not None:
         presets = device_presets()
         if device not in presets:

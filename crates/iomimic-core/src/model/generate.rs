@@ -519,13 +519,13 @@ impl Warp {
 fn check(opts: &GenerateOptions) -> Result<()> {
     if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
         return Err(Error::Usage(format!(
-            "--intensity must be a positive number, found {}",
+            "`intensity` must be a positive number, found {}",
             opts.intensity
         )));
     }
     if opts.requests == Some(0) || opts.duration_ns == Some(0) {
         return Err(Error::Usage(
-            "asked to generate nothing: -n and --duration must be positive".into(),
+            "asked to generate nothing: `requests` and `duration` must be positive".into(),
         ));
     }
     Ok(())

@@ -92,10 +92,10 @@ pub fn train(t: &TraceView<'_>, opts: &TrainOptions) -> Result<Model> {
         return Err(Error::Usage("training needs at least two requests".into()));
     }
     if let Some(l) = opts.levels.filter(|l| !(1..=8).contains(l)) {
-        return Err(Error::Usage(format!("--levels must be 1 to 8, found {l}")));
+        return Err(Error::Usage(format!("`levels` must be 1 to 8, found {l}")));
     }
     if let Some(s) = opts.states.filter(|s| !(1..=1024).contains(s)) {
-        return Err(Error::Usage(format!("--states must be 1 to 1024, found {s}")));
+        return Err(Error::Usage(format!("`states` must be 1 to 1024, found {s}")));
     }
     let states = opts
         .states
