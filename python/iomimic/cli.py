@@ -576,11 +576,13 @@ def cmd_devices(args: argparse.Namespace) -> int:
                 f"{dev['average_seek_ms']:g}/{dev['full_stroke_ms']:g} ms, "
                 f"{dev['outer_mb_s']:g}-{dev['inner_mb_s']:g} MB/s"
             )
-        else:
+        elif dev["kind"] == "ssd":
             summary = (
                 f"SSD {dev['capacity_gb']:g} GB, {dev['channels']}x{dev['dies_per_channel']} dies, "
                 f"read {dev['read_us']:g} µs, program {dev['program_us']:g} µs, erase {dev['erase_us']:g} µs"
             )
+        else:
+            summary = dev["kind"]
         a = cfg.get("array")
         array = f"{a['level']} x{a['devices']}, {a['stripe_kib']} KiB units" if a else "-"
         table.add_row(name, cfg.get("description", ""), array, summary)
