@@ -55,5 +55,7 @@ def render_simulation(f: dict[str, Any], console: Console) -> None:
     for c in ("device", "I/Os", "utilisation", "buffer hits"):
         d.add_column(c, justify="right")
     for i, dev in enumerate(f["devices"][:MAX_DEVICE_ROWS]):
-        d.add_row(str(i), f"{dev['ios']:,}", f"{100 * dev['utilization']:.1f}%", f"{dev['buffer_hits']:,}")
+        # buffer hits are a disk's counter; other kinds have none
+        hits = f"{dev['buffer_hits']:,}" if "buffer_hits" in dev else "-"
+        d.add_row(str(i), f"{dev['ios']:,}", f"{100 * dev['utilization']:.1f}%", hits)
     console.print(d)

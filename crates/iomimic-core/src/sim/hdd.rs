@@ -19,14 +19,38 @@
 //!   make room. A read wholly inside a dirty extent is served from the cache; a write larger
 //!   than the cache goes straight to the media.
 //! - Power: idle, seeking, transferring and standby watts integrate into energy.
+//! - Queue: one I/O at a time; the next is the first queued demand I/O (FIFO) or the one
+//!   nearest the head (SSTF), background I/Os (prefetches, destages) only when no demand I/O
+//!   waits.
+//!
+//! Counters: `buffer_hits` (reads served from the track buffer or the write cache),
+//! `destages`, `spin_ups`.
 //!
 //! ## References
 //! Ruemmler & Wilkes, "An introduction to disk drive modeling" (IEEE Computer, 1994);
 //! Worthington et al., "On-line extraction of SCSI disk drive parameters" (1995).
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
+
+use self::dirty::Dirty;
+use super::device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Io, Report};
+use super::Scheduler;
+
+mod dirty;
+
+/// `kind = "hdd"`.
+pub const KIND: DeviceKind = DeviceKind {
+    name: "hdd",
+    parse: parse_table,
+};
+
+fn parse_table(table: toml::Table, path: &str) -> Result<DeviceConfig, String> {
+    let p: HddParams = read_table(table, path)?;
+    p.check(path)?;
+    DeviceConfig::new(KIND.name, p)
+}
 
 /// Parameters of a disk, as in a device file's `[device]` table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -124,10 +148,6 @@ impl HddParams {
         Ok(())
     }
 
-    pub fn capacity_bytes(&self) -> u64 {
-        (self.capacity_gb * 1e9) as u64
-    }
-
     fn write_cache_bytes(&self) -> u64 {
         (self.write_cache_mib * 1024.0 * 1024.0) as u64
     }
@@ -162,6 +182,16 @@ impl HddParams {
     }
 }
 
+impl DeviceSpec for HddParams {
+    fn capacity_bytes(&self) -> u64 {
+        (self.capacity_gb * 1e9) as u64
+    }
+
+    fn build(&self, scheduler: Scheduler) -> Box<dyn Device> {
+        Box::new(Hdd::new(self.clone(), scheduler))
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Segment {
     start: u64,
@@ -175,21 +205,26 @@ struct Segment {
 /// A disk's state between requests.
 #[derive(Debug, Clone)]
 pub struct Hdd {
-    pub p: HddParams,
+    p: HddParams,
     cylinder: u64,
     segments: Vec<Segment>,
-    pub energy_j: f64,
+    energy_j: f64,
     /// When the disk last finished work (for idle and standby energy).
     free_at: f64,
-    pub spin_ups: u64,
+    spin_ups: u64,
     /// Data in the write cache, not yet on the media.
     dirty: Dirty,
     /// Where the head is: the end of the last media transfer.
     head: u64,
     /// Writes destaged from the write cache, and the time the disk spent destaging while idle
     /// (destaging a write waits for is part of that write's service).
-    pub destages: u64,
-    pub background_ns: f64,
+    destages: u64,
+    background_ns: f64,
+    /// I/Os waiting while the disk serves one.
+    queue: VecDeque<Io>,
+    busy: bool,
+    scheduler: Scheduler,
+    buffer_hits: u64,
 }
 
 /// What serving one request cost.
@@ -200,7 +235,7 @@ pub struct Service {
 }
 
 impl Hdd {
-    pub fn new(p: HddParams) -> Self {
+    fn new(p: HddParams, scheduler: Scheduler) -> Self {
         Self {
             p,
             cylinder: 0,
@@ -212,6 +247,36 @@ impl Hdd {
             head: 0,
             destages: 0,
             background_ns: 0.0,
+            queue: VecDeque::new(),
+            busy: false,
+            scheduler,
+            buffer_hits: 0,
+        }
+    }
+
+    /// Starts `io` on the idle disk at `now`; returns when it is done.
+    fn start(&mut self, io: &Io, now: f64) -> f64 {
+        self.busy = true;
+        let s = self.serve(now, io.offset, io.size, io.write);
+        self.buffer_hits += u64::from(s.buffer_hit);
+        now + s.total_ns
+    }
+
+    /// The queued I/O to serve after `last`: demand I/Os first, prefetches and destages wait
+    /// for an idle moment; among those, the first (FIFO) or the nearest the head (SSTF).
+    fn pick(&self, last: &Io) -> Option<usize> {
+        let queue = &self.queue;
+        match self.scheduler {
+            Scheduler::Fifo => (0..queue.len()).min_by_key(|&q| (queue[q].background, q)),
+            Scheduler::Sstf => {
+                let here = self.p.cylinder(last.offset + u64::from(last.size));
+                (0..queue.len()).min_by_key(|&q| {
+                    (
+                        queue[q].background,
+                        self.p.cylinder(queue[q].offset).abs_diff(here),
+                    )
+                })
+            }
         }
     }
 
@@ -230,7 +295,7 @@ impl Hdd {
 
     /// Serves a request arriving at an idle disk at time `now` (ns); returns its service time
     /// (including the end of a destage it finds under way).
-    pub fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
+    fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
         let free = self.destage_while_idle(now);
         let wake = self.idle_until(free, true);
         let mut s = self.serve_awake(free + wake, offset, size, write);
@@ -412,108 +477,38 @@ impl Hdd {
 
     /// Destages what the run left in the write cache (as the disk would, idle after it) and
     /// charges the idle time up to the end of the run.
-    pub fn finish(&mut self, end: f64) {
+    fn settle(&mut self, end: f64) {
         let free = self.destage_while_idle(end);
         self.idle_until(free, false);
     }
 }
 
-/// A write cache's dirty data: disjoint extents, start → end, with overlapping and touching
-/// writes merged (so lookups and the nearest-to-the-head choice take a logarithmic search
-/// rather than a scan of every cached write: a 4 MiB cache of 4 KiB writes held 1,024).
-#[derive(Debug, Clone, Default)]
-struct Dirty {
-    extents: BTreeMap<u64, u64>,
-    bytes: u64,
-}
-
-impl Dirty {
-    fn is_empty(&self) -> bool {
-        self.extents.is_empty()
-    }
-
-    /// Whether `offset..end` lies wholly inside one extent.
-    fn holds(&self, offset: u64, end: u64) -> bool {
-        self.extents
-            .range(..=offset)
-            .next_back()
-            .is_some_and(|(_, &e)| end <= e)
-    }
-
-    /// Adds `offset..end`, merged with the extents it overlaps or touches.
-    fn add(&mut self, offset: u64, end: u64) {
-        let (mut start, mut stop) = (offset, end);
-        if let Some((&s, &e)) = self.extents.range(..=offset).next_back() {
-            if e >= offset {
-                start = s;
-                stop = stop.max(e);
-                self.remove(s, e);
-            }
+impl Device for Hdd {
+    fn submit(&mut self, io: Io, now: f64) -> Option<f64> {
+        if self.busy {
+            self.queue.push_back(io);
+            return None;
         }
-        while let Some((&s, &e)) = self.extents.range(start..).next() {
-            if s > stop {
-                break;
-            }
-            stop = stop.max(e);
-            self.remove(s, e);
+        Some(self.start(&io, now))
+    }
+
+    fn complete(&mut self, io: &Io, now: f64) -> Option<(Io, f64)> {
+        self.busy = false;
+        let q = self.pick(io)?;
+        let next = self.queue.remove(q).expect("picked from the queue");
+        Some((next, self.start(&next, now)))
+    }
+
+    fn finish(&mut self, end: f64) -> Report {
+        self.settle(end);
+        Report {
+            background_ns: self.background_ns,
+            energy_j: self.p.power.is_some().then_some(self.energy_j),
+            counters: Counters::from([
+                ("buffer_hits", self.buffer_hits),
+                ("destages", self.destages),
+                ("spin_ups", self.spin_ups),
+            ]),
         }
-        self.extents.insert(start, stop);
-        self.bytes += stop - start;
-    }
-
-    fn remove(&mut self, start: u64, end: u64) {
-        self.extents.remove(&start);
-        self.bytes -= end - start;
-    }
-
-    /// Takes out the extent whose start is nearest `head` by `cylinder` (the seek goes to the
-    /// start; cylinders grow with the offset, so the nearest start is the last one before the
-    /// head or the first after it); returns its offset and size.
-    fn take_nearest(&mut self, head: u64, cylinder: impl Fn(u64) -> u64) -> (u64, u64) {
-        let before = self.extents.range(..head).next_back().map(|(&s, &e)| (s, e));
-        let after = self.extents.range(head..).next().map(|(&s, &e)| (s, e));
-        let here = cylinder(head.saturating_sub(1));
-        let distance = |(s, _): (u64, u64)| cylinder(s).abs_diff(here);
-        let (s, e) = match (before, after) {
-            (Some(b), Some(a)) => {
-                if distance(b) <= distance(a) {
-                    b
-                } else {
-                    a
-                }
-            }
-            (Some(x), None) | (None, Some(x)) => x,
-            (None, None) => panic!("nothing to destage"),
-        };
-        self.remove(s, e);
-        (s, e - s)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Dirty;
-
-    #[test]
-    fn dirty_extents_merge_and_the_nearest_is_taken() {
-        let mut d = Dirty::default();
-        d.add(100, 200);
-        d.add(300, 400);
-        d.add(200, 250); // touches the first: one extent 100..250
-        d.add(350, 500); // overlaps the second: 300..500
-        assert_eq!(
-            d.extents.iter().map(|(&s, &e)| (s, e)).collect::<Vec<_>>(),
-            [(100, 250), (300, 500)]
-        );
-        assert_eq!(d.bytes, 150 + 200);
-        assert!(d.holds(120, 250) && d.holds(300, 500));
-        assert!(!d.holds(240, 310) && !d.holds(50, 120) && !d.holds(600, 700));
-        d.add(90, 600); // swallows both
-        assert_eq!(d.bytes, 510);
-        d.add(1000, 1100);
-        // with the cylinder the offset itself: from 700 the start at 1000 is nearer than 90
-        assert_eq!(d.take_nearest(700, |o| o), (1000, 100));
-        assert_eq!(d.take_nearest(700, |o| o), (90, 510));
-        assert!(d.is_empty() && d.bytes == 0);
     }
 }

@@ -16,21 +16,31 @@
 )]
 
 mod controller;
+mod device;
 mod engine;
+mod figures;
 mod hdd;
 mod raid;
 mod ssd;
+#[cfg(test)]
+mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use engine::{simulate, SimFigures, SimOptions, SimResult};
+pub use device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Io, Report};
+pub use engine::{simulate, SimOptions, SimResult};
+pub use figures::{DeviceFigures, SimFigures};
 pub use hdd::HddParams;
 pub use raid::Level;
 pub use ssd::SsdParams;
 
 use crate::error::{Error, Result};
 
-/// How a disk orders its queue.
+/// The device kinds a device file may name (`[device] kind = "..."`); a new kind is its own
+/// file (a `mod` line above) and one entry here.
+pub const KINDS: &[&DeviceKind] = &[&hdd::KIND, &ssd::KIND];
+
+/// How a device that keeps a queue (a disk) orders it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Scheduler {
@@ -38,13 +48,6 @@ pub enum Scheduler {
     Fifo,
     /// Shortest seek first (the elevator's greedy form).
     Sstf,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum DeviceParams {
-    Hdd(HddParams),
-    Ssd(SsdParams),
 }
 
 /// Faults to inject (for studies of early error detection). Each I/O draws independently.
@@ -118,45 +121,67 @@ pub struct Array {
 }
 
 /// A device file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Config {
     pub name: String,
-    #[serde(default)]
     pub description: String,
-    #[serde(default)]
     pub scheduler: Scheduler,
-    pub device: DeviceParams,
-    #[serde(default)]
+    pub device: DeviceConfig,
     pub array: Option<Array>,
-    #[serde(default)]
     pub controller: Option<Controller>,
-    #[serde(default)]
     pub faults: Option<Faults>,
 }
 
+/// A device file as written: its `[device]` table waits for the kind it names to read it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    scheduler: Scheduler,
+    device: toml::Table,
+    #[serde(default)]
+    array: Option<Array>,
+    #[serde(default)]
+    controller: Option<Controller>,
+    #[serde(default)]
+    faults: Option<Faults>,
+}
+
 impl Config {
-    /// Parses and checks a device file; errors name the field.
+    /// Parses and checks a device file naming one of the built-in [`KINDS`]; errors name the
+    /// field.
     pub fn from_toml(text: &str) -> Result<Config> {
+        Config::from_toml_with(text, KINDS)
+    }
+
+    /// Parses and checks a device file whose device is one of `kinds`.
+    pub fn from_toml_with(text: &str, kinds: &[&DeviceKind]) -> Result<Config> {
         let de = toml::Deserializer::parse(text).map_err(|e| Error::Usage(format!("device file: {e}")))?;
-        let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+        let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             Error::Usage(format!("device file field {path}: {}", e.into_inner()))
         })?;
+        let device =
+            read_device(file.device, kinds).map_err(|m| Error::Usage(format!("device file field {m}")))?;
+        let config = Config {
+            name: file.name,
+            description: file.description,
+            scheduler: file.scheduler,
+            device,
+            array: file.array,
+            controller: file.controller,
+            faults: file.faults,
+        };
         config.check()?;
         Ok(config)
     }
 
+    /// Checks the parts around the device (its own table is checked by its kind on reading).
     pub fn check(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Usage(format!("device file field {m}")));
-        match &self.device {
-            DeviceParams::Hdd(p) => p
-                .check("device")
-                .map_err(|m| Error::Usage(format!("device file field {m}")))?,
-            DeviceParams::Ssd(p) => p
-                .check("device")
-                .map_err(|m| Error::Usage(format!("device file field {m}")))?,
-        }
         if let Some(a) = &self.array {
             let least = match a.level {
                 Level::Raid0 | Level::Raid1 => 2,
@@ -213,6 +238,27 @@ impl Config {
             })?;
         Config::from_toml(text)
     }
+}
+
+/// Hands the `[device]` table to the kind its `kind` names.
+fn read_device(mut table: toml::Table, kinds: &[&DeviceKind]) -> std::result::Result<DeviceConfig, String> {
+    let names = || kinds.iter().map(|k| k.name).collect::<Vec<_>>().join(", ");
+    let name = match table.remove("kind") {
+        Some(toml::Value::String(name)) => name,
+        Some(other) => {
+            return Err(format!(
+                "device.kind: expected a string (one of {}), found {}",
+                names(),
+                other.type_str()
+            ))
+        }
+        None => return Err(format!("device.kind: missing; kinds are {}", names())),
+    };
+    let kind = kinds
+        .iter()
+        .find(|k| k.name == name)
+        .ok_or_else(|| format!("device.kind: unknown kind {name:?}; kinds are {}", names()))?;
+    (kind.parse)(table, "device")
 }
 
 /// Built-in device files. The FC-60 disks are 18 GB 10,000 rpm drives of their day; the TPC

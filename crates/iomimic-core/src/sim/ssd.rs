@@ -11,11 +11,31 @@
 //! a full cache makes it wait until enough of the oldest pending programs complete (so
 //! garbage-collection stalls show up in write latency).
 //!
+//! Dies and channels work in parallel, so the SSD starts every I/O as it arrives: it keeps no
+//! queue of its own. Counter: `gc_stalls`.
+//!
 //! ## References
 //! Agrawal et al., "Design tradeoffs for SSD performance" (USENIX ATC 2008); seed 003 on SSD
 //! write-latency variability.
 
+use std::collections::VecDeque;
+
 use serde::{Deserialize, Serialize};
+
+use super::device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Io, Report};
+use super::Scheduler;
+
+/// `kind = "ssd"`.
+pub const KIND: DeviceKind = DeviceKind {
+    name: "ssd",
+    parse: parse_table,
+};
+
+fn parse_table(table: toml::Table, path: &str) -> Result<DeviceConfig, String> {
+    let p: SsdParams = read_table(table, path)?;
+    p.check(path)?;
+    DeviceConfig::new(KIND.name, p)
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -84,32 +104,38 @@ impl SsdParams {
         }
         Ok(())
     }
+}
 
-    pub fn capacity_bytes(&self) -> u64 {
+impl DeviceSpec for SsdParams {
+    fn capacity_bytes(&self) -> u64 {
         (self.capacity_gb * 1e9) as u64
+    }
+
+    fn build(&self, _: Scheduler) -> Box<dyn Device> {
+        Box::new(Ssd::new(self.clone()))
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct Ssd {
-    pub p: SsdParams,
+    p: SsdParams,
     die_free: Vec<f64>,
     channel_free: Vec<f64>,
     programs: Vec<u64>,
     /// Completion times of programs still pending behind the write cache.
-    pending: std::collections::VecDeque<f64>,
-    pub energy_j: f64,
-    pub gc_stalls: u64,
+    pending: VecDeque<f64>,
+    energy_j: f64,
+    gc_stalls: u64,
 }
 
 impl Ssd {
-    pub fn new(p: SsdParams) -> Self {
+    fn new(p: SsdParams) -> Self {
         let dies = p.channels * p.dies_per_channel;
         Self {
             die_free: vec![0.0; dies],
             channel_free: vec![0.0; p.channels],
             programs: vec![0; dies],
-            pending: std::collections::VecDeque::new(),
+            pending: VecDeque::new(),
             energy_j: 0.0,
             gc_stalls: 0,
             p,
@@ -118,7 +144,7 @@ impl Ssd {
 
     /// Serves a request arriving at `now`; returns when it completes (ns). Dies and channels
     /// work in parallel, so unlike a disk the SSD takes requests while others are in flight.
-    pub fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> f64 {
+    fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> f64 {
         let page = self.p.page_kib * 1024;
         let dies = self.die_free.len();
         let first = offset / page;
@@ -179,10 +205,26 @@ impl Ssd {
         }
         ready
     }
+}
 
-    pub fn idle_energy(&mut self, span_ns: f64) {
+impl Device for Ssd {
+    fn submit(&mut self, io: Io, now: f64) -> Option<f64> {
+        Some(self.serve(now, io.offset, io.size, io.write))
+    }
+
+    fn complete(&mut self, _: &Io, _: f64) -> Option<(Io, f64)> {
+        None
+    }
+
+    fn finish(&mut self, end: f64) -> Report {
+        // idle power over the whole run; `serve` charged only the extra of active over idle
         if let Some(w) = &self.p.power {
-            self.energy_j += span_ns * w.idle_w / 1e9;
+            self.energy_j += end * w.idle_w / 1e9;
+        }
+        Report {
+            background_ns: 0.0,
+            energy_j: self.p.power.is_some().then_some(self.energy_j),
+            counters: Counters::from([("gc_stalls", self.gc_stalls)]),
         }
     }
 }

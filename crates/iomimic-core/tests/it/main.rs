@@ -1,5 +1,6 @@
 //! The crate's integration tests, one binary: kinds added from outside the crate, each needing
 //! only its own file and one registry line.
 
+mod toy_device;
 mod toy_policy;
 mod toy_study;

@@ -1,0 +1,160 @@
+//! A run's figures: latency and throughput of the requests, and what each device reported.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::device::{Counters, Report};
+use crate::analyze::{self, stats};
+use crate::trace::{Op, TraceView};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceFigures {
+    pub ios: u64,
+    pub utilization: f64,
+    /// The kind's own counters (a disk's `buffer_hits` and `destages`, ...), written beside
+    /// the figures above.
+    #[serde(flatten)]
+    pub counters: Counters,
+}
+
+impl DeviceFigures {
+    /// Counter `name`, 0 when the device's kind has none of that name.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SimFigures {
+    pub device: String,
+    pub mode: String,
+    pub requests: u64,
+    pub duration_s: f64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub mean_latency_us: f64,
+    pub latency_us: Option<stats::Percentiles>,
+    pub mean_service_us: f64,
+    pub device_ios: u64,
+    pub devices: Vec<DeviceFigures>,
+    pub energy_j: Option<f64>,
+    /// Reads the controller's cache served.
+    pub cache_hits: u64,
+    /// Device I/Os slowed or failed by injected faults.
+    pub slow_ios: u64,
+    pub failed_ios: u64,
+    /// The devices' counters summed over the array (`gc_stalls`, `destages`, `spin_ups`, ...),
+    /// written beside the figures above.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// The latency of each operation that the trace has (read, write, trim, flush), apart, as
+    /// characterization summarises latency.
+    pub by_op: BTreeMap<&'static str, analyze::Latency>,
+}
+
+impl SimFigures {
+    /// Counter `name` summed over the devices, 0 when their kind has none of that name.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+}
+
+/// The engine's account of a run, for [`summarise`].
+pub(super) struct Tally<'a> {
+    pub device: &'a str,
+    /// `Some(depth)` for a closed loop.
+    pub closed: Option<usize>,
+    /// Simulated time from the first arrival to the last completion (ns).
+    pub span: f64,
+    pub latency_ns: &'a [u64],
+    /// Sum of device I/Os' times from start to completion (ns).
+    pub service_sum: f64,
+    pub device_ios: u64,
+    pub cache_hits: u64,
+    pub slow_ios: u64,
+    pub failed_ios: u64,
+}
+
+/// One device's I/Os and time busy as the engine counted them, with its own report.
+pub(super) struct Member {
+    pub ios: u64,
+    pub busy_ns: f64,
+    pub report: Report,
+}
+
+pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>) -> SimFigures {
+    let (n, span) = (run.latency_ns.len(), run.span);
+    let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
+    let mut lat = run.latency_ns.to_vec();
+    let mean_latency = if n == 0 {
+        0.0
+    } else {
+        lat.iter().map(|&l| l as f64).sum::<f64>() / n as f64 / 1e3
+    };
+    let mut energy = None;
+    let mut counters = Counters::new();
+    let devices = members
+        .into_iter()
+        .map(|m| {
+            if let Some(e) = m.report.energy_j {
+                *energy.get_or_insert(0.0) += e;
+            }
+            for (&name, &count) in &m.report.counters {
+                *counters.entry(name).or_insert(0) += count;
+            }
+            DeviceFigures {
+                ios: m.ios,
+                // a device's own background work keeps it busy too
+                utilization: if span > 0.0 {
+                    ((m.busy_ns + m.report.background_ns) / span).min(1.0)
+                } else {
+                    0.0
+                },
+                counters: m.report.counters,
+            }
+        })
+        .collect();
+    SimFigures {
+        device: run.device.to_string(),
+        mode: run
+            .closed
+            .map_or_else(|| "open loop".to_string(), |d| format!("closed loop, depth {d}")),
+        requests: n as u64,
+        duration_s: span / 1e9,
+        iops: if span > 0.0 { n as f64 / (span / 1e9) } else { 0.0 },
+        mb_per_s: if span > 0.0 {
+            bytes as f64 / 1e6 / (span / 1e9)
+        } else {
+            0.0
+        },
+        mean_latency_us: mean_latency,
+        latency_us: stats::percentiles(&mut lat, 1e-3),
+        mean_service_us: if run.device_ios == 0 {
+            0.0
+        } else {
+            run.service_sum / run.device_ios as f64 / 1e3
+        },
+        device_ios: run.device_ios,
+        devices,
+        energy_j: energy,
+        cache_hits: run.cache_hits,
+        slow_ios: run.slow_ios,
+        failed_ios: run.failed_ios,
+        counters,
+        by_op: by_op(t, run.latency_ns),
+    }
+}
+
+/// Each operation's latency apart.
+fn by_op(t: &TraceView<'_>, latency_ns: &[u64]) -> BTreeMap<&'static str, analyze::Latency> {
+    let mut per_op: [Vec<u64>; 4] = Default::default();
+    for (&l, &op) in latency_ns.iter().zip(t.op) {
+        per_op[usize::from(op).min(3)].push(l);
+    }
+    [Op::Read, Op::Write, Op::Trim, Op::Flush]
+        .into_iter()
+        .zip(&mut per_op)
+        .filter_map(|(op, mine)| Some((op.name(), analyze::latency(mine)?)))
+        .collect()
+}

@@ -1,0 +1,388 @@
+//! The simulator's tests by hand: a disk whose numbers are easy, alone, cached, behind a
+//! controller, with faults and standby; presets and device-file errors.
+
+use super::hdd::HddPower;
+use super::*;
+use crate::trace::{Op, Trace};
+
+/// A disk whose numbers are easy by hand: 6,000 rpm (10 ms a turn), 1 GB, 1,000 cylinders,
+/// 100 MB/s everywhere (1 MB a track), seeks 1 / 5 / 10 ms.
+fn hand(read_ahead: bool) -> HddParams {
+    HddParams {
+        rpm: 6000.0,
+        capacity_gb: 1.0,
+        cylinders: 1000,
+        track_to_track_ms: 1.0,
+        average_seek_ms: 5.0,
+        full_stroke_ms: 10.0,
+        outer_mb_s: 100.0,
+        inner_mb_s: 100.0,
+        bus_mb_s: 100.0,
+        overhead_ms: 0.0,
+        cache_segments: 4,
+        segment_kib: 1024,
+        read_ahead,
+        write_cache: false,
+        write_cache_mib: 4.0,
+        power: None,
+    }
+}
+
+/// A device file of the disk `p` alone.
+fn of(p: HddParams) -> Config {
+    Config {
+        name: "hand".into(),
+        description: String::new(),
+        scheduler: Scheduler::Fifo,
+        device: DeviceConfig::new("hdd", p).unwrap(),
+        array: None,
+        controller: None,
+        faults: None,
+    }
+}
+
+fn disk(read_ahead: bool) -> Config {
+    of(hand(read_ahead))
+}
+
+/// The same disk with a write cache of `mib`.
+fn cached_disk(mib: f64) -> Config {
+    let mut p = hand(false);
+    (p.write_cache, p.write_cache_mib) = (true, mib);
+    of(p)
+}
+
+fn trace(ts: &[u64], offsets: &[u64], size: u32, op: u8) -> Trace {
+    let mut t = crate::trace::testing::reads(ts, offsets, size);
+    t.op = vec![op; ts.len()];
+    t
+}
+
+#[test]
+fn one_request_by_hand() {
+    // cylinder 250 of 1,000: seek 1 + 4·√0.75 = 4.4641 ms; the target (angle 0) comes round
+    // at 10 ms; 100 KB at 100 MB/s is 1 ms: 11 ms in all
+    let t = trace(&[0], &[250_000_000], 100_000, 0);
+    let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [11_000_000]);
+}
+
+#[test]
+fn a_cached_write_is_destaged_while_the_disk_is_idle() {
+    // the write crosses the bus in 1 ms. Idle from 1 ms, the disk destages it: seek to
+    // cylinder 250 (4.4641 ms), wait for angle 0 (the head is at 0.54641 of a turn:
+    // 4.5359 ms), write 1 ms — busy until 11 ms. The read arriving at 2 ms waits for that,
+    // seeks back (4.4641), waits 4.5359 and reads 1 ms: done at 21 ms, 19 ms after it came.
+    let mut t = trace(&[0, 2_000_000], &[250_000_000, 0], 100_000, 0);
+    t.op[0] = Op::Write as u8;
+    let r = simulate(&t.view(), &cached_disk(4.0), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [1_000_000, 19_000_000]);
+    assert_eq!(r.figures.counter("destages"), 1);
+    // reads and writes apart
+    let ops = &r.figures.by_op;
+    assert_eq!(ops.keys().copied().collect::<Vec<_>>(), ["read", "write"]);
+    assert_eq!((ops["write"].count, ops["write"].mean_us), (1, 1000.0));
+    assert_eq!(ops["read"].percentiles_us.max, 19_000.0);
+    // without the cache the write itself takes the 11 ms (the read still ends at 21 ms)
+    let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [11_000_000, 19_000_000]);
+    assert_eq!(r.figures.counter("destages"), 0);
+}
+
+#[test]
+fn a_full_write_cache_makes_a_write_wait_for_destaging() {
+    // a 0.1 MiB cache holds one 100 KB write: the second, queued behind the first, must
+    // first destage it (10 ms, as above, from 1 ms), then crosses the bus: done at 12 ms
+    let t = trace(&[0, 0], &[250_000_000, 500_000_000], 100_000, Op::Write as u8);
+    let r = simulate(&t.view(), &cached_disk(0.1), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [1_000_000, 12_000_000]);
+    assert_eq!(r.figures.counter("destages"), 1);
+}
+
+#[test]
+fn a_read_of_data_still_in_the_write_cache_is_a_hit() {
+    // two writes and a read of the second's range arrive together: the writes cross the bus
+    // (1 ms each) and the read finds the data cached, 1 ms more
+    let mut t = trace(&[0, 0, 0], &[250_000_000, 500_000_000, 500_000_000], 100_000, 0);
+    t.op[0] = Op::Write as u8;
+    t.op[1] = Op::Write as u8;
+    let r = simulate(&t.view(), &cached_disk(4.0), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [1_000_000, 2_000_000, 3_000_000]);
+    assert_eq!(r.figures.devices[0].counter("buffer_hits"), 1);
+}
+
+#[test]
+fn back_to_back_requests_queue() {
+    // the second waits 11 ms, then needs no seek, 9 ms of rotation (the head is at 0.1 of a
+    // turn) and 1 ms of transfer: done at 21 ms
+    let t = trace(&[0, 0], &[250_000_000, 250_000_000], 100_000, 0);
+    let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [11_000_000, 21_000_000]);
+}
+
+#[test]
+fn sequential_reads_hit_the_track_buffer() {
+    // by 12 ms the disk has read 200 KB ahead from the first read's start: the next 100 KB
+    // is a buffer hit, 1 ms at the bus rate
+    let t = trace(&[0, 12_000_000], &[250_000_000, 250_100_000], 100_000, 0);
+    let r = simulate(&t.view(), &disk(true), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [11_000_000, 1_000_000]);
+    assert_eq!(r.figures.devices[0].counter("buffer_hits"), 1);
+    let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+    assert!(r.latency_ns[1] > 5_000_000);
+}
+
+#[test]
+fn closed_loop_depth_one_gives_one_over_service_time() {
+    let offsets: Vec<u64> = (0..200u64)
+        .map(|i| (i * 7919 % 1000) * 1_000_000 + (i % 7) * 4096)
+        .collect();
+    let t = trace(&vec![0; 200], &offsets, 4096, 0);
+    let opts = SimOptions {
+        iodepth: Some(1),
+        ..SimOptions::default()
+    };
+    let r = simulate(&t.view(), &disk(false), &opts).unwrap();
+    let f = &r.figures;
+    assert_eq!(f.device_ios, 200);
+    let expected = 1e6 / f.mean_service_us;
+    assert!(
+        (f.iops - expected).abs() / expected < 1e-6,
+        "{} vs {expected}",
+        f.iops
+    );
+}
+
+#[test]
+fn sustained_writes_run_at_the_media_rate_not_the_bus_rate() {
+    // 3,000 random 4 KiB writes, one at a time, into a 0.5 MiB cache (128 writes): once it
+    // fills, every write waits for a destage, so the cache can speed writes up only by
+    // ordering destages (nearest first: 1.4x here) — never to the bus rate (25,000/s)
+    let offsets: Vec<u64> = (0..3000u64)
+        .map(|i| (i * 7919 % 1000) * 1_000_000 + (i * 104_729 % 244) * 4096)
+        .collect();
+    let t = trace(&vec![0; 3000], &offsets, 4096, Op::Write as u8);
+    let opts = SimOptions {
+        iodepth: Some(1),
+        ..SimOptions::default()
+    };
+    let through = simulate(&t.view(), &disk(false), &opts).unwrap().figures;
+    let cached = simulate(&t.view(), &cached_disk(0.5), &opts).unwrap().figures;
+    assert!(
+        cached.iops > 1.1 * through.iops && cached.iops < 3.0 * through.iops,
+        "{} vs {}",
+        cached.iops,
+        through.iops
+    );
+    assert!(
+        cached.counter("destages") >= 3000 - 128,
+        "{}",
+        cached.counter("destages")
+    );
+    assert!(cached.devices[0].utilization > 0.99);
+}
+
+fn with_controller(prefetch_min_kib: u64) -> Config {
+    Config {
+        controller: Some(Controller {
+            cache_mib: 16.0,
+            write_back: true,
+            hit_us: 100.0,
+            mirror_us: 50.0,
+            prefetch_min_kib,
+            prefetch_max_kib: 1024,
+            prefetch_multiple: 0.0,
+        }),
+        ..disk(false)
+    }
+}
+
+#[test]
+fn controller_cache_serves_a_repeated_read() {
+    let t = trace(&[0, 50_000_000], &[250_000_000, 250_000_000], 100_000, 0);
+    let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [11_000_000, 100_000]);
+    assert_eq!((r.figures.cache_hits, r.figures.device_ios), (1, 1));
+}
+
+#[test]
+fn write_back_completes_in_cache_and_destages_behind() {
+    let t = trace(&[0], &[250_000_000], 100_000, 1);
+    let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
+    // hit 100 µs + mirror 50 µs; the disk still writes it, finishing at 11 ms
+    assert_eq!(r.latency_ns, [150_000]);
+    assert_eq!(r.figures.device_ios, 1);
+    assert!((r.figures.duration_s - 0.011).abs() < 1e-9);
+}
+
+#[test]
+fn prefetch_turns_the_next_sequential_read_into_a_hit() {
+    let t = trace(&[0, 55_000_000], &[250_000_000, 250_004_096], 4096, 0);
+    let r = simulate(&t.view(), &with_controller(64), &SimOptions::default()).unwrap();
+    assert_eq!(r.figures.cache_hits, 1);
+    assert_eq!(r.latency_ns[1], 100_000);
+    // the request itself does not wait for the 64 KiB read behind it
+    assert!(r.latency_ns[0] < 10_100_000);
+    let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
+    assert_eq!(r.figures.cache_hits, 0);
+    assert!(r.latency_ns[1] > 5_000_000);
+}
+
+#[test]
+fn injected_faults_add_their_delays() {
+    let mut config = disk(false);
+    config.faults = Some(Faults {
+        slow_sector_rate: 0.0,
+        slow_ms: 50.0,
+        failed_sector_rate: 1.0,
+        fail_ms: 1000.0,
+        slow_write_rate: 0.0,
+        slow_write_ms: 50.0,
+        seed: 7,
+    });
+    let t = trace(&[0], &[250_000_000], 100_000, 0);
+    let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [1_011_000_000]);
+    assert_eq!((r.figures.failed_ios, r.figures.slow_ios), (1, 0));
+
+    let f = config.faults.as_mut().unwrap();
+    f.failed_sector_rate = 0.0;
+    f.slow_write_rate = 1.0;
+    let t = trace(&[0], &[250_000_000], 100_000, 1);
+    let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [61_000_000]);
+    assert_eq!((r.figures.failed_ios, r.figures.slow_ios), (0, 1));
+
+    // at a rate of a quarter, about a quarter of 4,000 I/Os are slow, the same ones each run
+    let f = config.faults.as_mut().unwrap();
+    f.slow_write_rate = 0.0;
+    f.slow_sector_rate = 0.25;
+    let offsets: Vec<u64> = (0..4000u64).map(|i| i * 100_000).collect();
+    let ts: Vec<u64> = (0..4000u64).map(|i| i * 100_000_000).collect();
+    let t = trace(&ts, &offsets, 4096, 0);
+    let first = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    let again = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    assert_eq!(first.latency_ns, again.latency_ns);
+    let slow = first.figures.slow_ios;
+    assert!((900..1100).contains(&slow), "{slow}");
+}
+
+#[test]
+fn an_idle_disk_spins_down_and_back_up() {
+    let power = |spin_down_s| HddPower {
+        idle_w: 5.0,
+        seek_w: 8.0,
+        transfer_w: 6.0,
+        standby_w: 1.0,
+        spin_down_s,
+        spin_up_s: 6.0,
+    };
+    let mut p = hand(false);
+    p.power = Some(power(Some(10.0)));
+    let config = of(p.clone());
+    let t = trace(&[0, 100_000_000_000], &[250_000_000, 250_000_000], 100_000, 0);
+    let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    assert_eq!(r.figures.counter("spin_ups"), 1);
+    // six seconds of spin-up, then at most a turn and the transfer
+    assert!(
+        (6_000_000_000..6_011_000_000).contains(&r.latency_ns[1]),
+        "{}",
+        r.latency_ns[1]
+    );
+    let standby = r.figures.energy_j.unwrap();
+
+    p.power = Some(power(None));
+    let config = of(p);
+    let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    assert_eq!(r.figures.counter("spin_ups"), 0);
+    assert!(r.latency_ns[1] < 11_000_000);
+    // ~100 s idle at 5 W against 10 s idle, ~84 s at 1 W and 6 s spinning up at 8 W
+    let awake = r.figures.energy_j.unwrap();
+    assert!(awake > 480.0 && standby < 200.0, "{awake} {standby}");
+}
+
+#[test]
+fn raid5_small_write_is_four_device_ios() {
+    let config = Config::preset("fc60-r5-4disk").unwrap();
+    let t = trace(&[0], &[0], 4096, 1);
+    let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    assert_eq!(r.figures.device_ios, 4);
+    let t = trace(&[0], &[0], 4096, 0);
+    assert_eq!(
+        simulate(&t.view(), &config, &SimOptions::default())
+            .unwrap()
+            .figures
+            .device_ios,
+        1
+    );
+}
+
+#[test]
+fn presets_load_and_bad_files_name_the_field() {
+    for (name, _) in PRESETS {
+        assert_eq!(Config::preset(name).unwrap().name, name);
+    }
+    let e = Config::from_toml("name = \"x\"\n[device]\nkind = \"hdd\"\nrpm = \"fast\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("device file field device"), "{e}");
+    let text = PRESETS[0]
+        .1
+        .replace("average_seek_ms = 8.5", "average_seek_ms = 30.0");
+    let e = Config::from_toml(&text).unwrap_err().to_string();
+    assert!(
+        e.contains("track_to_track_ms <= average_seek_ms <= full_stroke_ms"),
+        "{e}"
+    );
+    let fc60 = Config::preset("fc60-r5-4disk").unwrap();
+    assert!(fc60.controller.is_some());
+    let text = format!("{}\n[faults]\nslow_sector_rate = 1.5\n", PRESETS[0].1);
+    let e = Config::from_toml(&text).unwrap_err().to_string();
+    assert!(e.contains("faults.slow_sector_rate"), "{e}");
+    let text = format!(
+        "{}\n[controller]\ncache_mib = 8\nprefetch_min_kib = 64\nprefetch_max_kib = 16\n",
+        PRESETS[0].1
+    );
+    let e = Config::from_toml(&text).unwrap_err().to_string();
+    assert!(e.contains("controller.prefetch_max_kib"), "{e}");
+}
+
+#[test]
+fn the_device_table_s_errors_name_the_exact_field() {
+    let hdd = PRESETS[0].1;
+    for (from, to, expected) in [
+        (
+            "rpm = 7200",
+            "rpm = \"fast\"",
+            "device.rpm: invalid type: string \"fast\", expected f64",
+        ),
+        ("rpm = 7200", "rpms = 7200", "device.rpms: unknown field `rpms`"),
+        (
+            "idle_w = 5.4",
+            "idle_w = \"x\"",
+            "device.power.idle_w: invalid type",
+        ),
+        (
+            "kind = \"hdd\"",
+            "kind = \"tape\"",
+            "device.kind: unknown kind \"tape\"; kinds are hdd, ssd",
+        ),
+        (
+            "kind = \"hdd\"",
+            "kind = 3",
+            "device.kind: expected a string (one of hdd, ssd), found integer",
+        ),
+        ("kind = \"hdd\"", "", "device.kind: missing; kinds are hdd, ssd"),
+    ] {
+        let e = Config::from_toml(&hdd.replace(from, to)).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("device file field {expected}")), "{e}");
+    }
+    // written back as the file has it, defaults filled in (hdd-7200 gives no cylinders)
+    let json = serde_json::to_value(Config::preset("hdd-7200").unwrap()).unwrap();
+    let device = &json["device"];
+    assert_eq!(
+        (device["kind"].as_str(), device["rpm"].as_f64()),
+        (Some("hdd"), Some(7200.0))
+    );
+    assert_eq!(device["cylinders"].as_u64(), Some(50_000));
+}
