@@ -16,6 +16,11 @@ def device_presets() -> dict[str, str]:
     return dict(_core.device_presets())
 
 
+def device_table() -> list[tuple[str, str, str, str]]:
+    """A line per built-in device file: name, description, its array and its device."""
+    return list(_core.device_table())
+
+
 def device_config(device: str | None = None, config: str | os.PathLike | None = None) -> str:
     """The TOML text of a preset (``device``) or of a device file (``config``)."""
     if (device is None) == (config is None):

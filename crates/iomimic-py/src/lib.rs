@@ -38,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(synth::generate_locality_free, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sim::device_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::device_table, m)?)?;
     m.add_function(wrap_pyfunction!(sim::check_device, m)?)?;
     m.add_class::<realio::RunSession>()?;
     m.add_function(wrap_pyfunction!(realio::io_uring_available, m)?)?;

@@ -55,6 +55,22 @@ pub fn device_presets() -> Vec<(&'static str, &'static str)> {
     sim::PRESETS.to_vec()
 }
 
+/// [(name, description, array, device)] of the built-in device files, each a line of text.
+#[pyfunction]
+pub fn device_table() -> PyResult<Vec<(&'static str, String, String, String)>> {
+    sim::PRESETS
+        .iter()
+        .map(|&(name, text)| {
+            let c = sim::Config::from_toml(text).map_err(err_to_py)?;
+            let array = c
+                .array
+                .as_ref()
+                .map_or_else(|| "-".to_string(), sim::Array::summary);
+            Ok((name, c.description.clone(), array, c.device.spec().summary()))
+        })
+        .collect()
+}
+
 /// Checks a device file; returns it normalised (or raises InputError naming the field).
 #[pyfunction]
 pub fn check_device(py: Python<'_>, config_toml: &str) -> PyResult<Py<PyAny>> {

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     from iomimic.report import make_console
     from iomimic.report.catalog import render_devices
-    from iomimic.sim import device_presets
+    from iomimic.sim import device_presets, device_table
 
     presets = device_presets()
     if args.show:
@@ -34,5 +34,5 @@ def handle(args: argparse.Namespace) -> int:
             raise InputError(f"unknown device {args.show!r}; presets are {', '.join(presets)}")
         print(presets[args.show], end="")
         return EXIT_OK
-    render_devices(presets, make_console())
+    render_devices(device_table(), make_console())
     return EXIT_OK

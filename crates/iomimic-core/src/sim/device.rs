@@ -68,6 +68,9 @@ pub trait DeviceSpec: Debug + Send + Sync {
 
     /// A device as at time 0. `scheduler` orders its queue, if it keeps one.
     fn build(&self, scheduler: Scheduler) -> Box<dyn Device>;
+
+    /// One line saying what the device is (for `iomimic devices`).
+    fn summary(&self) -> String;
 }
 
 /// A device kind: the `kind` a device file names, and how to read the rest of its table.

@@ -190,6 +190,19 @@ impl DeviceSpec for HddParams {
     fn build(&self, scheduler: Scheduler) -> Box<dyn Device> {
         Box::new(Hdd::new(self.clone(), scheduler))
     }
+
+    fn summary(&self) -> String {
+        format!(
+            "HDD {} rpm, {} GB, seek {}/{}/{} ms, {}-{} MB/s",
+            self.rpm,
+            self.capacity_gb,
+            self.track_to_track_ms,
+            self.average_seek_ms,
+            self.full_stroke_ms,
+            self.outer_mb_s,
+            self.inner_mb_s
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

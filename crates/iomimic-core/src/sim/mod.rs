@@ -120,6 +120,17 @@ pub struct Array {
     pub bus_mb_s: Option<f64>,
 }
 
+impl Array {
+    /// One line saying what the array is (for `iomimic devices`).
+    pub fn summary(&self) -> String {
+        let level = serde_json::to_value(self.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        format!("{level} x{}, {} KiB units", self.devices, self.stripe_kib)
+    }
+}
+
 /// A device file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {

@@ -114,6 +114,18 @@ impl DeviceSpec for SsdParams {
     fn build(&self, _: Scheduler) -> Box<dyn Device> {
         Box::new(Ssd::new(self.clone()))
     }
+
+    fn summary(&self) -> String {
+        format!(
+            "SSD {} GB, {}x{} dies, read {} µs, program {} µs, erase {} µs",
+            self.capacity_gb,
+            self.channels,
+            self.dies_per_channel,
+            self.read_us,
+            self.program_us,
+            self.erase_us
+        )
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -45,6 +45,10 @@ impl DeviceSpec for ToyParams {
         self.capacity_gb * 1_000_000_000
     }
 
+    fn summary(&self) -> String {
+        format!("toy, {} ms an I/O", self.latency_ms)
+    }
+
     fn build(&self, _: Scheduler) -> Box<dyn Device> {
         Box::new(Toy {
             latency_ns: self.latency_ms * 1e6,
