@@ -81,4 +81,3 @@ impl std::fmt::Display for CorruptData {
 }
 
 impl std::error::Error for CorruptData {}
-

@@ -73,6 +73,7 @@ impl PyTraceReader {
             blk_event: parse_opt::<BlkEvent>(event)?.unwrap_or_default(),
             columns,
             delimiter,
+            ..ReadOptions::default()
         };
         let reader = py
             .detach(|| iomimic_core::TraceReader::open(&path, &opts))
@@ -717,7 +718,7 @@ fn check_device(config_toml: &str) -> PyResult<String> {
 /// [(name, description)] of every format.
 #[pyfunction]
 fn format_table() -> Vec<(&'static str, &'static str)> {
-    Format::ALL.iter().map(|f| (f.name(), f.description())).collect()
+    Format::all().map(|f| (f.name(), f.description())).collect()
 }
 
 #[pymodule]
