@@ -62,6 +62,7 @@ impl PyTraceReader {
             blk_event: parse_opt::<BlkEvent>(event)?.unwrap_or_default(),
             columns,
             delimiter,
+            ..ReadOptions::default()
         };
         let reader = py
             .detach(|| iomimic_core::TraceReader::open(&path, &opts))
@@ -187,5 +188,5 @@ pub fn summarize(
 /// [(name, description)] of every format.
 #[pyfunction]
 pub fn format_table() -> Vec<(&'static str, &'static str)> {
-    Format::ALL.iter().map(|f| (f.name(), f.description())).collect()
+    Format::all().map(|f| (f.name(), f.description())).collect()
 }

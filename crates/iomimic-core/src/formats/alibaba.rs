@@ -16,7 +16,17 @@
 
 use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
+use super::spec::{FormatSpec, Framing};
 use crate::trace::Op;
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "alibaba",
+    aliases: &[],
+    description: "Alibaba block traces 2020: device_id,opcode(R/W),offset(bytes),length(bytes),timestamp(us)",
+    framing: Framing::Lines,
+    detect: Some(70),
+    make: |_, _| Ok((Box::new(AlibabaParser), Builder::new(false, false))),
+};
 
 const OPS: &[(&[u8], Op)] = &[
     (b"R", Op::Read),

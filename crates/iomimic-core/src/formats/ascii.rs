@@ -16,8 +16,34 @@
 //! input trace format.
 
 use super::builder::{Builder, LineError, Outcome, Request};
+use super::spec::{FormatSpec, Framing};
 use super::{lex, TimeUnit};
 use crate::trace::Op;
+
+// Two formats, one layout: they differ only in the default time unit.
+pub(crate) const MQSIM: FormatSpec = FormatSpec {
+    name: "mqsim",
+    aliases: &[],
+    description: "MQSim ASCII: time(ns) device lba(sectors) size(sectors) type(1 read, 0 write)",
+    framing: Framing::Lines,
+    detect: Some(90),
+    make: |opts, _| {
+        let unit = opts.time_unit.unwrap_or(TimeUnit::Ns);
+        Ok((Box::new(AsciiParser::new(unit)), Builder::new(false, false)))
+    },
+};
+
+pub(crate) const DISKSIM: FormatSpec = FormatSpec {
+    name: "disksim",
+    aliases: &[],
+    description: "DiskSim ASCII: time(ms) device lba(sectors) size(sectors) type(1 read, 0 write)",
+    framing: Framing::Lines,
+    detect: Some(100),
+    make: |opts, _| {
+        let unit = opts.time_unit.unwrap_or(TimeUnit::Ms);
+        Ok((Box::new(AsciiParser::new(unit)), Builder::new(false, false)))
+    },
+};
 
 const OPS: &[(&[u8], Op)] = &[(b"1", Op::Read), (b"0", Op::Write)];
 

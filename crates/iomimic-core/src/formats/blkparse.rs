@@ -23,8 +23,23 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::builder::{Builder, LineError, Outcome, Request};
+use super::spec::{FormatSpec, Framing};
 use super::{lex, BlkEvent};
 use crate::trace::{Op, LATENCY_UNKNOWN};
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "blkparse",
+    aliases: &[],
+    description: "blkparse default text: maj,min cpu seq time pid action RWBS sector + nsectors [process]",
+    framing: Framing::Lines,
+    detect: Some(40),
+    make: |opts, _| {
+        Ok((
+            Box::new(BlkparseParser::new(opts.blk_event)),
+            Builder::new(true, false),
+        ))
+    },
+};
 
 pub struct BlkparseParser {
     event: &'static [u8],

@@ -25,7 +25,17 @@ use std::io::{self, Write};
 
 use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
+use super::spec::{FormatSpec, Framing};
 use crate::trace::{Op, TraceView, LATENCY_UNKNOWN};
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "csv",
+    aliases: &["iomimic-csv", "canonical"],
+    description: "iomimic canonical CSV (what `iomimic convert -o x.csv` writes)",
+    framing: Framing::Lines,
+    detect: Some(10),
+    make: |_, _| Ok((Box::new(CanonicalParser::default()), Builder::new(false, false))),
+};
 
 const MAGIC: &str = "# iomimic trace v1";
 const REQUIRED: [&str; 6] = ["ts_ns", "offset", "size", "op", "volume", "stream"];

@@ -1,27 +1,12 @@
 //! Format detection: every candidate parser tries the first lines; the first that reads them
-//! cleanly wins. A format named in the file name (`x.blkparse.txt`) is tried first.
+//! cleanly wins. A format named in the file name (`x.blkparse.txt`) is tried first. The
+//! candidates and their order come from the registry in the read options (each spec's
+//! `detect` rank), so nothing here names a format.
 
 use std::path::Path;
 
-use super::{make_parser, vscsi, Format, Outcome, ReadOptions};
+use super::{Format, Framing, Outcome, ReadOptions, Registry};
 use crate::error::{Error, Result};
-
-/// Text formats in the order they are tried: headed formats first (their first line proves
-/// them), then the headerless ones from the most to the least constrained. `mqsim` comes before
-/// `disksim` because the two differ only in the time unit; integer times suggest nanoseconds.
-const TEXT_ORDER: [Format; 11] = [
-    Format::Csv,
-    Format::Fio,
-    Format::VscsiCsv,
-    Format::Blkparse,
-    Format::Msr,
-    Format::Spc,
-    Format::Alibaba,
-    Format::Tencent,
-    Format::Mqsim,
-    Format::Disksim,
-    Format::Generic,
-];
 
 const SAMPLE_BYTES: usize = 64 << 10;
 const SAMPLE_LINES: usize = 200;
@@ -44,16 +29,7 @@ pub(crate) fn detect(
 ) -> Result<(Format, Vec<String>)> {
     let probe = &head[..head.len().min(4096)];
     if probe.contains(&0) {
-        return match vscsi::record_size(head) {
-            Ok(_) => Ok((Format::Vscsi, Vec::new())),
-            Err(e) => Err(Error::UnknownFormat {
-                path: path.to_path_buf(),
-                tried: format!(
-                    "the binary format vscsi ({}); the file is not text, so no text format applies",
-                    e.message
-                ),
-            }),
-        };
+        return detect_binary(path, head, &opts.registry);
     }
     let sample = text_sample(head, eof);
     let lines: Vec<&[u8]> = sample
@@ -66,7 +42,7 @@ pub(crate) fn detect(
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    let mut order: Vec<Format> = TEXT_ORDER.to_vec();
+    let mut order = opts.registry.detected(false);
     order.sort_by_key(|f| !name.split(['.', '_', '-']).any(|part| part == f.name()));
 
     let trials: Vec<Trial> = order.iter().filter_map(|&f| trial(f, &lines, opts)).collect();
@@ -102,7 +78,12 @@ pub(crate) fn detect(
                     Some(e) => format!("{} ({e})", t.format),
                     None => format!("{} (no request in the first {} lines)", t.format, lines.len()),
                 })
-                .chain(std::iter::once("vscsi (not a binary file)".to_string()))
+                .chain(
+                    opts.registry
+                        .detected(true)
+                        .into_iter()
+                        .map(|f| format!("{f} (not a binary file)")),
+                )
                 .collect();
             Err(Error::UnknownFormat {
                 path: path.to_path_buf(),
@@ -110,6 +91,30 @@ pub(crate) fn detect(
             })
         }
     }
+}
+
+/// A file with NUL bytes near its start is binary: the first binary format that finds its
+/// record size in the first bytes is the file's.
+fn detect_binary(path: &Path, head: &[u8], registry: &Registry) -> Result<(Format, Vec<String>)> {
+    let mut refusals = Vec::new();
+    for format in registry.detected(true) {
+        let Framing::Binary(record_size) = format.spec().framing else {
+            continue;
+        };
+        match record_size(head) {
+            Ok(_) => return Ok((format, Vec::new())),
+            Err(e) => refusals.push(format!("{format} ({})", e.message)),
+        }
+    }
+    let tried = match refusals.len() {
+        0 => "no binary format".to_string(),
+        1 => format!("the binary format {}", refusals[0]),
+        _ => format!("the binary formats {}", refusals.join(", ")),
+    };
+    Err(Error::UnknownFormat {
+        path: path.to_path_buf(),
+        tried: format!("{tried}; the file is not text, so no text format applies"),
+    })
 }
 
 /// The first lines of the file, cut at a line end (unless the whole file is in hand).
@@ -123,7 +128,7 @@ fn text_sample(head: &[u8], eof: bool) -> &[u8] {
 
 fn trial(format: Format, lines: &[&[u8]], opts: &ReadOptions) -> Option<Trial> {
     // A candidate that cannot even be built (generic without --columns) is not a candidate.
-    let (mut parser, mut builder) = make_parser(format, opts, "trace").ok()?;
+    let (mut parser, mut builder) = (format.spec().make)(opts, "trace").ok()?;
     let mut t = Trial {
         format,
         requests: 0,

@@ -21,7 +21,18 @@
 
 use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
+use super::spec::{FormatSpec, Framing};
 use crate::trace::Op;
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "fio",
+    aliases: &["iolog"],
+    description:
+        "fio iolog version 2 (file action offset length; wait N) or 3 (time_us file action offset length)",
+    framing: Framing::Lines,
+    detect: Some(20),
+    make: |_, _| Ok((Box::new(FioParser::default()), Builder::new(false, false))),
+};
 
 #[derive(Default)]
 pub struct FioParser {

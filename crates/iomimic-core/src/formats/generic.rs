@@ -20,9 +20,29 @@
 //! iomimic's own convention, for traces no built-in format covers.
 
 use super::builder::{Builder, LineError, Outcome, Request};
+use super::spec::{FormatSpec, Framing};
 use super::{lex, TimeUnit};
 use crate::error::{Error, Result};
 use crate::trace::{Op, LATENCY_UNKNOWN};
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "generic",
+    aliases: &[],
+    description: "any CSV/TSV/space-separated trace, described by --columns (never detected)",
+    framing: Framing::Lines,
+    // tried last, and only when --columns is given (without it `make` refuses)
+    detect: Some(900),
+    make: |opts, stem| {
+        let spec = opts.columns.as_deref().ok_or_else(|| {
+            Error::Usage(
+                "format generic needs --columns, e.g. ts=0:us,offset=1:bytes,size=2:bytes,op=3".into(),
+            )
+        })?;
+        let parser = GenericParser::new(spec, opts.delimiter, opts.time_unit, stem)?;
+        let builder = Builder::new(parser.has_latency(), parser.has_file());
+        Ok((Box::new(parser), builder))
+    },
+};
 
 #[derive(Debug, Clone)]
 enum OpRule {

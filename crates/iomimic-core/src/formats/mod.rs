@@ -2,6 +2,8 @@
 //!
 //! Every text format is a [`RecordParser`] fed one line at a time by [`TraceReader`], which reads
 //! the (possibly compressed) file in blocks so memory stays bounded by the block plus the columns.
+//! Each format's module declares a [`FormatSpec`] (name, aliases, framing, detection rank, how to
+//! build its parser) and [`registry`] lists them; the reader and detection know no format by name.
 
 mod alibaba;
 mod ascii;
@@ -14,13 +16,15 @@ mod generic;
 pub mod input;
 pub mod lex;
 mod msr;
+mod parquet;
 mod reader;
+pub mod registry;
 mod spc;
+mod spec;
 mod tencent;
 mod vscsi;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -28,120 +32,10 @@ pub use builder::{Builder, LineError, Outcome, Request};
 pub use canonical::write_csv;
 pub use input::Compression;
 pub use reader::{read_trace, TraceReader};
+pub use registry::Registry;
+pub use spec::{Format, FormatSpec, Framing, MakeParser};
 
 use crate::error::{Error, Result};
-
-/// A trace format iomimic reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    Msr,
-    Spc,
-    Mqsim,
-    Disksim,
-    VscsiCsv,
-    Vscsi,
-    Blkparse,
-    Fio,
-    Alibaba,
-    Tencent,
-    Generic,
-    Csv,
-    Parquet,
-}
-
-impl Format {
-    pub const ALL: [Format; 13] = [
-        Format::Msr,
-        Format::Spc,
-        Format::Mqsim,
-        Format::Disksim,
-        Format::VscsiCsv,
-        Format::Vscsi,
-        Format::Blkparse,
-        Format::Fio,
-        Format::Alibaba,
-        Format::Tencent,
-        Format::Generic,
-        Format::Csv,
-        Format::Parquet,
-    ];
-
-    /// The name used by `--format` and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Msr => "msr",
-            Format::Spc => "spc",
-            Format::Mqsim => "mqsim",
-            Format::Disksim => "disksim",
-            Format::VscsiCsv => "vscsi-csv",
-            Format::Vscsi => "vscsi",
-            Format::Blkparse => "blkparse",
-            Format::Fio => "fio",
-            Format::Alibaba => "alibaba",
-            Format::Tencent => "tencent",
-            Format::Generic => "generic",
-            Format::Csv => "csv",
-            Format::Parquet => "parquet",
-        }
-    }
-
-    /// One line saying what the format is, for `iomimic formats` and `--help`.
-    pub fn description(self) -> &'static str {
-        match self {
-            Format::Msr => "MSR Cambridge / SNIA CSV: Timestamp(FILETIME),Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
-            Format::Spc => "UMass SPC (Financial, WebSearch): ASU,LBA(sectors),Size(bytes),Opcode,Timestamp(s)",
-            Format::Mqsim => "MQSim ASCII: time(ns) device lba(sectors) size(sectors) type(1 read, 0 write)",
-            Format::Disksim => "DiskSim ASCII: time(ms) device lba(sectors) size(sectors) type(1 read, 0 write)",
-            Format::VscsiCsv => "CloudPhysics vscsi as libCacheSim CSV: version,time(s),op(SCSI hex),size(bytes),lbn(sectors)",
-            Format::Vscsi => "CloudPhysics vscsi binary, v1 (32-byte) or v2 (40-byte) little-endian records",
-            Format::Blkparse => "blkparse default text: maj,min cpu seq time pid action RWBS sector + nsectors [process]",
-            Format::Fio => "fio iolog version 2 (file action offset length; wait N) or 3 (time_us file action offset length)",
-            Format::Alibaba => "Alibaba block traces 2020: device_id,opcode(R/W),offset(bytes),length(bytes),timestamp(us)",
-            Format::Tencent => "Tencent CBS 2018: Timestamp(s),Offset(sectors),Size(sectors),IOType(0 read, 1 write),VolumeID",
-            Format::Generic => "any CSV/TSV/space-separated trace, described by --columns (never detected)",
-            Format::Csv => "iomimic canonical CSV (what `iomimic convert -o x.csv` writes)",
-            Format::Parquet => "iomimic Parquet (what `iomimic convert -o x.parquet` writes)",
-        }
-    }
-
-    /// True for formats whose records are fixed-size binary structs rather than lines.
-    pub fn is_binary(self) -> bool {
-        matches!(self, Format::Vscsi | Format::Parquet)
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Format {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        let wanted = s.trim().to_ascii_lowercase();
-        let alias = match wanted.as_str() {
-            "snia" | "msrc" => "msr",
-            "umass" => "spc",
-            "iolog" => "fio",
-            "iomimic-csv" | "canonical" => "csv",
-            "vscsi-bin" => "vscsi",
-            "libcachesim-csv" => "vscsi-csv",
-            other => other,
-        };
-        Format::ALL
-            .into_iter()
-            .find(|f| f.name() == alias)
-            .ok_or_else(|| {
-                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-                Error::Usage(format!(
-                    "unknown format {s:?}; known formats: {}",
-                    names.join(", ")
-                ))
-            })
-    }
-}
 
 /// Units a time column may be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,6 +103,8 @@ impl FromStr for BlkEvent {
 pub struct ReadOptions {
     /// Skip detection and parse as this format.
     pub format: Option<Format>,
+    /// The formats detection picks from (the built-in ones by default).
+    pub registry: Registry,
     /// Skip and count malformed lines instead of failing on the first.
     pub skip_bad: bool,
     /// Override the time unit of `mqsim`/`disksim` (and the default unit of `generic` times).
@@ -289,64 +185,4 @@ pub(crate) fn parse_ok(
             .unwrap_or_else(|e| panic!("{line}: {}", e.message));
     }
     b.take()
-}
-
-/// Builds the parser for `format`. `stem` is the file name without extensions, used as the
-/// volume name by formats that record no device.
-pub(crate) fn make_parser(
-    format: Format,
-    opts: &ReadOptions,
-    stem: &str,
-) -> Result<(Box<dyn RecordParser>, Builder)> {
-    Ok(match format {
-        Format::Msr => (Box::new(msr::MsrParser), Builder::new(true, false)),
-        Format::Spc => (Box::new(spc::SpcParser), Builder::new(false, false)),
-        Format::Mqsim | Format::Disksim => {
-            let default = if format == Format::Mqsim {
-                TimeUnit::Ns
-            } else {
-                TimeUnit::Ms
-            };
-            let unit = opts.time_unit.unwrap_or(default);
-            (
-                Box::new(ascii::AsciiParser::new(unit)),
-                Builder::new(false, false),
-            )
-        }
-        Format::VscsiCsv => (
-            Box::new(vscsi::VscsiCsvParser::new(stem)),
-            Builder::new(false, false),
-        ),
-        Format::Vscsi => (
-            Box::new(vscsi::VscsiBinParser::new(stem)),
-            Builder::new(true, false),
-        ),
-        Format::Blkparse => (
-            Box::new(blkparse::BlkparseParser::new(opts.blk_event)),
-            Builder::new(true, false),
-        ),
-        Format::Fio => (Box::new(fio::FioParser::default()), Builder::new(false, false)),
-        Format::Alibaba => (Box::new(alibaba::AlibabaParser), Builder::new(false, false)),
-        Format::Tencent => (Box::new(tencent::TencentParser), Builder::new(false, false)),
-        Format::Generic => {
-            let spec = opts.columns.as_deref().ok_or_else(|| {
-                Error::Usage(
-                    "format generic needs --columns, e.g. ts=0:us,offset=1:bytes,size=2:bytes,op=3".into(),
-                )
-            })?;
-            let parser = generic::GenericParser::new(spec, opts.delimiter, opts.time_unit, stem)?;
-            let builder = Builder::new(parser.has_latency(), parser.has_file());
-            (Box::new(parser), builder)
-        }
-        Format::Csv => (
-            Box::new(canonical::CanonicalParser::default()),
-            Builder::new(false, false),
-        ),
-        Format::Parquet => {
-            return Err(Error::Usage(
-                "Parquet traces are read by the Python package (iomimic.read_trace), not the core reader"
-                    .into(),
-            ))
-        }
-    })
 }

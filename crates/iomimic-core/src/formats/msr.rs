@@ -18,7 +18,18 @@
 
 use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
+use super::spec::{FormatSpec, Framing};
 use crate::trace::Op;
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "msr",
+    aliases: &["snia", "msrc"],
+    description:
+        "MSR Cambridge / SNIA CSV: Timestamp(FILETIME),Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
+    framing: Framing::Lines,
+    detect: Some(50),
+    make: |_, _| Ok((Box::new(MsrParser), Builder::new(true, false))),
+};
 
 const TICK_NS: u64 = 100;
 const OPS: &[(&[u8], Op)] = &[

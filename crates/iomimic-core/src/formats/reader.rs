@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::builder::{Builder, LineError, Outcome};
-use super::{detect, input, make_parser, Format, ReadOptions, ReadReport, RecordParser};
+use super::{detect, input, Format, Framing, ReadOptions, ReadReport, RecordParser};
 use crate::error::{Error, Result};
 use crate::trace::Trace;
 
@@ -20,9 +20,10 @@ const EXAMPLES: usize = 10;
 /// Most threads a read uses.
 const MAX_WORKERS: usize = 8;
 
-/// Records are newline-terminated lines or fixed-size binary structs.
+/// Where a file's records end: at newlines, or every so many bytes (a binary format's record
+/// size, found from the file's first bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
+enum Split {
     Lines,
     Fixed(usize),
 }
@@ -70,8 +71,9 @@ impl BlockStats {
 pub struct TraceReader {
     path: PathBuf,
     source: BlockSource,
+    format: Format,
     parser: Box<dyn RecordParser>,
-    framing: Framing,
+    framing: Split,
     builder: Builder,
     /// Blocks read ahead while the previous batch was being parsed.
     prefetched: Vec<Vec<u8>>,
@@ -110,24 +112,27 @@ impl TraceReader {
             }
         };
         report.format = Some(format);
-        let (parser, mut builder) = make_parser(format, opts, &file_stem(path))?;
-        let framing = if format == Format::Vscsi {
-            let size = super::vscsi::record_size(&head).map_err(|e| Error::Parse {
+        let (parser, mut builder) = (format.spec().make)(opts, &file_stem(path))?;
+        let framing = match format.spec().framing {
+            Framing::Lines => Split::Lines,
+            Framing::Binary(record_size) => Split::Fixed(record_size(&head).map_err(|e| Error::Parse {
                 path: path.to_path_buf(),
                 line: 1,
                 key: e.key,
                 message: e.message,
-            })?;
-            Framing::Fixed(size)
-        } else {
-            Framing::Lines
+            })?),
+            Framing::Whole => {
+                return Err(Error::Usage(format!(
+                    "format {format} is not read record by record, so the core reader cannot read it"
+                )))
+            }
         };
         // Size the columns once from the file size: about 40 bytes a record for every text format.
         // Compressed input grows the columns as usual.
         if input.compression == input::Compression::None {
             let record_bytes = match framing {
-                Framing::Fixed(n) => n as u64,
-                Framing::Lines => 40,
+                Split::Fixed(n) => n as u64,
+                Split::Lines => 40,
             };
             builder.reserve(
                 usize::try_from(input.file_bytes / record_bytes)
@@ -140,6 +145,7 @@ impl TraceReader {
             .min(MAX_WORKERS);
         Ok(Self {
             path: path.to_path_buf(),
+            format,
             source: BlockSource {
                 path: path.to_path_buf(),
                 input: input.reader,
@@ -167,7 +173,7 @@ impl TraceReader {
     }
 
     pub fn format(&self) -> Format {
-        self.report.format.unwrap_or(Format::Generic)
+        self.format
     }
 
     /// (compressed bytes consumed so far, file size in bytes), for progress bars.
@@ -337,7 +343,7 @@ impl TraceReader {
 struct BlockSource {
     path: PathBuf,
     input: Box<dyn Read + Send>,
-    framing: Framing,
+    framing: Split,
     /// Bytes read past the last complete record, to start the next block with.
     carry: Vec<u8>,
     eof: bool,
@@ -376,8 +382,8 @@ impl BlockSource {
                 return Ok((!block.is_empty()).then_some(block));
             }
             let end = match self.framing {
-                Framing::Lines => memchr::memrchr(b'\n', &block).map(|i| i + 1),
-                Framing::Fixed(n) => Some(block.len() / n * n).filter(|&e| e > 0),
+                Split::Lines => memchr::memrchr(b'\n', &block).map(|i| i + 1),
+                Split::Fixed(n) => Some(block.len() / n * n).filter(|&e| e > 0),
             };
             if let Some(end) = end {
                 self.carry = block[end..].to_vec();
@@ -397,14 +403,14 @@ pub fn read_trace(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<(Trace, 
 
 fn parse_block(
     block: &[u8],
-    framing: Framing,
+    framing: Split,
     parser: &mut dyn RecordParser,
     out: &mut Builder,
     stats: &mut BlockStats,
     skip_bad: bool,
 ) {
     match framing {
-        Framing::Lines => {
+        Split::Lines => {
             let body = block.strip_suffix(b"\n").unwrap_or(block);
             let ends = memchr::memchr_iter(b'\n', body).chain(std::iter::once(body.len()));
             let mut start = 0;
@@ -424,7 +430,7 @@ fn parse_block(
                 }
             }
         }
-        Framing::Fixed(size) => {
+        Split::Fixed(size) => {
             let mut records = block.chunks_exact(size);
             for record in &mut records {
                 if !stats.record(parser.parse(record, out), skip_bad) {

@@ -17,7 +17,17 @@
 
 use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
+use super::spec::{FormatSpec, Framing};
 use crate::trace::Op;
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "spc",
+    aliases: &["umass"],
+    description: "UMass SPC (Financial, WebSearch): ASU,LBA(sectors),Size(bytes),Opcode,Timestamp(s)",
+    framing: Framing::Lines,
+    detect: Some(60),
+    make: |_, _| Ok((Box::new(SpcParser), Builder::new(false, false))),
+};
 
 const OPS: &[(&[u8], Op)] = &[
     (b"r", Op::Read),

@@ -16,7 +16,18 @@
 
 use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
+use super::spec::{FormatSpec, Framing};
 use crate::trace::Op;
+
+pub(crate) const FORMAT: FormatSpec = FormatSpec {
+    name: "tencent",
+    aliases: &[],
+    description:
+        "Tencent CBS 2018: Timestamp(s),Offset(sectors),Size(sectors),IOType(0 read, 1 write),VolumeID",
+    framing: Framing::Lines,
+    detect: Some(80),
+    make: |_, _| Ok((Box::new(TencentParser), Builder::new(false, false))),
+};
 
 const OPS: &[(&[u8], Op)] = &[(b"0", Op::Read), (b"1", Op::Write)];
 

@@ -23,7 +23,27 @@
 
 use super::builder::{Builder, LineError, Outcome, Request};
 use super::lex;
+use super::spec::{FormatSpec, Framing};
 use crate::trace::Op;
+
+pub(crate) const BINARY: FormatSpec = FormatSpec {
+    name: "vscsi",
+    aliases: &["vscsi-bin"],
+    description: "CloudPhysics vscsi binary, v1 (32-byte) or v2 (40-byte) little-endian records",
+    framing: Framing::Binary(record_size),
+    detect: Some(10),
+    make: |_, stem| Ok((Box::new(VscsiBinParser::new(stem)), Builder::new(true, false))),
+};
+
+pub(crate) const CSV: FormatSpec = FormatSpec {
+    name: "vscsi-csv",
+    aliases: &["libcachesim-csv"],
+    description:
+        "CloudPhysics vscsi as libCacheSim CSV: version,time(s),op(SCSI hex),size(bytes),lbn(sectors)",
+    framing: Framing::Lines,
+    detect: Some(30),
+    make: |_, stem| Ok((Box::new(VscsiCsvParser::new(stem)), Builder::new(false, false))),
+};
 
 const V1_SIZE: usize = 32;
 const V2_SIZE: usize = 40;

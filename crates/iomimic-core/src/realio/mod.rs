@@ -7,11 +7,12 @@
 //! rather than accumulated. Closed loop: `iodepth` requests outstanding, each completion letting
 //! the next go.
 //!
-//! Engines: `io_uring` (one thread, one ring: [`uring`]), `psync` (positional `pread`/`pwrite`
-//! from worker threads, each taking the next request when free and waiting for its time
-//! itself) and `null` (no I/O: the generator's own overhead). Results go into per-thread
-//! [`Summary`]s (HDR histograms and window counts), merged at the end. Every target is opened
-//! through the write [`guard`].
+//! Engines implement the `IoEngine` trait (`engine.rs`, which also holds their registry); the
+//! driver here knows none by name. `io_uring` (one thread, one ring: `uring.rs`), `psync`
+//! (positional `pread`/`pwrite` from worker threads, each taking the next request when free and
+//! waiting for its time itself) and `null` (no I/O: the generator's own overhead). Results go
+//! into per-thread [`Summary`]s (HDR histograms and window counts), merged at the end. Every
+//! target is opened through the write [`guard`].
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -22,41 +23,18 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
+mod engine;
 pub mod guard;
+mod null;
 mod psync;
 mod summary;
 mod uring;
 pub mod verify;
 
+pub use engine::Engine;
 pub use summary::Summary;
 
 pub use uring::available as io_uring_available;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    IoUring,
-    Psync,
-    Null,
-}
-
-impl Engine {
-    pub fn parse(name: &str) -> Result<Self> {
-        match name {
-            // io_uring where the kernel allows it
-            "io_uring" | "uring" | "auto" if uring::available() => Ok(Engine::IoUring),
-            "io_uring" | "uring" => Err(Error::Usage(
-                "--engine io_uring: this kernel (or its seccomp policy) does not allow io_uring here; \
-                 use --engine psync"
-                    .into(),
-            )),
-            "auto" | "psync" => Ok(Engine::Psync),
-            "null" => Ok(Engine::Null),
-            other => Err(Error::Usage(format!(
-                "unknown --engine {other:?}; choose io_uring, psync, null or auto"
-            ))),
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 #[allow(clippy::struct_excessive_bools)] // independent switches, one per command-line flag
@@ -249,10 +227,13 @@ impl Buffer {
     }
 }
 
+/// The state of one run, shared by the driver and the engine's threads.
 struct Shared<'a> {
     t: &'a TraceView<'a>,
     targets: &'a [Target],
     opts: &'a RunOptions,
+    /// The engine's [`engine::IoEngine::moves_data`], asked once per run rather than per request.
+    moves_data: bool,
     start: Instant,
     align: u64,
     /// Time 0 of the trace, and whether lag is measured (open loop on a schedule).
@@ -335,7 +316,7 @@ impl Shared<'_> {
         let which = self.t.volume[i] as usize % self.targets.len();
         let (offset, size) = self.placed(i);
         let data = buffer.slice(usize::try_from(size).unwrap_or(usize::MAX));
-        if self.t.op[i] == Op::Write as u8 && self.opts.engine != Engine::Null {
+        if self.t.op[i] == Op::Write as u8 && self.moves_data {
             if self.opts.verify {
                 verify::stamp(data, which, offset, i as u64);
                 self.ledger.writing(which, offset, size, issued);
@@ -360,7 +341,7 @@ impl Shared<'_> {
     ) {
         let (which, offset, size, issued) = start;
         match outcome {
-            Ok(()) if self.opts.verify && self.opts.engine != Engine::Null => {
+            Ok(()) if self.opts.verify && self.moves_data => {
                 let op = self.t.op[i];
                 if op == Op::Write as u8 {
                     self.ledger
@@ -372,13 +353,9 @@ impl Shared<'_> {
             Ok(()) => {}
             Err(e) => self.errors.lock().expect("error list").push((i, e)),
         }
-        // the null engine does nothing between issue and completion: one clock read (of the
-        // two its whole cost is mostly made of) does for both
-        let now = if self.opts.engine == Engine::Null {
-            issued
-        } else {
-            self.now()
-        };
+        // a request that moves no data does nothing between issue and completion: one clock
+        // read (of the two its whole cost is mostly made of) does for both
+        let now = if self.moves_data { self.now() } else { issued };
         // never 0: 0 marks a request that did not run
         if let Some(slot) = self.done.get(i) {
             slot.store(now.max(1), Ordering::Relaxed);
@@ -529,10 +506,12 @@ pub fn run_on(
         }
     };
     let on_schedule = opts.iodepth.is_none() && !opts.no_stall;
+    let engine = opts.engine.ops();
     let shared = Shared {
         t,
         targets,
         opts,
+        moves_data: engine.moves_data(),
         start: clock.start,
         align,
         first_ts: clock.first_ts,
@@ -546,18 +525,13 @@ pub fn run_on(
         control,
     };
     let buffer_len = usize::try_from(largest).unwrap_or(usize::MAX);
-    let (issued_count, summary, kernel_submits) = if opts.engine == Engine::IoUring {
-        precise_timers();
-        let depth = opts.iodepth.unwrap_or(opts.workers);
-        let driven = uring::drive(&shared, n, depth, on_schedule, buffer_len)
-            .map_err(|e| Error::Usage(format!("io_uring: {e}; try --engine psync")))?;
-        (driven.issued, driven.summary, driven.kernel_submits)
-    } else {
-        let (issued, summary) = psync::drive(&shared, n, on_schedule, buffer_len);
-        (issued, summary, false)
-    };
+    let engine::Driven {
+        issued: issued_count,
+        summary,
+        kernel_submits,
+    } = engine.drive(&shared, n, on_schedule, buffer_len)?;
     let elapsed_ns = shared.now();
-    if opts.verify && opts.engine != Engine::Null {
+    if opts.verify && shared.moves_data {
         shared.check_written();
     }
     let errors = std::mem::take(&mut *shared.errors.lock().expect("error list"));

@@ -1,5 +1,5 @@
-//! The psync engine, and the null engine that shares its loop: worker threads with a buffer
-//! each, issuing positional reads and writes (`pread`/`pwrite`), one request at a time.
+//! The psync engine: worker threads with a buffer each, issuing positional reads and writes
+//! (`pread`/`pwrite`), one request at a time. The null engine reuses its worker loop ([`pool`]).
 //!
 //! Each worker takes the next request when it is free (closed loop, no stall) and, on a
 //! schedule, waits for that request's time itself: a hand-over from a dispatcher would add a
@@ -8,28 +8,60 @@
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::engine::{Driven, IoEngine};
 use super::{precise_timers, Buffer, Engine, Shared, Summary};
+use crate::error::Result;
 use crate::trace::Op;
 
-/// Runs requests `0..n` (on their schedule when `on_schedule`) from a pool of workers: the
-/// run's `--workers` on a schedule, `--iodepth` (else `--workers`) in closed loop, one for the
-/// null engine without a schedule (with no I/O to wait for, more would only contend). Returns
-/// how many requests were issued and what the workers measured, merged.
-pub(super) fn drive(shared: &Shared<'_>, n: usize, on_schedule: bool, buffer_len: usize) -> (usize, Summary) {
-    let opts = shared.opts;
-    let workers = if on_schedule {
-        opts.workers
-    } else if opts.engine == Engine::Null {
-        1
-    } else {
-        opts.iodepth.unwrap_or(opts.workers)
-    };
+pub(super) struct PsyncEngine;
+
+impl Engine {
+    #[allow(non_upper_case_globals)] // spelled as the enum variant it replaced
+    pub const Psync: Engine = Engine::of(&PsyncEngine);
+}
+
+impl IoEngine for PsyncEngine {
+    fn name(&self) -> &'static str {
+        "psync"
+    }
+
+    /// `--workers` on a schedule, `--iodepth` (else `--workers`) in closed loop.
+    fn drive(&self, run: &Shared<'_>, n: usize, on_schedule: bool, buffer_len: usize) -> Result<Driven> {
+        let opts = run.opts;
+        let workers = if on_schedule {
+            opts.workers
+        } else {
+            opts.iodepth.unwrap_or(opts.workers)
+        };
+        let (issued, summary) = pool(run, n, on_schedule, buffer_len, workers, perform);
+        Ok(Driven {
+            issued,
+            summary,
+            kernel_submits: false,
+        })
+    }
+}
+
+/// Runs requests `0..n` (on their schedule when `on_schedule`) from a pool of `workers`, each
+/// running a request with `perform` (a type parameter, so the call is direct). Returns how many
+/// requests were issued and what the workers measured, merged.
+pub(super) fn pool<P>(
+    shared: &Shared<'_>,
+    n: usize,
+    on_schedule: bool,
+    buffer_len: usize,
+    workers: usize,
+    perform: P,
+) -> (usize, Summary)
+where
+    P: Fn(&Shared<'_>, usize, &mut Buffer, &mut Summary) + Sync,
+{
     let next = AtomicUsize::new(0);
     let mut summary = Summary::default();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers.min(n.max(1)))
             .map(|_| {
-                let next = &next;
+                let (next, perform) = (&next, &perform);
                 scope.spawn(move || {
                     precise_timers();
                     let mut buffer = Buffer::new(buffer_len);
@@ -64,9 +96,7 @@ fn perform(shared: &Shared<'_>, i: usize, buffer: &mut Buffer, summary: &mut Sum
     let (which, offset, _, _) = start;
     let file = &shared.targets[which].file;
     let op = shared.t.op[i];
-    let outcome = if shared.opts.engine == Engine::Null {
-        Ok(())
-    } else if op == Op::Write as u8 {
+    let outcome = if op == Op::Write as u8 {
         file.write_all_at(data, offset)
     } else if op == Op::Flush as u8 {
         file.sync_data()

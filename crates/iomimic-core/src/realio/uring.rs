@@ -14,8 +14,41 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{Buffer, Shared, Summary, SPIN_NS};
+use super::engine::{Driven, IoEngine};
+use super::{precise_timers, Buffer, Engine, Shared, Summary, SPIN_NS};
+use crate::error::{Error, Result};
 use crate::trace::Op;
+
+pub(super) struct IoUringEngine;
+
+impl Engine {
+    #[allow(non_upper_case_globals)] // spelled as the enum variant it replaced
+    pub const IoUring: Engine = Engine::of(&IoUringEngine);
+}
+
+impl IoEngine for IoUringEngine {
+    fn name(&self) -> &'static str {
+        "io_uring"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["uring"]
+    }
+
+    fn unavailable(&self) -> Option<&'static str> {
+        (!available())
+            .then_some("this kernel (or its seccomp policy) does not allow io_uring here; use --engine psync")
+    }
+
+    /// One ring of `--iodepth` (closed loop) or `--workers` (open loop) slots, driven from the
+    /// calling thread.
+    fn drive(&self, run: &Shared<'_>, n: usize, on_schedule: bool, buffer_len: usize) -> Result<Driven> {
+        precise_timers();
+        let depth = run.opts.iodepth.unwrap_or(run.opts.workers);
+        drive(run, n, depth, on_schedule, buffer_len)
+            .map_err(|e| Error::Usage(format!("io_uring: {e}; try --engine psync")))
+    }
+}
 
 /// Requests pushed before they are submitted while refilling the ring. Submitting a whole
 /// refill at once made the device wait for all of it (the block layer holds a batch's requests
@@ -103,16 +136,8 @@ impl Drop for Pinned {
     }
 }
 
-/// What [`drive`] did: how many requests it issued, what it measured, and whether a kernel
-/// thread made the submissions.
-pub(super) struct Driven {
-    pub issued: usize,
-    pub summary: Summary,
-    pub kernel_submits: bool,
-}
-
-/// Runs requests `0..n` (on their schedule when `on_schedule`).
-pub(super) fn drive(
+/// Runs requests `0..n` (on their schedule when `on_schedule`) through a ring of `depth` slots.
+fn drive(
     shared: &Shared<'_>,
     n: usize,
     depth: usize,
@@ -279,8 +304,7 @@ pub(super) fn drive(
     })
 }
 
-/// The ring entry for request `i` (`None`: nothing to submit, as for the null engine and
-/// trims). `fixed`: the slot's registered buffer; `files_registered`: the targets are the
+/// The ring entry for request `i` (`None`: nothing to submit, as for trims). `fixed`: the slot's registered buffer; `files_registered`: the targets are the
 /// ring's registered files, in order.
 fn entry(
     shared: &Shared<'_>,
@@ -290,9 +314,6 @@ fn entry(
     fixed: Option<usize>,
     files_registered: bool,
 ) -> Option<squeue::Entry> {
-    if shared.opts.engine == super::Engine::Null {
-        return None;
-    }
     let op = shared.t.op[i];
     let length = u32::try_from(data.len()).unwrap_or(u32::MAX);
     let index = fixed.map(|s| u16::try_from(s).expect("at most 4096 slots"));

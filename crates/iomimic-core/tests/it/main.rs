@@ -2,5 +2,6 @@
 //! only its own file and one registry line.
 
 mod toy_device;
+mod toy_format;
 mod toy_policy;
 mod toy_study;
