@@ -158,9 +158,11 @@ class SimFiguresDict(TypedDict, total=False):
     cache_hits: int
     slow_ios: int
     failed_ios: int
-    gc_stalls: int
+    # each device kind's own counters, summed over the array (a disk's, an SSD's)
+    buffer_hits: int
     spin_ups: int
     destages: int
+    gc_stalls: int
 
 class SimResult(TypedDict):
     latency_ns: npt.NDArray[np.uint64]
