@@ -119,7 +119,7 @@ def test_unknown_format_lists_what_was_tried(tmp_path: Path) -> None:
         "vscsi",
     ]:
         assert name in message
-    assert "--format" in message
+    assert "`format`" in message
 
 
 def test_binary_garbage_is_not_a_trace(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_missing_file_and_bad_options() -> None:
         iomimic.read_trace("no/such/file")
     with pytest.raises(iomimic.InputError, match='unknown format "nope"; known formats: msr'):
         iomimic.read_trace(__file__, format="nope")
-    with pytest.raises(iomimic.InputError, match="format generic needs --columns"):
+    with pytest.raises(iomimic.InputError, match="format generic needs `columns`"):
         iomimic.read_trace(__file__, format="generic")
 
 

@@ -189,6 +189,34 @@ class RunPiece(TypedDict):
     ran: npt.NDArray[np.bool_]
     over: bool
 
+class HdrPercentilesDict(TypedDict):
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    p999: float
+    max: float
+
+class RunFiguresDict(TypedDict, total=False):
+    engine: str
+    mode: str
+    requests: int
+    completed: int
+    partial: bool
+    elapsed_s: float
+    iops: float
+    mb_per_s: float
+    latency_us: HdrPercentilesDict | None
+    by_op: dict[str, dict[str, Any]]
+    time_limited: bool
+    cpu_us_per_io: float
+    over_time: dict[str, Any]
+    submission: str
+    verify: dict[str, Any]
+    scheduled_iops: float | None
+    lag_us: HdrPercentilesDict | None
+    last_request_lag_us: float | None
+
 class TraceReader:
     def __init__(
         self,
@@ -312,9 +340,10 @@ class RunSession:
         files: Sequence[str],
         progress: Callable[[int, float, float | None], object] | None = None,
     ) -> RunPiece: ...
-    def finish(self) -> dict[str, Any]: ...
+    def finish(self, requests: int, span_ns: int) -> RunFiguresDict: ...
 
 def io_uring_available() -> bool: ...
+def engine_name(name: str) -> str: ...
 def prepare_target(
     path: str,
     needed: int,

@@ -10,7 +10,6 @@ anything uses them.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -134,15 +133,6 @@ def _session(paths: list[str], reach: dict[str, int], write: bool, s: RunSetting
     )
 
 
-def _finish(session, cpu0: float, s: RunSettings, requests: int, span_ns: int) -> dict[str, Any]:
-    d = session.finish()
-    d["cpu_s"] = time.process_time() - cpu0
-    d["time_limited"] = s.deadline_s is not None
-    d["verify"] = s.verify
-    d["engine"] = engine_used(s.engine)
-    return figures(d, requests, span_ns, s)
-
-
 def run(
     trace: Trace,
     paths: list[str],
@@ -164,9 +154,8 @@ def run(
     if len(paths) != len(trace.volumes):
         raise InputError(f"{len(paths)} target(s) for {len(trace.volumes)} volume(s)")
     session = _session(paths, bytes_needed(trace, paths), bool(np.any(trace.op == 1)), s)
-    cpu0 = time.process_time()
     d = session.run_piece(*trace._core_args(), progress=progress)
-    f = _finish(session, cpu0, s, len(trace), int(trace.ts_ns[-1] - trace.ts_ns[0]))
+    f = session.finish(len(trace), int(trace.ts_ns[-1] - trace.ts_ns[0]))
     if not s.keep_requests:
         return None, f
     ran = d["ran"].astype(bool)
@@ -203,7 +192,6 @@ def run_pieces(
         # with the reader (issue lag p99 of milliseconds, against tens of µs without it)
         s.sqpoll = False
     session = _session(paths, _per_path(paths, source.reach), source.write, s)
-    cpu0 = time.process_time()
     pieces = source.pieces()
     # the next piece is read while this one runs (two in memory at most), so the schedule
     # never waits for the file
@@ -213,81 +201,9 @@ def run_pieces(
             ahead = reader.submit(next, pieces, None)
             if session.run_piece(_Columns(cols), source.volumes, source.files, progress=progress)["over"]:
                 break
-    return _finish(session, cpu0, s, source.rows, source.last_ts - source.first_ts)
+    return session.finish(source.rows, source.last_ts - source.first_ts)
 
 
 def engine_used(engine: str) -> str:
-    """What ``auto`` (the default) resolves to: io_uring where the kernel allows it, else psync."""
-    if engine == "auto":
-        return "io_uring" if _core.io_uring_available() else "psync"
-    return "io_uring" if engine == "uring" else engine
-
-
-def over_time(summary: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
-    """IOPS and MB/s per window, by issue time: the engine's windows (1 ms, doubled as a run
-    grows) merged up to about 1 s, or a hundredth of a run shorter than 10 s."""
-    count = np.asarray(summary["window_requests"], dtype=np.float64)
-    moved = np.asarray(summary["window_bytes"], dtype=np.float64)
-    window_s = summary["window_ns"] / 1e9
-    want = 1.0 if elapsed_s >= 10 else max(elapsed_s / 100, window_s)
-    factor = max(1, round(want / window_s))
-    if factor > 1:
-        pad = -len(count) % factor
-        count = np.pad(count, (0, pad)).reshape(-1, factor).sum(axis=1)
-        moved = np.pad(moved, (0, pad)).reshape(-1, factor).sum(axis=1)
-        window_s *= factor
-    return {
-        "window_s": window_s,
-        "iops": (count / window_s).tolist(),
-        "mb_per_s": (moved / 1e6 / window_s).tolist(),
-    }
-
-
-def figures(d: dict, requests: int, span_ns: int, s: RunSettings) -> dict[str, Any]:
-    """The run's figures, from the engine's summary (HDR histograms and window counts);
-    ``requests`` and ``span_ns`` describe the workload (its length and time span)."""
-    summary = d["summary"]
-    elapsed_s = d["elapsed_ns"] / 1e9
-    n = int(summary["completed"])
-    f: dict[str, Any] = {
-        "engine": d["engine"],
-        "mode": f"closed loop, depth {s.iodepth}"
-        if s.iodepth
-        else ("open loop, no stall" if s.no_stall else "open loop"),
-        "requests": requests,
-        "completed": n,
-        "partial": bool(d["interrupted"]) or (n < requests and not d["time_limited"]),
-        "elapsed_s": elapsed_s,
-        "iops": n / elapsed_s if elapsed_s > 0 else 0.0,
-        "mb_per_s": summary["bytes"] / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
-        "latency_us": summary["latency_us"] or {},
-        # reads, writes, trims and flushes apart (those that ran), as fio reports them
-        "by_op": {
-            op: {
-                "completed": int(o["completed"]),
-                "iops": o["completed"] / elapsed_s if elapsed_s > 0 else 0.0,
-                "mb_per_s": o["bytes"] / 1e6 / elapsed_s if elapsed_s > 0 else 0.0,
-                "latency_us": o["latency_us"] or {},
-            }
-            for op, o in summary["by_op"].items()
-        },
-        "time_limited": bool(d["time_limited"]),
-        "cpu_us_per_io": 1e6 * d["cpu_s"] / n if n else 0.0,
-        "over_time": over_time(summary, elapsed_s),
-    }
-    if d["engine"] == "io_uring":
-        # on a schedule a kernel thread takes the submissions (SQPOLL), and costs a CPU
-        f["submission"] = "kernel polling thread" if d["kernel_submits"] else "system call"
-    if d["verify"]:
-        failures = list(d["verify_failures"])
-        f["verify"] = {
-            "sectors_checked": d["verified_sectors"],
-            "failures": len(failures),
-            "first": failures[:10],
-        }
-    if not s.iodepth and not s.no_stall:
-        span_s = span_ns / 1e9
-        f["scheduled_iops"] = s.intensity * (requests - 1) / span_s if span_s > 0 else None
-        f["lag_us"] = summary["lag_us"] or {}
-        f["last_request_lag_us"] = summary["last_lag_us"]
-    return f
+    """The engine a name stands for (``auto``: io_uring where the kernel allows it, else psync)."""
+    return _core.engine_name(engine)

@@ -25,7 +25,7 @@ pub enum Error {
     #[error("{path}: {message}")]
     Corrupt { path: PathBuf, message: String },
     /// No format's parser accepted the start of the file.
-    #[error("{path}: no known trace format matches; tried {tried}. Name one with --format")]
+    #[error("{path}: no known trace format matches; tried {tried}. Name one with `format`")]
     UnknownFormat { path: PathBuf, tried: String },
     /// The file holds no request at all.
     #[error("{path}: no requests found ({why})")]

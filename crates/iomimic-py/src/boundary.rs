@@ -67,12 +67,6 @@ pub struct Columns<'py> {
     file: Option<PyReadonlyArray1<'py, u32>>,
 }
 
-impl Columns<'_> {
-    pub fn len(&self) -> PyResult<usize> {
-        self.ts_ns.len()
-    }
-}
-
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| InputError::new_err(format!("column {name} must be a contiguous array")))

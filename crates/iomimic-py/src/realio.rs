@@ -8,27 +8,19 @@ use pyo3::types::PyDict;
 
 use iomimic_core::realio;
 
-use crate::boundary::{with_view, Columns};
+use crate::boundary::{to_py as to_py_value, with_view, Columns};
 use crate::errors::to_py;
 
-/// Real I/O against files (see `iomimic_core::realio`): a workload issued in one piece or in
-/// several (a long trace read a part at a time), all on one clock. `run_piece` issues a piece
-/// and returns its per-request record (with `record`); `finish` gives the merged figures.
-/// Ctrl-C or SIGTERM stops issuing and drains.
+/// Real I/O against files (see `iomimic_core::realio::Session`): a workload issued in one
+/// piece or in several (a long trace read a part at a time), all on one clock. `run_piece`
+/// issues a piece and returns its per-request record (with `record`); `finish` gives the run's
+/// figures. Ctrl-C or SIGTERM stops issuing and drains.
 #[pyclass(module = "iomimic._core")]
 pub struct RunSession {
-    targets: Vec<realio::Target>,
-    opts: realio::RunOptions,
+    session: realio::Session,
     control: realio::Control,
-    clock: Option<realio::Clock>,
     started: std::time::Instant,
-    summary: realio::Summary,
-    completed: usize,
-    elapsed_ns: u64,
     interrupted: bool,
-    verified_sectors: u64,
-    verify_failures: Vec<String>,
-    kernel_submits: bool,
 }
 
 #[pymethods]
@@ -80,18 +72,10 @@ impl RunSession {
         })?
         .map_err(to_py)?;
         Ok(Self {
-            targets,
-            opts,
+            session: realio::Session::new(targets, opts),
             control: realio::Control::default(),
-            clock: None,
             started: std::time::Instant::now(),
-            summary: realio::Summary::default(),
-            completed: 0,
-            elapsed_ns: 0,
             interrupted: false,
-            verified_sectors: 0,
-            verify_failures: Vec::new(),
-            kernel_submits: false,
         })
     }
 
@@ -106,19 +90,16 @@ impl RunSession {
         files: Vec<String>,
         progress: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let (targets, opts, control, started) = (&self.targets, &self.opts, &self.control, self.started);
-        let clock_slot = &mut self.clock;
-        let mut interrupted = self.interrupted;
+        let (session, control, started) = (&mut self.session, &self.control, self.started);
+        let opts = session.options();
         let open_loop = !opts.no_stall && opts.iodepth.is_none();
-        let result = with_view(&columns, &volumes, &files, |view| {
-            let clock = *clock_slot.get_or_insert_with(|| {
-                realio::Clock::starting(opts, view.ts_ns.first().copied().unwrap_or(0))
-            });
+        let mut interrupted = self.interrupted;
+        let (result, over) = with_view(&columns, &volumes, &files, |view| {
             std::thread::scope(|scope| {
                 let (done, mut finished) = std::sync::mpsc::channel();
                 scope.spawn(move || {
                     // the receiver outlives the scope's threads, so the send cannot fail
-                    let _ = done.send(realio::run_on(view, targets, opts, control, clock));
+                    let _ = done.send(session.run_piece(view, control));
                 });
                 // the run goes on without the GIL; every 50 ms Python gets to see Ctrl-C or
                 // SIGTERM and to show progress, and it hears at once when the run is over (the
@@ -150,15 +131,6 @@ impl RunSession {
             })
         })?;
         self.interrupted = interrupted;
-        self.summary.merge(result.summary);
-        self.completed += result.completed;
-        self.elapsed_ns = result.elapsed_ns;
-        self.verified_sectors += result.verified_sectors;
-        self.verify_failures.extend(result.verify_failures);
-        self.kernel_submits |= result.kernel_submits;
-        let over = self.interrupted
-            || self.opts.deadline_ns.is_some_and(|d| result.elapsed_ns >= d)
-            || result.completed < columns.len()?;
         let d = PyDict::new(py);
         d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
         d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
@@ -170,60 +142,11 @@ impl RunSession {
         Ok(d)
     }
 
-    /// The whole run's figures: counts, elapsed time, whether it was interrupted, verify
-    /// results, and the merged summary.
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("completed", self.completed)?;
-        d.set_item("elapsed_ns", self.elapsed_ns)?;
-        d.set_item("interrupted", self.interrupted)?;
-        d.set_item("verified_sectors", self.verified_sectors)?;
-        d.set_item("verify_failures", self.verify_failures.clone())?;
-        d.set_item("kernel_submits", self.kernel_submits)?;
-        d.set_item("summary", summary_to_py(py, &self.summary)?)?;
-        Ok(d)
+    /// The run's figures; `requests` and `span_ns` describe the whole workload (its length and
+    /// the time from its first request to its last).
+    fn finish(&self, py: Python<'_>, requests: u64, span_ns: u64) -> PyResult<Py<PyAny>> {
+        to_py_value(py, &self.session.figures(requests, span_ns, self.interrupted))
     }
-}
-
-/// A run's summary: counts, HDR percentiles (µs), and requests and bytes per window.
-fn summary_to_py<'py>(py: Python<'py>, s: &realio::Summary) -> PyResult<Bound<'py, PyDict>> {
-    let percentiles = |h: &hdrhistogram::Histogram<u64>| -> PyResult<Option<Bound<'py, PyDict>>> {
-        if h.is_empty() {
-            return Ok(None);
-        }
-        let p = PyDict::new(py);
-        let us = |ns: u64| ns as f64 / 1e3;
-        p.set_item("mean", h.mean() / 1e3)?;
-        for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
-            p.set_item(name, us(h.value_at_quantile(q)))?;
-        }
-        p.set_item("max", us(h.max()))?;
-        Ok(Some(p))
-    };
-    let d = PyDict::new(py);
-    d.set_item("completed", s.completed)?;
-    d.set_item("bytes", s.bytes)?;
-    d.set_item("latency_us", percentiles(&s.all_latencies())?)?;
-    // each operation that ran: its count, bytes and latency percentiles
-    let by_op = PyDict::new(py);
-    for (op, name) in ["read", "write", "trim", "flush"].into_iter().enumerate() {
-        let (count, bytes) = s.by_op[op];
-        if count > 0 {
-            let o = PyDict::new(py);
-            o.set_item("completed", count)?;
-            o.set_item("bytes", bytes)?;
-            o.set_item("latency_us", percentiles(&s.latency[op])?)?;
-            by_op.set_item(name, o)?;
-        }
-    }
-    d.set_item("by_op", by_op)?;
-    d.set_item("lag_us", percentiles(&s.lag)?)?;
-    d.set_item("last_lag_us", s.last_lag_ns.map(|ns| ns as f64 / 1e3))?;
-    d.set_item("window_ns", s.window_ns)?;
-    let (count, bytes): (Vec<u64>, Vec<u64>) = s.windows.iter().copied().unzip();
-    d.set_item("window_requests", PyArray1::from_vec(py, count))?;
-    d.set_item("window_bytes", PyArray1::from_vec(py, bytes))?;
-    Ok(d)
 }
 
 /// Runs `work` off the GIL while Python watches for Ctrl-C or SIGTERM every 50 ms: on one it
@@ -277,6 +200,14 @@ pub fn prepare_target(
     })?
     .map_err(to_py)?;
     Ok((checked.usable, checked.created))
+}
+
+/// The engine `name` stands for (`auto`: io_uring where the kernel allows it, else psync).
+#[pyfunction]
+pub fn engine_name(name: &str) -> PyResult<&'static str> {
+    realio::Engine::parse(name)
+        .map(realio::Engine::name)
+        .map_err(to_py)
 }
 
 /// True when the kernel lets this process use io_uring.

@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
 import traceback
 from types import ModuleType
 
 from iomimic import __version__
-from iomimic.cli.args import Parser, UsageError
+from iomimic.cli.args import Parser, UsageError, flags_for_parameters, set_command_parser
 from iomimic.errors import InputError, IomimicError
 
 __all__ = [
@@ -110,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return EXIT_BAD_INPUT
         command_parser = getattr(args, "parser", None)
+        set_command_parser(command_parser)
         _refuse_overwriting_inputs(args)
         return args.handler(args)
     except IomimicError as e:
@@ -134,18 +134,6 @@ def _fail(e: BaseException, code: int, verbose: bool, parser: argparse.ArgumentP
         traceback.print_exc()
     message = str(e) if not isinstance(e, OSError) or not e.filename else f"{e.filename}: {e.strerror}"
     if parser is not None:
-        message = _flags_for_parameters(message, parser)
+        message = flags_for_parameters(message, parser)
     print(f"iomimic: error: {message}", file=sys.stderr)
     return code
-
-
-def _flags_for_parameters(message: str, parser: argparse.ArgumentParser) -> str:
-    """The library names its parameters in backquotes (`allow_device`); on the command line
-    they are the command's flags (--allow-device)."""
-    flags = {a.dest: max(a.option_strings, key=len) if a.option_strings else a.dest for a in parser._actions}
-
-    def flag(m: re.Match) -> str:
-        name, index = m.group(1), m.group(2) or ""
-        return flags[name] + index if name in flags else m.group(0)
-
-    return re.sub(r"`(\w+)(\[\d+\])?`", flag, message)

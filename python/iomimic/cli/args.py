@@ -147,11 +147,37 @@ def read_reported(args: argparse.Namespace):
     return trace
 
 
+#: The parser of the command running, whose flags library messages are shown with.
+_command_parser: argparse.ArgumentParser | None = None
+
+
+def set_command_parser(parser: argparse.ArgumentParser | None) -> None:
+    global _command_parser
+    _command_parser = parser
+
+
+def flags_for_parameters(message: str, parser: argparse.ArgumentParser | None = None) -> str:
+    """The library names its parameters in backquotes (`allow_device`); on the command line
+    they are the flags of the command running (--allow-device)."""
+    import re
+
+    parser = parser or _command_parser
+    if parser is None:
+        return message
+    flags = {a.dest: max(a.option_strings, key=len) if a.option_strings else a.dest for a in parser._actions}
+
+    def flag(m: re.Match) -> str:
+        name, index = m.group(1), m.group(2) or ""
+        return flags[name] + index if name in flags else m.group(0)
+
+    return re.sub(r"`(\w+)(\[\d+\])?`", flag, message)
+
+
 def report_reading(s: dict[str, Any]) -> None:
     """Tells stderr what reading skipped or reordered, so nothing is lost silently."""
     err = sys.stderr
     for note in s["notes"]:
-        print(f"note: {note}", file=err)
+        print(f"note: {flags_for_parameters(note)}", file=err)
     if s["skipped"]:
         reasons = ", ".join(f"{n} {k}" for k, n in s["skipped_by_reason"].items())
         print(f"warning: skipped {s['skipped']} malformed lines ({reasons}); first ones:", file=err)

@@ -72,7 +72,7 @@ impl super::RecordParser for AsciiParser {
             // A fraction of a nanosecond means the times are in another unit.
             lex::u64_field(f[0], "time").map_err(|e| {
                 if f[0].contains(&b'.') {
-                    LineError::new("bad_number", "time has a fraction, but mqsim times are whole nanoseconds (for millisecond times use --format disksim or --time-unit)")
+                    LineError::new("bad_number", "time has a fraction, but mqsim times are whole nanoseconds (for millisecond times use `format` disksim or `time_unit`)")
                 } else {
                     e
                 }
@@ -120,6 +120,6 @@ mod tests {
         let e = AsciiParser::new(TimeUnit::Ns)
             .parse(b"2.5 3 8 8 0", &mut b)
             .unwrap_err();
-        assert!(e.message.contains("--format disksim"));
+        assert!(e.message.contains("`format` disksim"));
     }
 }

@@ -64,7 +64,7 @@ pub(crate) fn detect(
             let others: Vec<&str> = clean.iter().skip(1).map(|o| o.format.name()).collect();
             if !others.is_empty() && t.errors == 0 {
                 notes.push(format!(
-                    "detected {}; the first lines also parse as {} (use --format to choose)",
+                    "detected {}; the first lines also parse as {} (use `format` to choose)",
                     t.format,
                     others.join(", ")
                 ));

@@ -28,14 +28,14 @@ use crate::trace::{Op, LATENCY_UNKNOWN};
 pub(crate) const FORMAT: FormatSpec = FormatSpec {
     name: "generic",
     aliases: &[],
-    description: "any CSV/TSV/space-separated trace, described by --columns (never detected)",
+    description: "any CSV/TSV/space-separated trace, described by a column mapping (never detected)",
     framing: Framing::Lines,
     // tried last, and only when --columns is given (without it `make` refuses)
     detect: Some(900),
     make: |opts, stem| {
         let spec = opts.columns.as_deref().ok_or_else(|| {
             Error::Usage(
-                "format generic needs --columns, e.g. ts=0:us,offset=1:bytes,size=2:bytes,op=3".into(),
+                "format generic needs `columns`, e.g. ts=0:us,offset=1:bytes,size=2:bytes,op=3".into(),
             )
         })?;
         let parser = GenericParser::new(spec, opts.delimiter, opts.time_unit, stem)?;
@@ -76,7 +76,7 @@ pub struct GenericParser {
 }
 
 fn usage(msg: impl Into<String>) -> Error {
-    Error::Usage(format!("--columns: {}", msg.into()))
+    Error::Usage(format!("`columns`: {}", msg.into()))
 }
 
 fn time_exp(unit: Option<&str>, default: Option<TimeUnit>, role: &str) -> Result<u64> {

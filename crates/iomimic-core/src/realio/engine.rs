@@ -84,12 +84,12 @@ impl Engine {
         else {
             let names: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
             return Err(Error::Usage(format!(
-                "unknown --engine {name:?}; choose {} or auto",
+                "unknown `engine` {name:?}; choose {} or auto",
                 names.join(", ")
             )));
         };
         match engine.unavailable() {
-            Some(why) => Err(Error::Usage(format!("--engine {}: {why}", engine.name()))),
+            Some(why) => Err(Error::Usage(format!("`engine` {}: {why}", engine.name()))),
             None => Ok(Self(engine)),
         }
     }
@@ -139,13 +139,13 @@ mod tests {
             assert_eq!(auto, Engine::Psync);
             assert_eq!(
                 Engine::parse("uring").unwrap_err().to_string(),
-                "--engine io_uring: this kernel (or its seccomp policy) does not allow io_uring here; \
-                 use --engine psync"
+                "`engine` io_uring: this kernel (or its seccomp policy) does not allow io_uring here; \
+                 use `engine` psync"
             );
         }
         assert_eq!(
             Engine::parse("aio").unwrap_err().to_string(),
-            "unknown --engine \"aio\"; choose io_uring, psync, null or auto"
+            "unknown `engine` \"aio\"; choose io_uring, psync, null or auto"
         );
     }
 }

@@ -27,11 +27,13 @@ mod engine;
 pub mod guard;
 mod null;
 mod psync;
+mod session;
 mod summary;
 mod uring;
 pub mod verify;
 
 pub use engine::Engine;
+pub use session::{RunFigures, Session};
 pub use summary::Summary;
 
 pub use uring::available as io_uring_available;
@@ -478,14 +480,12 @@ pub fn run_on(
     }
     if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
         return Err(Error::Usage(format!(
-            "--intensity must be a positive number, found {}",
+            "`intensity` must be a positive number, found {}",
             opts.intensity
         )));
     }
     if opts.iodepth == Some(0) || opts.workers == 0 {
-        return Err(Error::Usage(
-            "--iodepth and the worker count must be at least 1".into(),
-        ));
+        return Err(Error::Usage("`iodepth` and `workers` must be at least 1".into()));
     }
     let align = opts.align.max(1);
     let n = t.len();
@@ -538,7 +538,7 @@ pub fn run_on(
     if let Some((i, e)) = errors.into_iter().next() {
         let (offset, size) = shared.placed(i);
         let hint = if e.raw_os_error() == Some(libc::EINVAL) && align > 1 {
-            " (O_DIRECT needs offsets and sizes aligned to the device's block size; try --align 4096)"
+            " (O_DIRECT needs offsets and sizes aligned to the device's block size)"
         } else {
             ""
         };

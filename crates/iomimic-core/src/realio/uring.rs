@@ -37,7 +37,7 @@ impl IoEngine for IoUringEngine {
 
     fn unavailable(&self) -> Option<&'static str> {
         (!available())
-            .then_some("this kernel (or its seccomp policy) does not allow io_uring here; use --engine psync")
+            .then_some("this kernel (or its seccomp policy) does not allow io_uring here; use `engine` psync")
     }
 
     /// One ring of `--iodepth` (closed loop) or `--workers` (open loop) slots, driven from the
@@ -46,7 +46,7 @@ impl IoEngine for IoUringEngine {
         precise_timers();
         let depth = run.opts.iodepth.unwrap_or(run.opts.workers);
         drive(run, n, depth, on_schedule, buffer_len)
-            .map_err(|e| Error::Usage(format!("io_uring: {e}; try --engine psync")))
+            .map_err(|e| Error::Usage(format!("io_uring: {e}; try `engine` psync")))
     }
 }
 

@@ -401,12 +401,12 @@ impl<'t, 'v> Run<'t, 'v> {
 pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result<SimResult> {
     if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
         return Err(Error::Usage(format!(
-            "--intensity must be a positive number, found {}",
+            "`intensity` must be a positive number, found {}",
             opts.intensity
         )));
     }
     if opts.iodepth == Some(0) {
-        return Err(Error::Usage("--iodepth must be at least 1".into()));
+        return Err(Error::Usage("`iodepth` must be at least 1".into()));
     }
     let mut run = Run::new(t, config, opts.scheduler.unwrap_or(config.scheduler));
     let span = run.replay(opts.iodepth, opts.intensity);
