@@ -119,12 +119,10 @@ impl Session {
             },
             over_time: OverTime::of(s, elapsed_s),
             // on a schedule a kernel thread may take the submissions (SQPOLL), and costs a CPU
-            submission: (self.opts.engine.name() == "io_uring").then(|| {
-                if self.kernel_submits {
-                    "kernel polling thread"
-                } else {
-                    "system call"
-                }
+            submission: (self.opts.engine.name() == "io_uring").then_some(if self.kernel_submits {
+                "kernel polling thread"
+            } else {
+                "system call"
             }),
             verify: self.opts.verify.then(|| Verify {
                 sectors_checked: self.verified_sectors,
