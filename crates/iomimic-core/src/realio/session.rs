@@ -205,6 +205,8 @@ impl OverTime {
         } else {
             (elapsed_s / 100.0).max(window_s)
         };
+        // a positive ratio of two positive widths
+        #[allow(clippy::cast_sign_loss)]
         let factor = ((want / window_s).round() as usize).max(1);
         let merged: Vec<(u64, u64)> = s
             .windows
