@@ -352,12 +352,12 @@ pub enum Baseline {
 }
 
 impl std::str::FromStr for Baseline {
-    type Err = crate::Error;
+    type Err = crate::error::Error;
 
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "locality-free" => Ok(Baseline::LocalityFree),
-            other => Err(crate::Error::Usage(format!(
+            other => Err(crate::error::Error::Usage(format!(
                 "unknown `baseline` {other:?}; the one baseline is locality-free"
             ))),
         }
@@ -500,7 +500,7 @@ mod tests {
     use super::*;
     use crate::trace::testing::reads;
 
-    fn profile(t: &crate::Trace) -> Profile {
+    fn profile(t: &crate::trace::Trace) -> Profile {
         characterize(&t.view(), &Options::default()).unwrap()
     }
 

@@ -100,6 +100,22 @@ impl Registry {
     }
 }
 
+impl Format {
+    /// Every built-in format, in the order `iomimic formats` lists them.
+    pub fn all() -> impl Iterator<Item = Format> {
+        BUILTIN.iter().map(|&spec| Format::of(spec))
+    }
+}
+
+/// A built-in format by name or alias; [`Registry::get`] looks in another registry.
+impl std::str::FromStr for Format {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Registry::builtin().get(s)
+    }
+}
+
 impl Default for Registry {
     fn default() -> Self {
         Self::builtin()

@@ -7,12 +7,10 @@
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::str::FromStr;
 
 use super::builder::{Builder, LineError};
-use super::registry::{self, Registry};
 use super::{ReadOptions, RecordParser};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How a format's records sit in the file.
 #[derive(Clone, Copy)]
@@ -63,11 +61,6 @@ impl Format {
         self.0
     }
 
-    /// Every built-in format, in the order `iomimic formats` lists them.
-    pub fn all() -> impl Iterator<Item = Format> {
-        registry::BUILTIN.iter().map(|&spec| Format(spec))
-    }
-
     /// The name used by `--format` and in reports.
     pub fn name(self) -> &'static str {
         self.0.name
@@ -107,14 +100,5 @@ impl fmt::Debug for Format {
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// A built-in format by name or alias; [`Registry::get`] looks in another registry.
-impl FromStr for Format {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Registry::builtin().get(s)
     }
 }

@@ -1,20 +1,16 @@
-//! The I/O engines: the [`IoEngine`] trait the run driver calls, the registry of engines, and
-//! [`Engine`], the handle `--engine` picks (after fio's `struct ioengine_ops` and its list of
-//! registered engines, where `null` is just another engine).
+//! The I/O engine interface: the [`IoEngine`] trait the run driver calls, and [`Engine`], the
+//! handle `--engine` picks (after fio's `struct ioengine_ops`, where `null` is just another
+//! engine). The registry is [`super::engines`].
 //!
 //! Adding an engine is a file with a unit struct implementing [`IoEngine`] (and, for code that
-//! names it, an `Engine::Name` constant beside it) plus one line in [`ENGINES`]. The driver
+//! names it, an `Engine::Name` constant beside it) plus one line in the registry. The driver
 //! (`run_on`) knows no engine by name: it asks the chosen one whether its requests move data
 //! and lets it issue them.
 
 use std::fmt;
 
-use super::{null, psync, uring, Shared, Summary};
-use crate::error::{Error, Result};
-
-/// Every engine, in the order `--engine auto` considers them (the first it may choose that
-/// this machine can run) and `--engine` lists them in its errors.
-static ENGINES: &[&dyn IoEngine] = &[&uring::IoUringEngine, &psync::PsyncEngine, &null::NullEngine];
+use super::{Shared, Summary};
+use crate::error::Result;
 
 /// What the run driver needs from an engine. Engines hold no state: what one run needs (a ring,
 /// worker threads, buffers) lives in its `drive`.
@@ -72,37 +68,6 @@ impl Engine {
         self.0
     }
 
-    /// The engine called `name` (or an alias), or `auto`: the first registered engine `auto` may
-    /// choose that this machine can run (io_uring where the kernel allows it, else psync).
-    pub fn parse(name: &str) -> Result<Self> {
-        if name == "auto" {
-            return Self::auto();
-        }
-        let Some(&engine) = ENGINES
-            .iter()
-            .find(|e| e.name() == name || e.aliases().contains(&name))
-        else {
-            let names: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
-            return Err(Error::Usage(format!(
-                "unknown `engine` {name:?}; choose {} or auto",
-                names.join(", ")
-            )));
-        };
-        match engine.unavailable() {
-            Some(why) => Err(Error::Usage(format!("`engine` {}: {why}", engine.name()))),
-            None => Ok(Self(engine)),
-        }
-    }
-
-    /// What `--engine auto` picks on this machine.
-    pub fn auto() -> Result<Self> {
-        ENGINES
-            .iter()
-            .find(|e| e.automatic() && e.unavailable().is_none())
-            .map(|&e| Self(e))
-            .ok_or_else(|| Error::Usage("no I/O engine can run on this machine".into()))
-    }
-
     /// The name `--engine` takes for it.
     pub fn name(self) -> &'static str {
         self.0.name()
@@ -120,32 +85,5 @@ impl Eq for Engine {}
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Engine").field(&self.name()).finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_aliases_and_auto_go_through_the_registry() {
-        assert_eq!(Engine::parse("psync").unwrap(), Engine::Psync);
-        assert_eq!(Engine::parse("null").unwrap(), Engine::Null);
-        let auto = Engine::parse("auto").unwrap();
-        if uring::available() {
-            assert_eq!(auto, Engine::IoUring);
-            assert_eq!(Engine::parse("uring").unwrap(), Engine::IoUring);
-        } else {
-            assert_eq!(auto, Engine::Psync);
-            assert_eq!(
-                Engine::parse("uring").unwrap_err().to_string(),
-                "`engine` io_uring: this kernel (or its seccomp policy) does not allow io_uring here; \
-                 use `engine` psync"
-            );
-        }
-        assert_eq!(
-            Engine::parse("aio").unwrap_err().to_string(),
-            "unknown `engine` \"aio\"; choose io_uring, psync, null or auto"
-        );
     }
 }

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::trace::{Op, TraceView};
 
 mod engine;
+mod engines;
 pub mod guard;
 mod null;
 mod psync;
