@@ -11,6 +11,7 @@ mod errors;
 mod model;
 mod realio;
 mod sim;
+mod study;
 mod synth;
 mod trace;
 mod units;
@@ -40,6 +41,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sim::device_presets, m)?)?;
     m.add_function(wrap_pyfunction!(sim::device_table, m)?)?;
     m.add_function(wrap_pyfunction!(sim::check_device, m)?)?;
+    m.add_function(wrap_pyfunction!(study::study_table, m)?)?;
+    m.add_function(wrap_pyfunction!(study::run_study, m)?)?;
     m.add_class::<realio::RunSession>()?;
     m.add_function(wrap_pyfunction!(realio::io_uring_available, m)?)?;
     m.add_function(wrap_pyfunction!(realio::engine_name, m)?)?;

@@ -46,6 +46,7 @@ COMMANDS = (
     "validate",
     "simulate",
     "devices",
+    "study",
     "replay",
     "run",
     "export",
@@ -75,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Arguments that name files a command reads, and files (or targets) it writes.
-_INPUTS = ("trace", "model", "original", "synthetic", "config", "parts")
-_OUTPUTS = ("output", "json", "iolog", "target", "map")
+_INPUTS = ("trace", "model", "original", "synthetic", "config", "parts", "workload")
+_OUTPUTS = ("output", "json", "iolog", "target", "map", "plot")
 
 
 def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:

@@ -30,15 +30,16 @@
 //! Ruemmler & Wilkes, "An introduction to disk drive modeling" (IEEE Computer, 1994);
 //! Worthington et al., "On-line extraction of SCSI disk drive parameters" (1995).
 
-use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
 use self::dirty::Dirty;
+use self::queue::DiskQueue;
 use super::device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Io, Report};
 use super::Scheduler;
 
 mod dirty;
+mod queue;
 
 /// `kind = "hdd"`.
 pub const KIND: DeviceKind = DeviceKind {
@@ -234,9 +235,8 @@ pub struct Hdd {
     destages: u64,
     background_ns: f64,
     /// I/Os waiting while the disk serves one.
-    queue: VecDeque<Io>,
+    queue: DiskQueue,
     busy: bool,
-    scheduler: Scheduler,
     buffer_hits: u64,
 }
 
@@ -260,9 +260,8 @@ impl Hdd {
             head: 0,
             destages: 0,
             background_ns: 0.0,
-            queue: VecDeque::new(),
+            queue: DiskQueue::new(scheduler),
             busy: false,
-            scheduler,
             buffer_hits: 0,
         }
     }
@@ -273,24 +272,6 @@ impl Hdd {
         let s = self.serve(now, io.offset, io.size, io.write);
         self.buffer_hits += u64::from(s.buffer_hit);
         now + s.total_ns
-    }
-
-    /// The queued I/O to serve after `last`: demand I/Os first, prefetches and destages wait
-    /// for an idle moment; among those, the first (FIFO) or the nearest the head (SSTF).
-    fn pick(&self, last: &Io) -> Option<usize> {
-        let queue = &self.queue;
-        match self.scheduler {
-            Scheduler::Fifo => (0..queue.len()).min_by_key(|&q| (queue[q].background, q)),
-            Scheduler::Sstf => {
-                let here = self.p.cylinder(last.offset + u64::from(last.size));
-                (0..queue.len()).min_by_key(|&q| {
-                    (
-                        queue[q].background,
-                        self.p.cylinder(queue[q].offset).abs_diff(here),
-                    )
-                })
-            }
-        }
     }
 
     fn segment_bytes(&self) -> u64 {
@@ -499,7 +480,7 @@ impl Hdd {
 impl Device for Hdd {
     fn submit(&mut self, io: Io, now: f64) -> Option<f64> {
         if self.busy {
-            self.queue.push_back(io);
+            self.queue.push(io, self.p.cylinder(io.offset));
             return None;
         }
         Some(self.start(&io, now))
@@ -507,8 +488,8 @@ impl Device for Hdd {
 
     fn complete(&mut self, io: &Io, now: f64) -> Option<(Io, f64)> {
         self.busy = false;
-        let q = self.pick(io)?;
-        let next = self.queue.remove(q).expect("picked from the queue");
+        // SSTF measures from where the finished I/O left the head
+        let next = self.queue.pop(self.p.cylinder(io.offset + u64::from(io.size)))?;
         Some((next, self.start(&next, now)))
     }
 

@@ -8,6 +8,9 @@
 //! with `--json` and plots with `--plot`. Studies are deterministic: every random choice takes
 //! the options' seed.
 
+pub mod ssd_cache;
+pub mod tiers;
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -24,7 +27,7 @@ pub trait Study: Sync {
 }
 
 /// The built-in studies.
-pub const STUDIES: &[&dyn Study] = &[];
+pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).
 pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study> {

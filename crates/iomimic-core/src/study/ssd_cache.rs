@@ -1,0 +1,438 @@
+//! SSD caching: what an SSD cache in front of a backend buys a workload, per cache size and
+//! policy, for the whole workload and per stream (thread); and whether a synthetic workload
+//! predicts it where a locality-free one cannot.
+//!
+//! ## Algorithm
+//! For each workload (the original, a synthetic one from a model trained on it, and the
+//! locality-free baseline with the same mix and rate), each policy and each cache size, the
+//! workload runs on the two tiers of [`super::tiers`] and, as the baseline, on the backend
+//! alone. The SSD tier of a cache of size C is ⌈C / `ssd_bytes`⌉ SSDs striped together
+//! (progressive caching: adding 8 GB SSDs one at a time, as the TPC study did). Speedup is the
+//! baseline's figure over the cached one's: mean and 99th-percentile latency, and throughput
+//! (requests over the time to the last completion).
+//!
+//! ## References
+//! Delimitrou et al., "Time and Cost-Efficient Modeling and Generation of Large-Scale
+//! TPCC/TPCE/TPCH Workloads" (SSD caching, Figures 6 and 7); Delimitrou et al., "Decoupling
+//! Datacenter Studies from Access to Large-Scale Applications" (progressive SSD caching).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::tiers::{self, Hits, Keying, TierRun, WritePolicy};
+use super::Study;
+use crate::error::{Error, Result};
+use crate::sim::{Array, Config, Level};
+use crate::trace::{Trace, TraceView};
+
+pub struct SsdCache;
+
+pub const STUDY: SsdCache = SsdCache;
+
+fn default_policies() -> Vec<String> {
+    vec!["lru".into()]
+}
+fn default_ssd_bytes() -> u64 {
+    8_000_000_000
+}
+fn default_block() -> Option<u64> {
+    Some(4096)
+}
+fn default_workloads() -> Vec<Workload> {
+    vec![Workload::Original]
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_seed() -> u64 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+
+/// A workload the study runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// The workload given.
+    Original,
+    /// Generated from a model trained on it.
+    Synthetic,
+    /// Its mix, sizes and gaps at uniformly random offsets (what IOMeter generates).
+    LocalityFree,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    /// The backend's device file (TOML text).
+    pub backend: String,
+    /// One SSD's device file (TOML text).
+    pub ssd: String,
+    /// Bytes an SSD of the cache tier holds.
+    #[serde(default = "default_ssd_bytes")]
+    pub ssd_bytes: u64,
+    /// Cache sizes in bytes.
+    pub cache_bytes: Vec<u64>,
+    #[serde(default = "default_policies")]
+    pub policies: Vec<String>,
+    pub write_policy: WritePolicy,
+    /// Cache block size in bytes; `null`: each request is one object (libCacheSim's keying).
+    #[serde(default = "default_block")]
+    pub block_bytes: Option<u64>,
+    #[serde(default = "default_workloads")]
+    pub workloads: Vec<Workload>,
+    /// Divides the workload's times.
+    #[serde(default = "one")]
+    pub intensity: f64,
+    /// Seed of the synthetic and locality-free workloads.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Speedups per stream too.
+    #[serde(default = "yes")]
+    pub by_stream: bool,
+}
+
+/// Latency and throughput of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Perf {
+    pub mean_us: f64,
+    pub p99_us: f64,
+    pub iops: f64,
+    pub energy_j: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamSpeedup {
+    pub stream: u32,
+    pub requests: u64,
+    pub read_fraction: f64,
+    pub hit_ratio: f64,
+    /// Baseline mean latency over cached mean latency.
+    pub speedup: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheRun {
+    pub policy: String,
+    pub cache_bytes: u64,
+    /// SSDs in the cache tier.
+    pub ssds: u64,
+    /// Reads served from the cache, by count and by bytes.
+    pub hit_ratio: f64,
+    pub byte_hit_ratio: f64,
+    pub perf: Perf,
+    /// Baseline over cached: mean latency, 99th-percentile latency, and throughput (cached
+    /// over baseline).
+    pub speedup: f64,
+    pub p99_speedup: f64,
+    pub iops_speedup: f64,
+    pub streams: Vec<StreamSpeedup>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadReport {
+    pub workload: Workload,
+    pub requests: u64,
+    pub baseline: Perf,
+    pub runs: Vec<CacheRun>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub backend: String,
+    pub ssd: String,
+    pub write_policy: WritePolicy,
+    /// `"4096 B blocks"` or `"requests"`.
+    pub keyed_by: String,
+    pub intensity: f64,
+    pub workloads: Vec<WorkloadReport>,
+    /// For each policy and size: the synthetic workload's speedup relative to the original's
+    /// (1 is a perfect prediction), and the locality-free one's, when both were run.
+    pub predictions: Vec<Prediction>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    pub policy: String,
+    pub cache_bytes: u64,
+    pub original_speedup: f64,
+    pub synthetic_speedup: Option<f64>,
+    pub locality_free_speedup: Option<f64>,
+    /// (synthetic − original) / original speedup.
+    pub synthetic_error: Option<f64>,
+}
+
+impl Study for SsdCache {
+    fn name(&self) -> &'static str {
+        "ssd-cache"
+    }
+
+    fn description(&self) -> &'static str {
+        "an SSD cache in front of a backend: hit ratios and speedups per size, policy and stream"
+    }
+
+    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
+        super::typed(self.name(), options, |o: Options| run(workload, &o))
+    }
+}
+
+fn check(o: &Options) -> Result<()> {
+    if o.cache_bytes.is_empty() || o.cache_bytes.contains(&0) {
+        return Err(Error::Usage("`cache_bytes`: give at least one positive size".into()));
+    }
+    if o.policies.is_empty() {
+        return Err(Error::Usage("`policies`: give at least one".into()));
+    }
+    if !(o.intensity.is_finite() && o.intensity > 0.0) {
+        return Err(Error::Usage(format!(
+            "`intensity` must be a positive number, found {}",
+            o.intensity
+        )));
+    }
+    if o.block_bytes == Some(0) || o.ssd_bytes == 0 {
+        return Err(Error::Usage("`block_bytes` and `ssd_bytes` must be positive".into()));
+    }
+    Ok(())
+}
+
+pub fn run(original: &TraceView<'_>, o: &Options) -> Result<Report> {
+    check(o)?;
+    let backend = Config::from_toml(&o.backend)?;
+    let ssd = Config::from_toml(&o.ssd)?;
+    let policies = o
+        .policies
+        .iter()
+        .map(|p| tiers::policy(p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut reports = Vec::new();
+    for &w in &o.workloads {
+        let trace = workload(original, w, o.seed)?;
+        let scaled = scale(&trace.view(), o.intensity);
+        reports.push(study_workload(&scaled.view(), w, o, &policies, &backend, &ssd)?);
+    }
+    Ok(Report {
+        backend: backend.name.clone(),
+        ssd: ssd.name.clone(),
+        write_policy: o.write_policy,
+        keyed_by: o
+            .block_bytes
+            .map_or_else(|| "requests".to_string(), |b| format!("{b} B blocks")),
+        intensity: o.intensity,
+        predictions: predictions(&reports),
+        workloads: reports,
+    })
+}
+
+/// The workload of kind `w` made from `original`.
+fn workload(original: &TraceView<'_>, w: Workload, seed: u64) -> Result<Trace> {
+    let n = original.len() as u64;
+    match w {
+        Workload::Original => Ok(to_trace(original)),
+        Workload::Synthetic => {
+            let opts = crate::model::TrainOptions {
+                seed,
+                ..crate::model::TrainOptions::default()
+            };
+            let model = crate::model::train(original, &opts)?;
+            let gen = crate::model::GenerateOptions {
+                requests: Some(n),
+                seed,
+                ..crate::model::GenerateOptions::default()
+            };
+            crate::model::generate(&model, &gen)
+        }
+        Workload::LocalityFree => crate::synth::generate_locality_free(original, n, seed),
+    }
+}
+
+fn to_trace(t: &TraceView<'_>) -> Trace {
+    Trace {
+        ts_ns: t.ts_ns.to_vec(),
+        offset: t.offset.to_vec(),
+        size: t.size.to_vec(),
+        op: t.op.to_vec(),
+        volume: t.volume.to_vec(),
+        stream: t.stream.to_vec(),
+        latency_ns: None,
+        file: None,
+        volumes: t.volumes.to_vec(),
+        files: t.files.to_vec(),
+    }
+}
+
+/// `t` with its times divided by `intensity` and its recorded latencies dropped.
+fn scale(t: &TraceView<'_>, intensity: f64) -> Trace {
+    let mut out = to_trace(t);
+    let first = t.ts_ns.first().copied().unwrap_or(0);
+    if intensity != 1.0 {
+        for ts in &mut out.ts_ns {
+            // times are non-negative and the intensity positive
+            #[allow(clippy::cast_sign_loss)]
+            let scaled = ((*ts - first) as f64 / intensity) as u64;
+            *ts = scaled;
+        }
+    }
+    out
+}
+
+/// The cache tier for a cache of `bytes`: enough SSDs of `ssd_bytes`, striped.
+fn ssd_tier(ssd: &Config, bytes: u64, ssd_bytes: u64) -> (Config, u64) {
+    let count = bytes.div_ceil(ssd_bytes).max(1);
+    let mut tier = ssd.clone();
+    if count > 1 {
+        tier.array = Some(Array {
+            level: Level::Raid0,
+            devices: usize::try_from(count).unwrap_or(usize::MAX),
+            stripe_kib: 64,
+            bus_mb_s: None,
+        });
+    }
+    (tier, count)
+}
+
+fn study_workload(
+    t: &TraceView<'_>,
+    w: Workload,
+    o: &Options,
+    policies: &[&'static crate::cache::PolicySpec],
+    backend: &Config,
+    ssd: &Config,
+) -> Result<WorkloadReport> {
+    let base = tiers::baseline(t, backend)?;
+    let base_perf = perf(t, &base);
+    let keying = o.block_bytes.map_or(Keying::Requests, Keying::Blocks);
+    let lru_depths = match keying {
+        Keying::Blocks(b) if policies.iter().any(|p| p.name == "lru") => Some(tiers::lru_depths(t, b, o.write_policy)),
+        _ => None,
+    };
+    let mut runs = Vec::new();
+    for policy in policies {
+        for &bytes in &o.cache_bytes {
+            let hits = match (&lru_depths, keying) {
+                (Some(depths), Keying::Blocks(b)) if policy.name == "lru" => {
+                    tiers::lru_hits(t, depths, b, bytes, o.write_policy)
+                }
+                _ => tiers::replay_hits(t, policy, bytes, keying, o.write_policy),
+            };
+            let (tier, ssds) = ssd_tier(ssd, bytes, o.ssd_bytes);
+            let run = tiers::tiered(t, &hits, o.write_policy, backend, &tier)?;
+            let p = perf(t, &run);
+            runs.push(CacheRun {
+                policy: policy.name.to_string(),
+                cache_bytes: bytes,
+                ssds,
+                hit_ratio: hits.hit_ratio(),
+                byte_hit_ratio: hits.byte_hit_ratio(),
+                speedup: ratio(base_perf.mean_us, p.mean_us),
+                p99_speedup: ratio(base_perf.p99_us, p.p99_us),
+                iops_speedup: ratio(p.iops, base_perf.iops),
+                streams: if o.by_stream {
+                    streams(t, &hits, &base, &run)
+                } else {
+                    Vec::new()
+                },
+                perf: p,
+            });
+        }
+    }
+    Ok(WorkloadReport {
+        workload: w,
+        requests: t.len() as u64,
+        baseline: base_perf,
+        runs,
+    })
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+fn perf(t: &TraceView<'_>, run: &TierRun) -> Perf {
+    let n = run.latency_ns.len().max(1) as f64;
+    let mean = run.latency_ns.iter().map(|&l| l as f64).sum::<f64>() / n;
+    let mut sorted = run.latency_ns.clone();
+    let p99 = crate::analyze::stats::percentiles(&mut sorted, 1e-3).map_or(0.0, |p| p.p99);
+    Perf {
+        mean_us: mean / 1e3,
+        p99_us: p99,
+        iops: if run.span_ns > 0 {
+            t.len() as f64 / (run.span_ns as f64 / 1e9)
+        } else {
+            0.0
+        },
+        energy_j: run.energy_j,
+    }
+}
+
+/// Each stream's speedup: its requests' mean latency without the cache over with it.
+fn streams(t: &TraceView<'_>, hits: &Hits, base: &TierRun, cached: &TierRun) -> Vec<StreamSpeedup> {
+    #[derive(Default)]
+    struct Acc {
+        n: u64,
+        reads: u64,
+        hits: u64,
+        base: f64,
+        cached: f64,
+    }
+    let mut by: BTreeMap<u32, Acc> = BTreeMap::new();
+    for i in 0..t.len() {
+        let a = by.entry(t.stream[i]).or_default();
+        a.n += 1;
+        if t.op[i] == crate::trace::Op::Read as u8 {
+            a.reads += 1;
+            a.hits += u64::from(hits.hit[i]);
+        }
+        a.base += base.latency_ns[i] as f64;
+        a.cached += cached.latency_ns[i] as f64;
+    }
+    by.into_iter()
+        .map(|(stream, a)| StreamSpeedup {
+            stream,
+            requests: a.n,
+            read_fraction: a.reads as f64 / a.n as f64,
+            hit_ratio: if a.reads > 0 {
+                a.hits as f64 / a.reads as f64
+            } else {
+                0.0
+            },
+            speedup: ratio(a.base, a.cached),
+        })
+        .collect()
+}
+
+fn predictions(reports: &[WorkloadReport]) -> Vec<Prediction> {
+    let find = |w: Workload| reports.iter().find(|r| r.workload == w);
+    let Some(original) = find(Workload::Original) else {
+        return Vec::new();
+    };
+    let speedup_of = |w: Workload, run: &CacheRun| {
+        find(w).and_then(|r| {
+            r.runs
+                .iter()
+                .find(|x| x.policy == run.policy && x.cache_bytes == run.cache_bytes)
+                .map(|x| x.speedup)
+        })
+    };
+    original
+        .runs
+        .iter()
+        .map(|run| {
+            let synthetic = speedup_of(Workload::Synthetic, run);
+            Prediction {
+                policy: run.policy.clone(),
+                cache_bytes: run.cache_bytes,
+                original_speedup: run.speedup,
+                synthetic_speedup: synthetic,
+                locality_free_speedup: speedup_of(Workload::LocalityFree, run),
+                synthetic_error: synthetic.map(|s| (s - run.speedup) / run.speedup),
+            }
+        })
+        .collect()
+}

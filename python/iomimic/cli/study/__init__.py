@@ -1,0 +1,57 @@
+"""`iomimic study NAME`: the what-if studies, one module each (:data:`STUDIES`), sharing how a
+workload is named (a trace, a model or a preset) and how reports are written."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from iomimic.cli.args import Parser, add_read_options, seed
+
+#: The study modules under iomimic.cli.study, one line each, in `iomimic study --help` order.
+STUDIES = ("ssd_cache",)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "study",
+        help="What-if studies on a workload: SSD caching, ...",
+        description="What-if studies on a trace, a model or a preset, run on the simulator.",
+    )
+    studies = p.add_subparsers(dest="study_command", metavar="STUDY", parser_class=Parser, required=True)
+    for name in STUDIES:
+        importlib.import_module(f"{__name__}.{name}").register(studies)
+
+
+def add_workload_arguments(p: argparse.ArgumentParser) -> None:
+    """The workload a study runs on, and what every study writes."""
+    p.add_argument("workload", help="a trace file, a model (.json) or a preset (tpcc, tpce, tpch, messenger)")
+    p.add_argument(
+        "-n", "--requests", type=int, help="requests to generate from a model (default: its count)"
+    )
+    p.add_argument("--seed", type=seed, default=1, help="seed for generated workloads (default 1)")
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON (- for stdout only)")
+    p.add_argument("--plot", metavar="PNG", help="also draw the report as a plot")
+    add_read_options(p)
+
+
+def workload(args: argparse.Namespace):
+    """The workload named on the command line, and whether it is a trace or generated."""
+    from iomimic.cli.args import report_reading
+    from iomimic.io import summary
+    from iomimic.study import workload
+
+    trace, kind = workload(
+        args.workload,
+        requests=args.requests,
+        seed=args.seed,
+        format=args.format,
+        skip_bad=args.skip_bad,
+        time_unit=args.time_unit,
+        event=args.event,
+        columns=args.columns,
+        delimiter=args.delimiter,
+    )
+    if kind == "trace":
+        report_reading(summary(trace))
+    return trace, kind
