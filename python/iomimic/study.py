@@ -24,7 +24,8 @@ def run(name: str, workload: Trace, **options: Any) -> dict[str, Any]:
 
     >>> import iomimic
     >>> offsets = [(i % 40) * 4096 for i in range(400)]
-    >>> t = iomimic.Trace(ts_ns=range(0, 400_000_000, 1_000_000), offset=offsets, size=[4096] * 400, op=[0] * 400)
+    >>> ts = range(0, 400_000_000, 1_000_000)
+    >>> t = iomimic.Trace(ts_ns=ts, offset=offsets, size=[4096] * 400, op=[0] * 400)
     >>> from iomimic.sim import device_config
     >>> r = run("ssd-cache", t, backend=device_config("hdd-7200"), ssd=device_config("ssd-sata"),
     ...         cache_bytes=[1 << 20], write_policy="read-only")

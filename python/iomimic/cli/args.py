@@ -165,6 +165,10 @@ def flags_for_parameters(message: str, parser: argparse.ArgumentParser | None = 
     if parser is None:
         return message
     flags = {a.dest: max(a.option_strings, key=len) if a.option_strings else a.dest for a in parser._actions}
+    # a library parameter the command fills from a flag of another name (--cache → cache_bytes)
+    for param, dest in getattr(parser, "param_aliases", {}).items():
+        if dest in flags:
+            flags[param] = flags[dest]
 
     def flag(m: re.Match) -> str:
         name, index = m.group(1), m.group(2) or ""

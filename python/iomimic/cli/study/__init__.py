@@ -9,13 +9,13 @@ import importlib
 from iomimic.cli.args import Parser, add_read_options, seed
 
 #: The study modules under iomimic.cli.study, one line each, in `iomimic study --help` order.
-STUDIES = ("ssd_cache",)
+STUDIES = ("ssd_cache", "defrag")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "study",
-        help="What-if studies on a workload: SSD caching, ...",
+        help="What-if studies on a workload: SSD caching, defragmentation.",
         description="What-if studies on a trace, a model or a preset, run on the simulator.",
     )
     studies = p.add_subparsers(dest="study_command", metavar="STUDY", parser_class=Parser, required=True)
@@ -55,3 +55,12 @@ def workload(args: argparse.Namespace):
     if kind == "trace":
         report_reading(summary(trace))
     return trace, kind
+
+
+def device_text(name: str) -> str:
+    """A device file's text: a preset's name or a file's path."""
+    from pathlib import Path
+
+    from iomimic.sim import device_config
+
+    return device_config(config=name) if Path(name).is_file() else device_config(name)

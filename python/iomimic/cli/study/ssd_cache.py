@@ -6,7 +6,7 @@ import argparse
 
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import subcommand, write_json
-from iomimic.cli.study import add_workload_arguments, workload
+from iomimic.cli.study import add_workload_arguments, device_text, workload
 
 
 def register(subparsers) -> None:
@@ -23,6 +23,12 @@ def register(subparsers) -> None:
         "  iomimic study ssd-cache tpcc -n 200000 --block-size request\n",
     )
     add_workload_arguments(p)
+    p.param_aliases = {
+        "policies": "policy",
+        "cache_bytes": "cache",
+        "ssd_bytes": "ssd_size",
+        "block_bytes": "block_size",
+    }
     g = p.add_argument_group("the storage")
     g.add_argument(
         "--backend",
@@ -63,14 +69,8 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.errors import InputError
     from iomimic.report import make_console
     from iomimic.report.ssd_cache import plot_ssd_cache, render_ssd_cache
-    from iomimic.sim import device_config
     from iomimic.study import run
     from iomimic.units import parse_size_bytes
-
-    def devices(name: str) -> str:
-        from pathlib import Path
-
-        return device_config(config=name) if Path(name).is_file() else device_config(name)
 
     trace, kind = workload(args)
     compare = [w.strip() for w in (args.compare or "").split(",") if w.strip()]
@@ -85,8 +85,8 @@ def handle(args: argparse.Namespace) -> int:
     report = run(
         "ssd-cache",
         trace,
-        backend=devices(args.backend),
-        ssd=devices(args.ssd),
+        backend=device_text(args.backend),
+        ssd=device_text(args.ssd),
         ssd_bytes=parse_size_bytes(args.ssd_size, "ssd_size"),
         cache_bytes=[parse_size_bytes(s, "cache") for s in args.cache.split(",") if s],
         policies=[p.strip() for p in args.policy.split(",") if p.strip()],
