@@ -1,0 +1,158 @@
+"""The what-if studies through the library and the CLI: SSD caching and defragmentation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import iomimic
+from iomimic.sim import device_config
+from iomimic.study import run, studies
+
+from .conftest import run_cli
+
+
+def hot_reads(n: int = 30_000, seed: int = 3, gap_ns: int = 20_000_000) -> iomimic.Trace:
+    """Reads of a Zipf-popular hot set of 2,000 blocks (80 %) and of anywhere in 40 GiB, with
+    a log of sequential writes: a workload an SSD cache helps, at a rate a disk keeps up with."""
+    rng = np.random.default_rng(seed)
+    hot = rng.integers(0, 1 << 20, 2000) * 4096
+    kind = rng.random(n)
+    offset = np.where(kind < 0.8, hot[rng.zipf(1.3, n) % 2000], rng.integers(0, 10 << 20, n) * 4096)
+    op = np.zeros(n, np.uint8)
+    writes = kind > 0.9
+    op[writes] = 1
+    offset[writes] = (20 << 30) + np.arange(writes.sum()) * 4096
+    ts = np.cumsum(rng.exponential(gap_ns, n)).astype(np.uint64)
+    return iomimic.Trace(
+        ts_ns=ts, offset=offset, size=np.full(n, 4096), op=op, stream=(kind < 0.8).astype(int)
+    )
+
+
+@pytest.fixture(scope="module")
+def cache_report() -> dict:
+    return run(
+        "ssd-cache",
+        hot_reads(),
+        backend=device_config("hdd-7200"),
+        ssd=device_config("ssd-sata"),
+        cache_bytes=[2 << 20, 8 << 20, 32 << 20],
+        write_policy="read-only",
+        workloads=["original", "synthetic", "locality-free"],
+    )
+
+
+def test_the_studies_are_listed() -> None:
+    assert {"ssd-cache", "defrag"} <= {name for name, _ in studies()}
+
+
+def test_an_ssd_cache_speeds_up_a_workload_with_locality(cache_report: dict) -> None:
+    original, synthetic, free = cache_report["workloads"]
+    assert [w["workload"] for w in cache_report["workloads"]] == ["original", "synthetic", "locality-free"]
+    hits = [r["hit_ratio"] for r in original["runs"]]
+    speedups = [r["speedup"] for r in original["runs"]]
+    # a larger cache holds more and helps more
+    assert hits == sorted(hits) and hits[-1] > 0.8
+    assert speedups == sorted(speedups) and speedups[0] > 1.5
+    # per stream: the hot reads gain, the other stream's cold reads and log writes barely
+    streams = {s["stream"]: s for s in original["runs"][-1]["streams"]}
+    assert streams[1]["speedup"] > 2 * streams[0]["speedup"]
+    # the seeds' finding: the synthetic workload predicts the speedup, a workload without
+    # locality shows none
+    for p in cache_report["predictions"]:
+        assert abs(p["synthetic_error"]) < 0.15, p
+        assert p["locality_free_speedup"] < 1.02, p
+    assert all(r["hit_ratio"] < 0.01 for r in free["runs"])
+
+
+def test_write_policies_differ_as_they_should() -> None:
+    t = hot_reads(8000)
+    common = {
+        "backend": device_config("hdd-7200"),
+        "ssd": device_config("ssd-sata"),
+        "cache_bytes": [8 << 20],
+    }
+    by = {
+        wp: run("ssd-cache", t, write_policy=wp, **common)["workloads"][0]["runs"][0]
+        for wp in ("read-only", "write-through", "write-back")
+    }
+    # write-back takes writes off the disk's path: the fastest; write-through waits for both tiers
+    assert by["write-back"]["perf"]["mean_us"] < by["read-only"]["perf"]["mean_us"]
+    assert by["write-through"]["perf"]["mean_us"] >= by["read-only"]["perf"]["mean_us"] * 0.95
+
+
+def test_request_keyed_caching_and_bad_options() -> None:
+    t = hot_reads(4000)
+    r = run(
+        "ssd-cache",
+        t,
+        backend=device_config("hdd-7200"),
+        ssd=device_config("ssd-sata"),
+        cache_bytes=[8 << 20],
+        write_policy="read-only",
+        block_bytes=None,
+    )
+    assert r["keyed_by"] == "requests" and r["workloads"][0]["runs"][0]["hit_ratio"] > 0.5
+    with pytest.raises(iomimic.InputError, match="unknown `policies` entry"):
+        run("ssd-cache", t, backend=device_config("hdd-7200"), ssd=device_config("ssd-sata"),
+            cache_bytes=[1 << 20], write_policy="read-only", policies=["belady"])  # fmt: skip
+    with pytest.raises(iomimic.InputError, match="option `write_policy`"):
+        run("ssd-cache", t, backend="", ssd="", cache_bytes=[1], write_policy="sometimes")
+    with pytest.raises(iomimic.InputError, match="unknown study"):
+        run("crystal-ball", t)
+
+
+def test_defragmentation_helps_a_scattered_workload_and_leaves_a_sequential_one() -> None:
+    rng = np.random.default_rng(5)
+    # four threads each reading a fragmented file of 250 blocks, scattered over the disk, in
+    # file order, interleaved, twice over
+    blocks = rng.integers(0, 1 << 26, (4, 250)) * 4096
+    k = np.arange(2000)
+    stream = k % 4
+    offset = blocks[stream, (k // 4) % 250]
+    scattered = iomimic.Trace(
+        ts_ns=k * 15_000_000, offset=offset, size=np.full(2000, 4096), op=np.zeros(2000), stream=stream
+    )
+    r = run(
+        "defrag", scattered, device=device_config("hdd-7200"), policies=["full", "partial:50%", "dynamic"]
+    )
+    full, partial, dynamic = r["runs"]
+    assert r["before"]["sequential_fraction"] < 0.01
+    assert full["shape"]["sequential_fraction"] > 0.9
+    assert full["speedup"] > 3 and full["energy_change"] < 0
+    # half the blocks moved gains less; the dynamic layout gains on the second pass only
+    assert 1 < partial["speedup"] < full["speedup"]
+    assert 1.2 < dynamic["speedup"] < full["speedup"]
+    sequential = iomimic.Trace(
+        ts_ns=np.arange(500) * 10**6, offset=np.arange(500) * 4096, size=np.full(500, 4096), op=np.zeros(500)
+    )
+    r = run("defrag", sequential, device=device_config("hdd-7200"), policies=["full", "dynamic"])
+    for policy_run in r["runs"]:
+        assert policy_run["moved_bytes"] == 0 and policy_run["speedup"] == pytest.approx(1.0)
+
+
+def test_cli_studies(tmp_path: Path) -> None:
+    trace = tmp_path / "hot.parquet"
+    iomimic.write_trace(hot_reads(6000), trace)
+    r = run_cli(
+        "study", "ssd-cache", str(trace), "--backend", "hdd-7200", "--cache", "1M,8M",
+        "--compare", "locality-free", "--json", str(tmp_path / "c.json"), "--plot", str(tmp_path / "c.png"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert [w["workload"] for w in report["workloads"]] == ["original", "locality-free"]
+    assert (tmp_path / "c.png").stat().st_size > 1000
+    r = run_cli("study", "ssd-cache", str(trace), "--cache", "1M", "--policy", "belady")
+    assert r.returncode == 2 and "unknown --policy entry" in r.stderr, r.stderr
+    r = run_cli("study", "ssd-cache", str(trace), "--compare", "future")
+    assert r.returncode == 2 and "--compare" in r.stderr
+    r = run_cli("study", "defrag", "tpcc", "-n", "3000", "--policy", "full,dynamic", "--device", "hdd-15k")
+    assert r.returncode == 0, r.stderr
+    assert "full" in r.stdout and "dynamic" in r.stdout and "sequential" in r.stdout
+    r = run_cli("study", "defrag", "tpcc", "-n", "100", "--policy", "shuffle")
+    assert r.returncode == 2 and "--policy" in r.stderr
+    r = run_cli("study", "--help")
+    assert r.returncode == 0 and "ssd-cache" in r.stdout and "defrag" in r.stdout
