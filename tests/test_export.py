@@ -66,7 +66,7 @@ def test_cli_from_a_model_and_its_errors(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--map: the trace has no volume 'nope'" in r.stderr
     assert not (tmp_path / "x.fio").exists() and not (tmp_path / "x.iolog").exists()
     for bad, words in (
-        (["--iodepth", "0"], "--iodepth must be at least 1"),
+        (["--iodepth", "0"], "argument --iodepth: a whole number of at least 1"),
         (["--time-scale", "0"], "--time-scale"),
     ):
         r = run_cli("export", "fio", str(tmp_path / "m.json"), "-o", "x.fio", *bad, cwd=tmp_path)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import os
 import shutil
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -262,3 +264,190 @@ def test_export_fio_refuses_what_a_run_would(tmp_path: Path) -> None:
     write_trace(small_trace(writes=False), reads)
     r = run_cli("export", "fio", str(reads), "-o", str(tmp_path / "r.fio"), "--map", f"v={theirs}")
     assert r.returncode == 0, r.stderr
+
+
+# --- crashes and tracebacks: a clear error and exit 2 (or 130 when interrupted) ------------------
+
+
+def test_ctrl_c_while_reading_a_large_trace_exits_130_promptly(tmp_path: Path) -> None:
+    import signal
+
+    # about a gigabyte of text in a few MB of gzip: seconds of reading
+    member = gzip.compress(b"11413000 0 657728 16 1\n" * 1_000_000)
+    path = tmp_path / "big.mqsim.gz"
+    path.write_bytes(member * 40)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iomimic.cli", "info", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.0)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - started < 5, "the interrupt waited for the whole file"
+    assert "interrupted" in err and "Traceback" not in err and "PanicException" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["generate", "{model}", "-o", "{tmp}/x.parquet", "--duration", "1000000000h"], "--duration"),
+        (["run", "{model}", "--target", "{tmp}/f.dat", "--size", "1M", "--workers", "-1"], "--workers"),
+        (["simulate", "{trace}", "--device", "hdd-7200", "--iodepth", "-1"], "--iodepth"),
+        (["characterize", "{trace}", "--ranges", "-1"], "--ranges"),
+        (["generate", "{model}", "-o", "{tmp}/x.parquet", "-n", "0"], "--requests"),
+    ],
+)
+def test_out_of_range_numbers_are_clear_errors(args: list[str], flag: str, tmp_path: Path) -> None:
+    trace = _trace_file(tmp_path)
+    model = tmp_path / "m.json"
+    if not model.exists():
+        assert (
+            run_cli(
+                "model", "train", str(trace), "-o", str(model), "--levels", "1", "--states", "1"
+            ).returncode
+            == 0
+        )
+    filled = [a.format(model=model, trace=trace, tmp=tmp_path) for a in args]
+    r = run_cli(*filled)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert flag in r.stderr and "Traceback" not in r.stderr and "OverflowError" not in r.stderr, r.stderr
+
+
+# --- silently wrong: exit 0 with wrong answers no more ---------------------------------------
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    for name, text in (("hm_0.csv", MSR_LINE * 3), ("w.mqsim", "11413000 0 657728 16 1\n" * 3)):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert len(iomimic.read_trace(path)) == 3, name
+
+
+def test_one_fractional_time_does_not_turn_mqsim_into_disksim(tmp_path: Path) -> None:
+    lines = [f"{11413000 + i * 1000} 0 {657728 + 8 * i} 8 1\n" for i in range(300)]
+    lines[150] = "11563000.5 0 657728 8 1\n"
+    path = tmp_path / "t.trace"
+    path.write_text("".join(lines))
+    with pytest.raises(iomimic.TraceParseError) as info:
+        iomimic.read_trace(path)
+    assert ":151:" in str(info.value) and "mqsim" in str(info.value)
+    t = iomimic.read_trace(path, skip_bad=True)
+    assert t.report["format"] == "mqsim" and len(t) == 299
+    assert any("do not parse as it" in note for note in t.report["notes"])
+    # a file whose times are fractional milliseconds is still DiskSim's
+    path.write_text("".join(f"{i}.25 0 {8 * i} 8 1\n" for i in range(100)))
+    assert iomimic.read_trace(path).report["format"] == "disksim"
+
+
+def test_a_corrupt_first_row_after_a_header_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("time,offset,size\n1?,0,512\n2,512,512\n")
+    with pytest.raises(iomimic.TraceParseError, match=":2:"):
+        iomimic.read_trace(path, format="generic", columns="ts=0:us,offset=1,size=2")
+
+
+def test_iomimic_csv_with_many_volumes_is_detected_and_round_trips(tmp_path: Path) -> None:
+    n = 600
+    t = Trace(
+        ts_ns=list(range(n)),
+        offset=[4096 * i for i in range(n)],
+        size=[4096] * n,
+        op=[0] * n,
+        volume=list(range(n)),
+        volumes=[f"volume-with-a-long-name-{i:04d}" for i in range(n)],
+    )
+    path = tmp_path / "many.csv"
+    write_trace(t, path)
+    back = iomimic.read_trace(path)
+    assert back.report["format"] == "csv" and back == t
+
+
+def test_out_of_range_fields_are_errors_not_skips(tmp_path: Path) -> None:
+    path = tmp_path / "w.vscsi.csv"
+    path.write_text("version,time,op,size,lbn\n2,1,28,4096,8\n2,2,100000028,4096,8\n")
+    with pytest.raises(iomimic.TraceParseError, match="not a SCSI opcode"):
+        iomimic.read_trace(path)
+    path = tmp_path / "hm_0.csv"
+    path.write_text(MSR_LINE + "128166372003061630,hm,0,Read,0,4096,184467440737095517\n")
+    with pytest.raises(iomimic.TraceParseError, match="ResponseTime"):
+        iomimic.read_trace(path)
+
+
+def test_size_zero_is_refused_wherever_it_comes_from(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "ts_ns": pa.array([0, 1], pa.uint64()),
+            "offset": pa.array([0, 4096], pa.uint64()),
+            "size": pa.array([0, 4096], pa.uint32()),
+            "op": pa.array([0, 1], pa.uint8()),
+            "volume": pa.array([0, 0], pa.uint32()),
+        }
+    )
+    pq.write_table(table, tmp_path / "z.parquet")
+    with pytest.raises(iomimic.InputError, match=r"z\.parquet: .*a read of size 0"):
+        iomimic.read_trace(tmp_path / "z.parquet")
+    model = json.loads(iomimic.model.train(small_trace(), levels=1, states=1).to_json())
+    model["threads"][0]["defaults"]["sizes"] = {"bytes": [0], "p": [1.0]}
+    with pytest.raises(iomimic.InputError, match=r"sizes\.bytes\[0\]"):
+        iomimic.Model(model)
+    with pytest.raises(iomimic.InputError, match="size 0"):
+        Trace(ts_ns=[0], offset=[0], size=[0], op=[1])
+    assert len(Trace(ts_ns=[0], offset=[0], size=[0], op=[3])) == 1  # a flush has no size
+
+
+def test_parquet_with_foreign_metadata_or_types_is_refused_clearly(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base = {
+        "ts_ns": pa.array([0, 1], pa.uint64()),
+        "offset": pa.array([0, 4096], pa.uint64()),
+        "size": pa.array([4096, 4096], pa.uint32()),
+        "op": pa.array([0, 1], pa.uint8()),
+        "volume": pa.array([0, 0], pa.uint32()),
+    }
+    for name, columns, meta, words in (
+        ("notjson", base, {"iomimic": "{not json"}, "metadata is not JSON"),
+        ("list", base, {"iomimic": "[1, 2]"}, "not a JSON object"),
+        ("intnames", base, {"iomimic": '{"volumes": [1, 2]}'}, "volumes must be a list of names"),
+        ("textts", {**base, "ts_ns": pa.array(["0", "1"])}, None, "column ts_ns holds text"),
+        ("boolop", {**base, "op": pa.array([True, False])}, None, "column op has type bool"),
+    ):
+        table = pa.table(columns)
+        if meta:
+            table = table.replace_schema_metadata(meta)
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(table, path)
+        r = run_cli("info", str(path))
+        assert r.returncode == 2 and f"{path}:" in r.stderr and words in r.stderr, (name, r.stderr)
+        assert "Traceback" not in r.stderr
+    table = pa.table({**base, "volume": pa.array(["a", "b"]).dictionary_encode()})
+    pq.write_table(table, tmp_path / "dict.parquet")
+    assert iomimic.read_trace(tmp_path / "dict.parquet").volumes == ["a", "b"]
+
+
+def test_a_streamed_parquet_replay_validates_each_piece(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 100
+    table = pa.table(
+        {
+            "ts_ns": pa.array(range(n), pa.uint64()),
+            "offset": pa.array([(1 << 64) - 1 if i == 60 else 0 for i in range(n)], pa.uint64()),
+            "size": pa.array([4096] * n, pa.uint32()),
+            "op": pa.array([0] * n, pa.uint8()),
+            "volume": pa.array([0] * n, pa.uint32()),
+        }
+    ).replace_schema_metadata({"iomimic": json.dumps({"version": 1, "volumes": ["v"], "files": []})})
+    pq.write_table(table, tmp_path / "bad.parquet", row_group_size=25)
+    r = run_cli("replay", str(tmp_path / "bad.parquet"), "--target", str(tmp_path / "f.dat"), "--size", "1M")
+    assert r.returncode == 2 and "passes 2^63" in r.stderr and "row group 2" in r.stderr, r.stderr

@@ -122,7 +122,7 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
         (["--device", "floppy"], "unknown device 'floppy'"),
         (["--config", str(bad)], "missing field `capacity_gb`"),
         ([], "name a preset with --device or a device file with --config"),
-        (["--device", "hdd-7200", "--iodepth", "0"], "--iodepth must be at least 1"),
+        (["--device", "hdd-7200", "--iodepth", "0"], "argument --iodepth: a whole number of at least 1"),
     ]:
         r = run_cli("simulate", str(src), *args)
         assert r.returncode == 2, (args, r.stderr)

@@ -50,7 +50,7 @@ def test_the_studies_are_listed() -> None:
 
 
 def test_an_ssd_cache_speeds_up_a_workload_with_locality(cache_report: dict) -> None:
-    original, synthetic, free = cache_report["workloads"]
+    original, _synthetic, free = cache_report["workloads"]
     assert [w["workload"] for w in cache_report["workloads"]] == ["original", "synthetic", "locality-free"]
     hits = [r["hit_ratio"] for r in original["runs"]]
     speedups = [r["speedup"] for r in original["runs"]]

@@ -96,9 +96,12 @@ def read_trace(
         columns=columns,
         delimiter=delimiter,
     )
-    if progress is not None:
-        while reader.read_some(CHUNK_ROWS):
+    # a chunk at a time, the GIL released inside each: between chunks Python sees Ctrl-C (a
+    # whole file read in one call would hear it only at the end)
+    while reader.read_some(CHUNK_ROWS):
+        if progress is not None:
             progress(*reader.progress())
+    if progress is not None:
         progress(*reader.progress())
     return Trace._from_reader(reader.finish())
 
@@ -114,6 +117,8 @@ def _read_parquet(path: Path) -> Trace:
         trace = Trace.from_arrow_pieces(pf.schema_arrow, pieces, pf.metadata.num_rows)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(f"{path}: not a readable Parquet file: {e}") from None
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
     trace.report = {
         "path": str(path),
         "format": "parquet",
@@ -139,8 +144,9 @@ class ParquetPieces:
     ``open`` returns None when the file does not suit (columns not of the Trace's types, or
     times not in order): then the trace is read whole as usual."""
 
-    def __init__(self, pf, volumes: list[str], files: list[str]) -> None:
+    def __init__(self, pf, volumes: list[str], files: list[str], path: Path | None = None) -> None:
         self._pf = pf
+        self._path = path
         self.volumes, self.files = volumes, files
         self.rows = pf.metadata.num_rows
         self.first_ts = self.last_ts = 0
@@ -167,11 +173,14 @@ class ParquetPieces:
             schema.field(c).type != pa.from_numpy_dtype(np.dtype(DTYPES[c])) for c in present
         ):
             return None
-        names = _schema_names(schema)
+        try:
+            names = _schema_names(schema)
+        except InputError:
+            return None  # read whole, which reports what is wrong with the file named
         volumes = names["volume"]
         if pf.metadata.num_rows == 0 or not volumes:
             return None
-        self = cls(pf, volumes, names["file"] or [])
+        self = cls(pf, volumes, names["file"] or [], path)
         previous = None
         for i in range(pf.num_row_groups):
             g = pf.read_row_group(i, columns=["ts_ns", "offset", "size", "op", "volume"])
@@ -189,13 +198,19 @@ class ParquetPieces:
         return self
 
     def pieces(self) -> Iterator[dict[str, np.ndarray]]:
-        from iomimic.trace import DTYPES
+        from iomimic.trace import DTYPES, _Columns
 
         for i in range(self._pf.num_row_groups):
             g = self._pf.read_row_group(i)
             n = g.num_rows
             cols = {c: g.column(c).to_numpy() for c in DTYPES if c in g.column_names and c != "latency_ns"}
             cols.setdefault("stream", np.zeros(n, np.uint32))
+            # each piece holds the Trace's invariants, as a file read whole would (op codes,
+            # offsets past 2^63, sizes of 0)
+            try:
+                _core.validate(_Columns(cols), self.volumes, self.files)
+            except InputError as e:
+                raise InputError(f"{self._path}: row group {i}: {e}") from None
             yield cols
 
 

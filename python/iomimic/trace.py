@@ -224,10 +224,16 @@ class Trace:
             if name not in table.column_names:
                 continue
             col = table.column(name)
-            if name in names and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                if name not in names:
+                    raise InputError(f"column {name} holds text; it must hold whole numbers")
                 encoded = pc.dictionary_encode(col).combine_chunks()
                 names[name] = [str(v) for v in encoded.dictionary.to_pylist()]
                 col = encoded.indices
+            elif not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+                raise InputError(f"column {name} has type {col.type}; it must hold whole numbers")
             cols[name] = _arrow_to_numpy(name, col)
         return cls(**cols, volumes=names["volume"], files=names["file"])
 
@@ -276,11 +282,26 @@ def _require_columns(schema) -> None:
 
 
 def _schema_names(schema) -> dict[str, list[str] | None]:
-    """Volume and file name tables from iomimic's schema metadata, where present."""
+    """Volume and file name tables from iomimic's schema metadata, where present; metadata that
+    is not what iomimic writes is refused, naming what is wrong."""
     import json
 
-    meta = json.loads((schema.metadata or {}).get(b"iomimic", b"{}"))
-    return {"volume": meta.get("volumes"), "file": meta.get("files")}
+    raw = (schema.metadata or {}).get(b"iomimic")
+    if raw is None:
+        return {"volume": None, "file": None}
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise InputError("the file's iomimic metadata is not JSON") from None
+    if not isinstance(meta, dict):
+        raise InputError("the file's iomimic metadata is not a JSON object")
+    names: dict[str, list[str] | None] = {}
+    for key, column in (("volumes", "volume"), ("files", "file")):
+        table = meta.get(key)
+        if table is not None and not (isinstance(table, list) and all(isinstance(x, str) for x in table)):
+            raise InputError(f"the file's iomimic metadata: {key} must be a list of names")
+        names[column] = table
+    return names
 
 
 def _arrow_to_numpy(name: str, col) -> np.ndarray:

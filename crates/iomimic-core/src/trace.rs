@@ -205,6 +205,11 @@ impl<'a> TraceView<'a> {
         if let Some(i) = self.op.iter().position(|&o| Op::from_code(o).is_none()) {
             return Err(format!("row {i}: op {} is not 0..=3", self.op[i]));
         }
+        // one rule everywhere, as the readers apply it: only a flush may have no size
+        if let Some(i) = (0..n).find(|&i| self.size[i] == 0 && self.op[i] != Op::Flush as u8) {
+            let op = Op::from_code(self.op[i]).map_or("request", Op::name);
+            return Err(format!("row {i}: a {op} of size 0"));
+        }
         if let Some(i) = self.volume.iter().position(|&v| v as usize >= self.volumes.len()) {
             return Err(format!(
                 "row {i}: volume {} has no name ({} volume names)",
@@ -295,5 +300,10 @@ mod tests {
         let mut t = trace(&[0]);
         t.offset[0] = MAX_OFFSET - 100;
         assert!(t.validate().unwrap_err().contains("passes 2^63"));
+        let mut t = trace(&[0, 1]);
+        t.size[1] = 0;
+        assert_eq!(t.validate().unwrap_err(), "row 1: a read of size 0");
+        t.op[1] = Op::Flush as u8;
+        assert!(t.validate().is_ok());
     }
 }

@@ -47,6 +47,18 @@ def seed(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def count(text: str) -> int:
+    """An argparse type for counts (requests, depths, ranges, workers): a whole number of at
+    least 1 (argparse names the option in the error; a huge one is refused where it is used)."""
+    try:
+        value = int(text.replace("_", ""), 10)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1, found {text!r}")
+    return value
+
+
 def add_read_options(p: argparse.ArgumentParser) -> None:
     """The options of :func:`read` (every command that reads a trace of any format)."""
     g = p.add_argument_group("reading the trace")
@@ -85,10 +97,12 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
         help="io_uring, psync (thread pool), null (no I/O), or auto (default: io_uring where the "
         "kernel allows it, else psync)",
     )
-    g.add_argument("--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)")
+    g.add_argument(
+        "--iodepth", type=count, help="closed loop with this many outstanding (default: open loop)"
+    )
     g.add_argument(
         "--workers",
-        type=int,
+        type=count,
         default=16,
         help="open loop: most requests in flight (psync threads, io_uring ring slots; default 16)",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, read_reported, subcommand, write_json
+from iomimic.cli.args import add_read_options, count, read_reported, subcommand, write_json
 
 
 def register(subparsers) -> None:
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     p.add_argument("trace", help="trace file (any format iomimic reads, or Parquet)")
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON (- for stdout only)")
     p.add_argument("--by", choices=["stream", "volume"], help="classify streams or volumes into thread types")
-    p.add_argument("--ranges", type=int, default=4, help="equal ranges of each volume's span (default 4)")
+    p.add_argument("--ranges", type=count, default=4, help="equal ranges of each volume's span (default 4)")
     p.add_argument("--window", help="fluctuation window, e.g. 60s or 500ms (default min(60s, span/100))")
     p.add_argument(
         "--mrc",

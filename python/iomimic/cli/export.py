@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import Parser, add_read_options, read_reported, seed, subcommand
+from iomimic.cli.args import Parser, add_read_options, count, read_reported, seed, subcommand
 
 
 def register(subparsers) -> None:
@@ -40,12 +40,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--allow-device", action="store_true", help="allow block devices (never one in use)")
     p.add_argument("--ioengine", default="libaio", help="fio ioengine (default libaio)")
-    p.add_argument("--iodepth", type=int, default=32, help="fio iodepth (default 32)")
+    p.add_argument("--iodepth", type=count, default=32, help="fio iodepth (default 32)")
     p.add_argument("--direct", action="store_true", help="O_DIRECT (direct=1)")
     p.add_argument("--time-scale", type=float, default=1.0, help="replay at this multiple of logged times")
     p.add_argument("--no-stall", action="store_true", help="replay as fast as possible (replay_no_stall)")
     g = p.add_argument_group("generating from a model")
-    g.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
+    g.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
     g.add_argument("--duration", help="generate this long a workload, e.g. 60s")
     g.add_argument("--seed", type=seed, default=1, help="random seed")
     add_read_options(p)

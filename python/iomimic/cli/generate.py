@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import seed, subcommand
+from iomimic.cli.args import count, seed, subcommand
 from iomimic.io import OUTPUT_FORMATS
 
 
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("model", help="model file")
     p.add_argument("-o", "--output", required=True, help="trace to write: .parquet, .csv or .csv.gz")
-    p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
+    p.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a trace, e.g. 60s or 10m")
     p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
     p.add_argument("--seed", type=seed, default=1, help="random seed; the same seed gives the same trace")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, read, report_reading, subcommand, write_json
+from iomimic.cli.args import add_read_options, count, read, report_reading, subcommand, write_json
 
 
 def register(subparsers) -> None:
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("trace", help="trace file (plain, .gz or .zst)")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON (- for stdout only)")
-    p.add_argument("--max-volumes", type=int, default=20, help="volumes listed in the table (default 20)")
+    p.add_argument("--max-volumes", type=count, default=20, help="volumes listed in the table (default 20)")
     add_read_options(p)
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import Parser, UsageError, add_read_options, model_part, read_reported, seed, subcommand
+from iomimic.cli.args import (
+    Parser,
+    UsageError,
+    add_read_options,
+    count,
+    model_part,
+    read_reported,
+    seed,
+    subcommand,
+)
 
 
 def register(subparsers) -> None:
@@ -28,8 +37,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("trace", help="trace file")
     p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
-    p.add_argument("--levels", type=int, help="levels of the state hierarchy (default: chosen)")
-    p.add_argument("--states", type=int, help="states per level (default: chosen among 4, 8, 16)")
+    p.add_argument("--levels", type=count, help="levels of the state hierarchy (default: chosen)")
+    p.add_argument("--states", type=count, help="states per level (default: chosen among 4, 8, 16)")
     p.add_argument(
         "--by",
         choices=["stream", "none"],
@@ -50,7 +59,7 @@ def register(subparsers) -> None:
         "  iomimic model show model.json\n",
     )
     p.add_argument("model", help="model file")
-    p.add_argument("--max-states", type=int, default=16, help="states listed per chain (default 16)")
+    p.add_argument("--max-states", type=count, default=16, help="states listed per chain (default 16)")
 
     p = subcommand(
         actions,

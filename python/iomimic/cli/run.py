@@ -8,7 +8,7 @@ import signal
 import sys
 
 from iomimic.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
-from iomimic.cli.args import add_target_options, seed, subcommand, write_json
+from iomimic.cli.args import add_target_options, count, seed, subcommand, write_json
 from iomimic.errors import InputError
 
 
@@ -33,7 +33,7 @@ def register(subparsers) -> None:
         "poisson (exponential gaps); mix=READ_PERCENT for rw; span=SIZE for random offsets "
         "(default --size). See docs/realio.md",
     )
-    p.add_argument("-n", "--requests", type=int, help="requests to generate (default: the model's count)")
+    p.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a workload, e.g. 60s")
     p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
     p.add_argument("--seed", type=seed, default=1, help="random seed")

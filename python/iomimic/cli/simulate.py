@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, read_reported, subcommand, write_json
+from iomimic.cli.args import add_read_options, count, read_reported, subcommand, write_json
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,9 @@ def register(subparsers) -> None:
     p.add_argument("trace", help="trace file")
     p.add_argument("--device", help="a preset (see `iomimic devices`)")
     p.add_argument("--config", help="a device file (TOML; see docs/simulate.md)")
-    p.add_argument("--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)")
+    p.add_argument(
+        "--iodepth", type=count, help="closed loop with this many outstanding (default: open loop)"
+    )
     p.add_argument("--intensity", type=float, default=1.0, help="divide trace times by this (open loop)")
     p.add_argument("--scheduler", choices=["fifo", "sstf"], help="override the device file's disk scheduler")
     p.add_argument(

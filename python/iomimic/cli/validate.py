@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import seed, subcommand, write_json
+from iomimic.cli.args import count, seed, subcommand, write_json
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     p.add_argument("--baseline", choices=["locality-free"], help="also score an IOMeter-like workload")
     p.add_argument("--json", metavar="PATH", help="write the comparison as JSON (- for stdout only)")
     p.add_argument("--report", metavar="DIR", help="also write plots (PNG) to DIR")
-    p.add_argument("--ranges", type=int, default=4, help="spatial ranges (default 4)")
+    p.add_argument("--ranges", type=count, default=4, help="spatial ranges (default 4)")
     p.add_argument("--seed", type=seed, default=1, help="seed of the baseline")
     p.add_argument("-f", "--format", help="format of the original (default: detected)")
     p.add_argument("--skip-bad", action="store_true", help="skip malformed lines of the original")

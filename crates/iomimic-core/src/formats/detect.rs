@@ -32,11 +32,16 @@ pub(crate) fn detect(
         return detect_binary(path, head, &opts.registry);
     }
     let sample = text_sample(head, eof);
+    // comment lines do not count towards the sample's lines
+    let mut data_lines = 0;
     let lines: Vec<&[u8]> = sample
         .split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .take(SAMPLE_LINES)
+        .take_while(|l| {
+            data_lines += usize::from(l.first() != Some(&b'#'));
+            data_lines <= SAMPLE_LINES
+        })
         .collect();
     let name = path
         .file_name()
@@ -50,9 +55,21 @@ pub(crate) fn detect(
         .iter()
         .filter(|t| t.requests > 0 && t.errors == 0)
         .collect();
+    // One odd line must not decide: a reader earlier in the order that read all but a few of
+    // the lines (one in a hundred) beats a later one that read them all (mqsim's whole
+    // nanoseconds against disksim's fractional milliseconds, say), and the notes say so.
+    let nearly = clean.first().and_then(|&c| {
+        let rank = |f: Format| trials.iter().position(|t| t.format == f);
+        trials.iter().find(|t| {
+            t.errors > 0
+                && t.first_data_ok
+                && t.errors * 100 <= t.requests + t.errors
+                && rank(t.format) < rank(c.format)
+        })
+    });
     // Without a clean reader (a file with bad lines), take the reader that got the first data
     // line right, or else one that read more lines than it rejected; fewest errors wins.
-    let chosen = clean.first().copied().or_else(|| {
+    let chosen = nearly.or_else(|| clean.first().copied()).or_else(|| {
         trials
             .iter()
             .filter(|t| t.requests > 0 && (t.first_data_ok || t.requests >= t.errors))
@@ -61,8 +78,22 @@ pub(crate) fn detect(
     match chosen {
         Some(t) => {
             let mut notes = Vec::new();
-            let others: Vec<&str> = clean.iter().skip(1).map(|o| o.format.name()).collect();
-            if !others.is_empty() && t.errors == 0 {
+            let others: Vec<&str> = clean
+                .iter()
+                .filter(|o| o.format != t.format)
+                .map(|o| o.format.name())
+                .collect();
+            if let (Some(_), Some(c)) = (nearly, clean.first()) {
+                notes.push(format!(
+                    "detected {} though {} of the first {} lines do not parse as it; they all parse \
+                     as {} (use `format` to choose)",
+                    t.format,
+                    t.errors,
+                    t.requests + t.errors,
+                    c.format
+                ));
+            } else if !others.is_empty() && t.errors == 0 && opts.time_unit.is_none() {
+                // (a time unit given says the user already chose among formats that differ by it)
                 notes.push(format!(
                     "detected {}; the first lines also parse as {} (use `format` to choose)",
                     t.format,
@@ -117,10 +148,20 @@ fn detect_binary(path: &Path, head: &[u8], registry: &Registry) -> Result<(Forma
     })
 }
 
-/// The first lines of the file, cut at a line end (unless the whole file is in hand).
+/// The first lines of the file, cut at a line end (unless the whole file is in hand): the
+/// leading comment lines whole (iomimic's CSV names its volumes there, thousands of them for
+/// some traces) and [`SAMPLE_BYTES`] after them.
 fn text_sample(head: &[u8], eof: bool) -> &[u8] {
-    let sample = &head[..head.len().min(SAMPLE_BYTES)];
-    if eof && head.len() <= SAMPLE_BYTES {
+    let mut comments = 0;
+    while head.get(comments) == Some(&b'#') {
+        match memchr::memchr(b'\n', &head[comments..]) {
+            Some(i) => comments += i + 1,
+            None => break,
+        }
+    }
+    let end = head.len().min(comments + SAMPLE_BYTES);
+    let sample = &head[..end];
+    if eof && end == head.len() {
         return sample;
     }
     memchr::memrchr(b'\n', sample).map_or(sample, |i| &sample[..i])

@@ -72,7 +72,8 @@ pub struct GenericParser {
     delimiter: Option<u8>,
     default_volume: Vec<u8>,
     width: usize,
-    seen_data: bool,
+    /// A line other than a comment was read: only the first may be a header.
+    seen_line: bool,
 }
 
 fn usage(msg: impl Into<String>) -> Error {
@@ -128,7 +129,7 @@ impl GenericParser {
             delimiter,
             default_volume: default_volume.as_bytes().to_vec(),
             width: 0,
-            seen_data: false,
+            seen_line: false,
         };
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (role, rest) = item
@@ -242,13 +243,14 @@ impl super::RecordParser for GenericParser {
         } else {
             lex::split(line, delimiter, &mut fields)
         };
+        let first = !std::mem::replace(&mut self.seen_line, true);
         lex::expect_fields(n, self.width, true)?;
         let ts_ns = match lex::scaled_decimal(fields[self.ts.index], self.ts.scale as u32, "ts") {
             Ok(t) => t,
-            Err(_) if !self.seen_data => return Ok(Outcome::Ignored("header")),
+            // the first line may name the columns; any later one is data, good or bad
+            Err(_) if first => return Ok(Outcome::Ignored("header")),
             Err(e) => return Err(e),
         };
-        self.seen_data = true;
         let offset = lex::to_bytes(
             lex::u64_field(fields[self.offset.index], "offset")?,
             self.offset.scale,
@@ -315,6 +317,13 @@ mod tests {
             p.parse(b"x\tsda\t1\t8\t4\t1", &mut b).unwrap_err().key,
             "bad_number"
         );
+        // and after a header, a corrupt first data row is an error too
+        let mut p = GenericParser::new("ts=0:ms,offset=1,size=2", None, None, "t").unwrap();
+        assert_eq!(
+            p.parse(b"time,offset,size", &mut b).unwrap(),
+            Outcome::Ignored("header")
+        );
+        assert_eq!(p.parse(b"1?,0,512", &mut b).unwrap_err().key, "bad_number");
     }
 
     #[test]

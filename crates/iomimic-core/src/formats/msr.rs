@@ -76,7 +76,15 @@ fn parse_fields(line: &[u8], c: &mut lex::Cursor<'_>, out: &mut Builder) -> Resu
         )
     });
     let mut r = Request::new(ts_ns, offset, size, op, volume);
-    r.latency_ns = response.saturating_mul(TICK_NS);
+    r.latency_ns = response
+        .checked_mul(TICK_NS)
+        .filter(|&l| l != crate::trace::LATENCY_UNKNOWN)
+        .ok_or_else(|| {
+            LineError::new(
+                "number_too_large",
+                format!("ResponseTime {response} ticks of 100 ns passes 2^64 ns"),
+            )
+        })?;
     out.push(r)
 }
 

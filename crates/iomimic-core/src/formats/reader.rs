@@ -13,6 +13,8 @@ use super::{detect, input, Format, Framing, ReadOptions, ReadReport, RecordParse
 use crate::error::{Error, Result};
 use crate::trace::Trace;
 
+const UTF8_BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
+
 /// Bytes per block: big enough that thread hand-offs are rare, small enough to bound memory.
 const BLOCK: usize = 1 << 20;
 /// How many skipped lines are quoted in the report.
@@ -92,6 +94,11 @@ impl TraceReader {
         let mut head = vec![0u8; BLOCK];
         let len = input::read_full(&mut input.reader, &mut head).map_err(|e| Error::reading(path, e))?;
         head.truncate(len);
+        // a UTF-8 byte-order mark (spreadsheets write one) is not part of the first line
+        let bom = head.starts_with(&UTF8_BOM);
+        if bom {
+            head.drain(..UTF8_BOM.len());
+        }
         let mut report = ReadReport {
             path: path.to_path_buf(),
             compression: Some(input.compression),

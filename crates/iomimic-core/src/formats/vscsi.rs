@@ -173,6 +173,13 @@ impl super::RecordParser for VscsiCsvParser {
         lex::u64_field(f[0], "version")?;
         let ts_ns = lex::scaled_decimal(f[1], 9, "time")?;
         let code = lex::hex_field(f[2], "op")?;
+        // a SCSI opcode is one byte: anything larger is damage, not a command we skip
+        if code > 0xff {
+            return Err(LineError::new(
+                "bad_op",
+                format!("op {code:#x} is not a SCSI opcode (one byte, 00 to ff)"),
+            ));
+        }
         let Some(op) = scsi_op(code) else {
             return Ok(Outcome::Ignored("scsi_not_io"));
         };

@@ -470,6 +470,13 @@ fn check_stats(path: &str, s: &Stats) -> Result<()> {
         ));
     }
     check_probabilities(&format!("{path}.sizes.p"), &s.sizes.p)?;
+    if let Some(j) = s.sizes.bytes.iter().position(|&b| b == 0) {
+        // a read or write of no bytes is no request (the readers refuse one too)
+        return Err(invalid(
+            &format!("{path}.sizes.bytes[{j}]"),
+            "a size must be at least 1 byte",
+        ));
+    }
     let bad = |what: &str| Err(invalid(&format!("{path}.interarrival"), what.to_string()));
     let ok = |x: f64| x.is_finite() && x >= 0.0;
     match &s.interarrival {

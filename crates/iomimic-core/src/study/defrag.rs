@@ -78,11 +78,7 @@ impl std::str::FromStr for Policy {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Policy> {
-        let bad = || {
-            Error::Usage(format!(
-                "`policies`: {s:?} is not full, partial:P% or dynamic"
-            ))
-        };
+        let bad = || Error::Usage(format!("`policies`: {s:?} is not full, partial:P% or dynamic"));
         match s.trim() {
             "full" => Ok(Policy::Full),
             "dynamic" => Ok(Policy::Dynamic),
@@ -169,7 +165,9 @@ impl Study for Defrag {
 
 pub fn run(t: &TraceView<'_>, o: &Options) -> Result<Report> {
     if o.block_bytes == 0 || o.windows == 0 {
-        return Err(Error::Usage("`block_bytes` and `windows` must be positive".into()));
+        return Err(Error::Usage(
+            "`block_bytes` and `windows` must be positive".into(),
+        ));
     }
     if !(o.intensity.is_finite() && o.intensity > 0.0) {
         return Err(Error::Usage(format!(
@@ -414,7 +412,11 @@ mod tests {
         assert_eq!("partial:10%".parse::<Policy>().unwrap(), Policy::Partial(0.1));
         assert_eq!("partial:0.25".parse::<Policy>().unwrap(), Policy::Partial(0.25));
         assert!("partial:150%".parse::<Policy>().is_err());
-        assert!("shuffle".parse::<Policy>().unwrap_err().to_string().contains("`policies`"));
+        assert!("shuffle"
+            .parse::<Policy>()
+            .unwrap_err()
+            .to_string()
+            .contains("`policies`"));
         assert_eq!(Policy::Partial(0.1).name(), "partial:10%");
     }
 

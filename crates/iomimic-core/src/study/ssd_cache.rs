@@ -181,7 +181,9 @@ impl Study for SsdCache {
 
 fn check(o: &Options) -> Result<()> {
     if o.cache_bytes.is_empty() || o.cache_bytes.contains(&0) {
-        return Err(Error::Usage("`cache_bytes`: give at least one positive size".into()));
+        return Err(Error::Usage(
+            "`cache_bytes`: give at least one positive size".into(),
+        ));
     }
     if o.policies.is_empty() {
         return Err(Error::Usage("`policies`: give at least one".into()));
@@ -193,7 +195,9 @@ fn check(o: &Options) -> Result<()> {
         )));
     }
     if o.block_bytes == Some(0) || o.ssd_bytes == 0 {
-        return Err(Error::Usage("`block_bytes` and `ssd_bytes` must be positive".into()));
+        return Err(Error::Usage(
+            "`block_bytes` and `ssd_bytes` must be positive".into(),
+        ));
     }
     Ok(())
 }
@@ -305,7 +309,9 @@ fn study_workload(
     let base_perf = perf(t, &base);
     let keying = o.block_bytes.map_or(Keying::Requests, Keying::Blocks);
     let lru_depths = match keying {
-        Keying::Blocks(b) if policies.iter().any(|p| p.name == "lru") => Some(tiers::lru_depths(t, b, o.write_policy)),
+        Keying::Blocks(b) if policies.iter().any(|p| p.name == "lru") => {
+            Some(tiers::lru_depths(t, b, o.write_policy))
+        }
         _ => None,
     };
     let mut runs = Vec::new();

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from iomimic.cli.args import Parser, add_read_options, seed
+from iomimic.cli.args import Parser, add_read_options, count, seed
 
 #: The study modules under iomimic.cli.study, one line each, in `iomimic study --help` order.
 STUDIES = ("ssd_cache", "defrag")
@@ -27,7 +27,7 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
     """The workload a study runs on, and what every study writes."""
     p.add_argument("workload", help="a trace file, a model (.json) or a preset (tpcc, tpce, tpch, messenger)")
     p.add_argument(
-        "-n", "--requests", type=int, help="requests to generate from a model (default: its count)"
+        "-n", "--requests", type=count, help="requests to generate from a model (default: its count)"
     )
     p.add_argument("--seed", type=seed, default=1, help="seed for generated workloads (default 1)")
     p.add_argument("--json", metavar="PATH", help="write the report as JSON (- for stdout only)")

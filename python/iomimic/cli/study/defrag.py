@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import subcommand, write_json
+from iomimic.cli.args import count, subcommand, write_json
 from iomimic.cli.study import add_workload_arguments, device_text, workload
 
 
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
         "follows the workload, window by window); repeat for several (default full)",
     )
     p.add_argument("--block-size", default="4k", help="the unit blocks move in (default 4k)")
-    p.add_argument("--windows", type=int, default=10, help="windows of the dynamic policy (default 10)")
+    p.add_argument("--windows", type=count, default=10, help="windows of the dynamic policy (default 10)")
     p.add_argument("--intensity", type=float, default=1.0, help="divide the workload's times by this")
 
 
