@@ -23,7 +23,7 @@
 //! Delimitrou et al., "Decoupling Datacenter Studies from Access to Large-Scale Applications"
 //! (the defragmentation table: random and sequential shares before and after).
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use super::Study;
@@ -260,7 +260,7 @@ type Block = (u32, u64);
 /// The order blocks are placed in: by file and file order where the trace names files, else
 /// by first touch; within a request, its blocks in order.
 fn placement_order(t: &TraceView<'_>, block: u64, rows: std::ops::Range<usize>) -> Vec<Block> {
-    let mut seen: FxHashMap<Block, ()> = FxHashMap::default();
+    let mut seen: FxHashSet<Block> = FxHashSet::default();
     let mut order = Vec::new();
     for i in rows {
         if t.op[i] == Op::Flush as u8 {
@@ -269,7 +269,7 @@ fn placement_order(t: &TraceView<'_>, block: u64, rows: std::ops::Range<usize>) 
         let first = t.offset[i] / block;
         let last = (t.offset[i] + u64::from(t.size[i]).max(1) - 1) / block;
         for b in first..=last {
-            if seen.insert((t.volume[i], b), ()).is_none() {
+            if seen.insert((t.volume[i], b)) {
                 order.push((t.volume[i], b));
             }
         }
@@ -278,13 +278,13 @@ fn placement_order(t: &TraceView<'_>, block: u64, rows: std::ops::Range<usize>) 
         // a file's blocks together, files in the order first touched, each in file order
         let mut file_of: FxHashMap<Block, (usize, u32)> = FxHashMap::default();
         let mut first_seen: FxHashMap<u32, usize> = FxHashMap::default();
-        for i in 0..t.len() {
+        for (i, &file) in files.iter().enumerate() {
             let rank = {
                 let next = first_seen.len();
-                *first_seen.entry(files[i]).or_insert(next)
+                *first_seen.entry(file).or_insert(next)
             };
             let b = (t.volume[i], t.offset[i] / block);
-            file_of.entry(b).or_insert((rank, files[i]));
+            file_of.entry(b).or_insert((rank, file));
         }
         order.sort_by_key(|b| file_of.get(b).map_or((usize::MAX, *b), |&(rank, _)| (rank, *b)));
     }
@@ -329,10 +329,10 @@ pub fn relayout(t: &TraceView<'_>, policy: Policy, block: u64, windows: usize) -
             hot.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             #[allow(clippy::cast_sign_loss)] // a positive share of a count
             let keep = ((hot.len() as f64 * share).ceil() as usize).min(hot.len());
-            let hot: FxHashMap<Block, ()> = hot[..keep].iter().map(|&(b, _)| (b, ())).collect();
+            let hot: FxHashSet<Block> = hot[..keep].iter().map(|&(b, _)| b).collect();
             let order: Vec<Block> = placement_order(t, block, 0..n)
                 .into_iter()
-                .filter(|b| hot.contains_key(b))
+                .filter(|b| hot.contains(b))
                 .collect();
             assign(&order, &mut place);
         }

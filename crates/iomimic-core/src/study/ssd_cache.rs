@@ -36,6 +36,7 @@ fn default_policies() -> Vec<String> {
 fn default_ssd_bytes() -> u64 {
     8_000_000_000
 }
+#[allow(clippy::unnecessary_wraps)] // serde's default for an optional field
 fn default_block() -> Option<u64> {
     Some(4096)
 }
@@ -271,7 +272,7 @@ fn to_trace(t: &TraceView<'_>) -> Trace {
 fn scale(t: &TraceView<'_>, intensity: f64) -> Trace {
     let mut out = to_trace(t);
     let first = t.ts_ns.first().copied().unwrap_or(0);
-    if intensity != 1.0 {
+    if (intensity - 1.0).abs() > f64::EPSILON {
         for ts in &mut out.ts_ns {
             // times are non-negative and the intensity positive
             #[allow(clippy::cast_sign_loss)]

@@ -180,7 +180,11 @@ pub fn replay_hits(
             Keying::Blocks(block) => {
                 let v = volume_key(t.volume[i]);
                 // every block is accessed (a miss admits it) even after the first miss
-                blocks(t, i, block).fold(true, |all, b| cache.access(b ^ v, block) && all)
+                let mut all = true;
+                for b in blocks(t, i, block) {
+                    all &= cache.access(b ^ v, block);
+                }
+                all
             }
         };
         h.count(i, hit, size, t.op[i]);
@@ -228,32 +232,49 @@ impl TierTrace {
         self.owner.push(owner);
     }
 
-    /// Simulates the tier; returns each I/O's (issue, latency) and the tier's energy.
-    fn simulate(mut self, config: &Config) -> Result<(Vec<Option<usize>>, Vec<u64>, Vec<u64>, Option<f64>)> {
+    /// Simulates the tier: when each I/O completed, whose it was, and the tier's energy.
+    fn simulate(self, config: &Config) -> Result<TierDone> {
         if self.trace.is_empty() {
-            return Ok((Vec::new(), Vec::new(), Vec::new(), None));
+            return Ok(TierDone::default());
         }
         // stable: I/Os at one instant keep the order they were made in
         let mut order: Vec<usize> = (0..self.trace.len()).collect();
         order.sort_by_key(|&k| self.trace.ts_ns[k]);
-        let permute = |v: &mut Vec<u64>| *v = order.iter().map(|&k| v[k]).collect();
-        permute(&mut self.trace.ts_ns);
-        permute(&mut self.trace.offset);
-        let sizes = &self.trace.size;
-        self.trace.size = order.iter().map(|&k| sizes[k]).collect();
-        let ops = &self.trace.op;
-        self.trace.op = order.iter().map(|&k| ops[k]).collect();
-        let vols = &self.trace.volume;
-        self.trace.volume = order.iter().map(|&k| vols[k]).collect();
-        let streams = &self.trace.stream;
-        self.trace.stream = order.iter().map(|&k| streams[k]).collect();
-        let owner: Vec<Option<usize>> = order.iter().map(|&k| self.owner[k]).collect();
-        let start = self.trace.ts_ns[0];
-        let r = sim::simulate(&self.trace.view(), config, &SimOptions::default())?;
-        // the simulator counts from the tier's first I/O: back to workload time
-        let issue: Vec<u64> = r.issue_ns.iter().map(|&t| t + start).collect();
-        Ok((owner, issue, r.latency_ns, r.figures.energy_j))
+        let pick = |v: &[u64]| order.iter().map(|&k| v[k]).collect::<Vec<_>>();
+        let t = &self.trace;
+        let sorted = Trace {
+            ts_ns: pick(&t.ts_ns),
+            offset: pick(&t.offset),
+            size: order.iter().map(|&k| t.size[k]).collect(),
+            op: order.iter().map(|&k| t.op[k]).collect(),
+            volume: order.iter().map(|&k| t.volume[k]).collect(),
+            stream: order.iter().map(|&k| t.stream[k]).collect(),
+            volumes: t.volumes.clone(),
+            ..Trace::default()
+        };
+        let start = sorted.ts_ns[0];
+        let r = sim::simulate(&sorted.view(), config, &SimOptions::default())?;
+        Ok(TierDone {
+            owner: order.iter().map(|&k| self.owner[k]).collect(),
+            // the simulator counts from the tier's first I/O: back to workload time
+            done_at: r
+                .issue_ns
+                .iter()
+                .zip(&r.latency_ns)
+                .map(|(&i, &l)| start + i + l)
+                .collect(),
+            energy_j: r.figures.energy_j,
+        })
     }
+}
+
+/// What a tier's simulation gave: per I/O, the workload request it belongs to and when it
+/// completed (workload time).
+#[derive(Default)]
+struct TierDone {
+    owner: Vec<Option<usize>>,
+    done_at: Vec<u64>,
+    energy_j: Option<f64>,
 }
 
 /// Runs workload `t` (times already scaled) on `backend` alone: the baseline.
@@ -317,14 +338,14 @@ pub fn tiered(
         }
     }
     let mut latency = vec![0u64; n];
-    let (owner, issue, lat, disk_energy) = disk.simulate(backend)?;
+    let disk = disk.simulate(backend)?;
     let mut done_at = vec![0u64; n];
     // the last I/O of either tier, destages and fills included
     let mut last = t.ts_ns.first().copied().unwrap_or(0);
-    for k in 0..owner.len() {
-        last = last.max(issue[k] + lat[k]);
-        if let Some(i) = owner[k] {
-            done_at[i] = done_at[i].max(issue[k] + lat[k]);
+    for (&owner, &done) in disk.owner.iter().zip(&disk.done_at) {
+        last = last.max(done);
+        if let Some(i) = owner {
+            done_at[i] = done_at[i].max(done);
         }
     }
     for &i in &fills {
@@ -332,17 +353,17 @@ pub fn tiered(
             flash.push(t, i, done_at[i], Op::Write, None);
         }
     }
-    let (owner, issue, lat, flash_energy) = flash.simulate(ssd)?;
-    for k in 0..owner.len() {
-        last = last.max(issue[k] + lat[k]);
-        if let Some(i) = owner[k] {
-            done_at[i] = done_at[i].max(issue[k] + lat[k]);
+    let flash = flash.simulate(ssd)?;
+    for (&owner, &done) in flash.owner.iter().zip(&flash.done_at) {
+        last = last.max(done);
+        if let Some(i) = owner {
+            done_at[i] = done_at[i].max(done);
         }
     }
     for i in 0..n {
         latency[i] = done_at[i].saturating_sub(t.ts_ns[i]);
     }
-    let energy_j = match (disk_energy, flash_energy) {
+    let energy_j = match (disk.energy_j, flash.energy_j) {
         (None, None) => None,
         (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
     };
