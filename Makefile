@@ -5,7 +5,7 @@ DEPS := $(VENV)/.deps-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install demo test test-rust test-python lint format bench clean
+.PHONY: install demo test test-rust test-python lint format bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -53,6 +53,10 @@ bench: install
 	$(PY) benches/simulate.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
+
+## fuzz: every trace reader against many mutated real samples (the test run does a few dozen)
+fuzz:
+	PROPTEST_CASES=$${PROPTEST_CASES:-20000} cargo test --release -p iomimic-core --test it fuzz -- --nocapture
 
 clean:
 	rm -rf target $(VENV)

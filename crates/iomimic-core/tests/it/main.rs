@@ -1,6 +1,7 @@
 //! The crate's integration tests, one binary: kinds added from outside the crate, each needing
 //! only its own file and one registry line.
 
+mod fuzz_readers;
 mod toy_device;
 mod toy_format;
 mod toy_policy;
