@@ -146,20 +146,20 @@ fn wrapping() -> impl Strategy<Value = Wrapping> {
     ]
 }
 
-fn wrap(bytes: &[u8], w: Wrapping) -> Vec<u8> {
+fn wrap(bytes: &[u8], wrapping: Wrapping) -> Vec<u8> {
     let gz = || {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         e.write_all(bytes).unwrap();
         e.finish().unwrap()
     };
-    match w {
+    match wrapping {
         Wrapping::Plain => bytes.to_vec(),
         Wrapping::Gzip => gz(),
-        Wrapping::DamagedGzip(p, v) => {
-            let mut z = gz();
-            let i = p % z.len();
-            z[i] ^= v | 1;
-            z
+        Wrapping::DamagedGzip(at, flip) => {
+            let mut zipped = gz();
+            let i = at % zipped.len();
+            zipped[i] ^= flip | 1;
+            zipped
         }
     }
 }
