@@ -69,7 +69,9 @@ def test_bad_line_exits_2_and_leaves_no_output(tmp_path: Path) -> None:
     out = tmp_path / "out.parquet"
     r = run_cli("convert", str(src), "-o", str(out))
     assert r.returncode == 2
-    assert r.stderr.strip() == f"iomimic: error: {src}:4: read of size 0"
+    assert r.stderr.strip() == (
+        f"iomimic: error: {src}:4: read of size 0 (--skip-bad skips malformed lines and counts them)"
+    )
     assert "Traceback" not in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hm_0.csv"]
 

@@ -85,6 +85,8 @@ def read_trace(
     ('msr', 1, ['hm_0'], 155700)
     """
     path = Path(path)
+    if columns is not None and format is None:
+        format = "generic"  # a column mapping describes a generic CSV
     if format == "parquet" or (format is None and path.is_file() and _is_parquet(path)):
         return _read_parquet(path)
     reader = _core.TraceReader(

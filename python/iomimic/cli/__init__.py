@@ -17,7 +17,7 @@ from types import ModuleType
 
 from iomimic import __version__
 from iomimic.cli.args import Parser, UsageError, flags_for_parameters, set_command_parser
-from iomimic.errors import InputError, IomimicError
+from iomimic.errors import InputError, IomimicError, TraceParseError
 
 __all__ = [
     "COMMANDS",
@@ -130,10 +130,16 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(e, EXIT_FAILURE, verbose, command_parser)
 
 
+def _dests(parser: argparse.ArgumentParser) -> set[str]:
+    return {a.dest for a in parser._actions}
+
+
 def _fail(e: BaseException, code: int, verbose: bool, parser: argparse.ArgumentParser | None = None) -> int:
     if verbose:
         traceback.print_exc()
     message = str(e) if not isinstance(e, OSError) or not e.filename else f"{e.filename}: {e.strerror}"
+    if isinstance(e, TraceParseError) and parser is not None and "skip_bad" in _dests(parser):
+        message += " (`skip_bad` skips malformed lines and counts them)"
     if parser is not None:
         message = flags_for_parameters(message, parser)
     print(f"iomimic: error: {message}", file=sys.stderr)

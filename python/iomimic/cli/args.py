@@ -21,7 +21,9 @@ class UsageError(InputError):
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would print and exit(2) itself; keep one exit path
-        raise UsageError(f"{self.prog}: {message}")
+        # "iomimic: error: simulate: ..." — the program's name is said once, by main()
+        command = self.prog.removeprefix("iomimic").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def subcommand(subparsers, name: str, handler: Handler, help: str, examples: str) -> argparse.ArgumentParser:

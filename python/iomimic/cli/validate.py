@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from iomimic.cli import EXIT_OK
+from iomimic.cli import EXIT_FAILURE, EXIT_OK
 from iomimic.cli.args import count, seed, subcommand, write_json
 
 
@@ -13,7 +14,7 @@ def register(subparsers) -> None:
         subparsers,
         "validate",
         handle,
-        "Compare a synthetic trace with the original: the seed's validation table, and more.",
+        "Compare a synthetic trace with the original: the modelling papers' validation table, and more.",
         "  iomimic validate trace.csv synth.parquet\n"
         "  iomimic validate trace.csv synth.parquet --baseline locality-free --report plots/\n",
     )
@@ -26,6 +27,11 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=seed, default=1, help="seed of the baseline")
     p.add_argument("-f", "--format", help="format of the original (default: detected)")
     p.add_argument("--skip-bad", action="store_true", help="skip malformed lines of the original")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a target is missed (to gate a CI job); the table and --json are written first",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -37,10 +43,14 @@ def handle(args: argparse.Namespace) -> int:
     original = read_trace(args.original, format=args.format, skip_bad=args.skip_bad)
     synthetic = read_trace(args.synthetic)
     result = validate(original, synthetic, baseline=args.baseline, seed=args.seed, ranges=args.ranges)
+    verdict = EXIT_FAILURE if args.strict and result["passed"] < result["checked"] else EXIT_OK
     if args.json and write_json(args.json, result):
-        return EXIT_OK
+        return verdict
     render_validation(result, make_console())
     if args.report:
         for path in plot_report(result, args.report):
             print(f"wrote {path}")
-    return EXIT_OK
+    if verdict != EXIT_OK:
+        missed = [r["metric"] for r in result["rows"] if r["ok"] is False]
+        print(f"iomimic: validate --strict: missed {', '.join(missed)}", file=sys.stderr)
+    return verdict

@@ -31,6 +31,9 @@ pub(crate) fn detect(
     if probe.contains(&0) {
         return detect_binary(path, head, &opts.registry);
     }
+    if let Some(what) = json_document(head) {
+        return Err(Error::Usage(format!("{}: {what}", path.display())));
+    }
     let sample = text_sample(head, eof);
     // comment lines do not count towards the sample's lines
     let mut data_lines = 0;
@@ -122,6 +125,29 @@ pub(crate) fn detect(
             })
         }
     }
+}
+
+/// What a JSON document given as a trace is, said plainly (no trace format is JSON): an
+/// iomimic model, a profile, or some other JSON.
+fn json_document(head: &[u8]) -> Option<String> {
+    let start = head.iter().position(|b| !b.is_ascii_whitespace())?;
+    if !matches!(head[start], b'{' | b'[') {
+        return None;
+    }
+    let probe = &head[..head.len().min(4096)];
+    let has = |needle: &[u8]| probe.windows(needle.len()).any(|w| w == needle);
+    Some(
+        if has(br#""format":"iomimic-model""#) || has(br#""format": "iomimic-model""#) {
+            "this is an iomimic model, not a trace; generate a trace from it (`iomimic generate \
+         MODEL -o trace.parquet`), or give it where a model is taken (generate, run, export fio, \
+         study)"
+                .into()
+        } else if has(br#""format_version""#) && has(br#""interarrival""#) {
+            "this is an iomimic profile (characterize --json), not a trace".into()
+        } else {
+            "this is a JSON document, not a trace; see `iomimic formats` for what can be read".into()
+        },
+    )
 }
 
 /// A file with NUL bytes near its start is binary: the first binary format that finds its

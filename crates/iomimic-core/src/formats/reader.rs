@@ -339,6 +339,17 @@ impl TraceReader {
         {
             trace.latency_ns = None;
         }
+        // response times that are all zero were not recorded (MSR files from some tools)
+        if trace
+            .latency_ns
+            .as_ref()
+            .is_some_and(|l| l.iter().all(|&v| v == 0 || v == crate::trace::LATENCY_UNKNOWN))
+        {
+            trace.latency_ns = None;
+            report
+                .notes
+                .push("every response time in the file is 0: taken as not recorded".into());
+        }
         trace.sort_by_time();
         report.start_ns = trace.make_relative();
         report.requests = trace.len() as u64;
