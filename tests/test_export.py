@@ -49,7 +49,7 @@ def test_the_log_reads_back_as_the_same_workload(tmp_path: Path) -> None:
 
 def test_job_options(tmp_path: Path) -> None:
     t = two_volume_trace(20)
-    export_fio(t, tmp_path / "a.fio", tmp_path / "a.iolog", time_scale=0.5, direct=True, iodepth=4)
+    export_fio(t, tmp_path / "a.fio", tmp_path / "a.iolog", intensity=2, direct=True, iodepth=4)
     job = (tmp_path / "a.fio").read_text()
     assert "replay_time_scale=50" in job and "direct=1" in job and "iodepth=4" in job
     export_fio(t, tmp_path / "b.fio", tmp_path / "b.iolog", no_stall=True)

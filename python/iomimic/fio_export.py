@@ -76,7 +76,7 @@ def job_file(
     ioengine: str = "libaio",
     iodepth: int = 32,
     direct: bool = False,
-    time_scale: float = 1.0,
+    intensity: float = 1.0,
     no_stall: bool = False,
 ) -> str:
     """The text of a fio job that replays ``iolog``."""
@@ -96,9 +96,9 @@ def job_file(
     ]
     if no_stall:
         lines.append("replay_no_stall=1")
-    elif time_scale != 1.0:
+    elif intensity != 1.0:
         # fio's scale is a percentage of the logged times
-        lines.append(f"replay_time_scale={max(1, round(100 * time_scale))}")
+        lines.append(f"replay_time_scale={max(1, round(100 / intensity))}")
     return "\n".join(lines) + "\n"
 
 
@@ -167,8 +167,8 @@ def export_fio(
         raise InputError("nothing to export: the trace is empty")
     if job.get("iodepth", 1) < 1:
         raise InputError(f"`iodepth` must be at least 1, found {job['iodepth']}")
-    if not job.get("time_scale", 1.0) > 0:
-        raise InputError(f"`time_scale` must be positive, found {job['time_scale']}")
+    if not job.get("intensity", 1.0) > 0:
+        raise InputError(f"`intensity` must be positive, found {job['intensity']}")
     mapping = parse_map(map, trace.volumes)
     files = [mapping[v] for v in trace.volumes]
     sizes = bytes_needed(trace, files)

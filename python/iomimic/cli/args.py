@@ -61,6 +61,30 @@ def count(text: str) -> int:
     return value
 
 
+def add_intensity(p: argparse.ArgumentParser, what: str = "the request rate") -> None:
+    """``--intensity X`` (X times as fast), the one speed knob of every command, and
+    ``--time-scale`` (multiply times: 0.5 is twice as fast), as fio calls it, meaning 1/X."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--intensity", type=float, help=f"multiply {what} (2: twice as fast; default 1)")
+    g.add_argument(
+        "--time-scale",
+        type=float,
+        help="multiply the times instead, as fio's replay_time_scale (0.5 = --intensity 2)",
+    )
+
+
+def intensity(args: argparse.Namespace) -> float:
+    """The speed ``--intensity`` or ``--time-scale`` asked for (1 when neither)."""
+    if getattr(args, "time_scale", None) is not None:
+        if not args.time_scale > 0:
+            raise InputError(f"--time-scale must be positive, found {args.time_scale}")
+        return 1.0 / args.time_scale
+    value = 1.0 if args.intensity is None else args.intensity
+    if not (value > 0 and value != float("inf")):
+        raise InputError(f"--intensity must be a positive number, found {value}")
+    return value
+
+
 def add_read_options(p: argparse.ArgumentParser) -> None:
     """The options of :func:`read` (every command that reads a trace of any format)."""
     g = p.add_argument_group("reading the trace")

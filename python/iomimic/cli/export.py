@@ -6,7 +6,16 @@ import argparse
 from pathlib import Path
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import Parser, add_read_options, count, read_reported, seed, subcommand
+from iomimic.cli.args import (
+    Parser,
+    add_intensity,
+    add_read_options,
+    count,
+    intensity,
+    read_reported,
+    seed,
+    subcommand,
+)
 
 
 def register(subparsers) -> None:
@@ -42,7 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--ioengine", default="libaio", help="fio ioengine (default libaio)")
     p.add_argument("--iodepth", type=count, default=32, help="fio iodepth (default 32)")
     p.add_argument("--direct", action="store_true", help="O_DIRECT (direct=1)")
-    p.add_argument("--time-scale", type=float, default=1.0, help="replay at this multiple of logged times")
+    add_intensity(p, "the logged rate in the job (replay_time_scale)")
     p.add_argument("--no-stall", action="store_true", help="replay as fast as possible (replay_no_stall)")
     g = p.add_argument_group("generating from a model")
     g.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
@@ -79,7 +88,7 @@ def handle_fio(args: argparse.Namespace) -> int:
         ioengine=args.ioengine,
         iodepth=args.iodepth,
         direct=args.direct,
-        time_scale=args.time_scale,
+        intensity=intensity(args),
         no_stall=args.no_stall,
     )
     print(f"wrote {args.output} and {iolog} ({len(trace):,} requests); run it with: fio {args.output}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import count, seed, subcommand
+from iomimic.cli.args import add_intensity, count, intensity, seed, subcommand
 from iomimic.io import OUTPUT_FORMATS
 
 
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True, help="trace to write: .parquet, .csv or .csv.gz")
     p.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a trace, e.g. 60s or 10m")
-    p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
+    add_intensity(p, "the request rate")
     p.add_argument("--seed", type=seed, default=1, help="random seed; the same seed gives the same trace")
     p.add_argument("--no-reuse", action="store_true", help="turn the temporal-locality extension off")
     p.add_argument("--to", choices=OUTPUT_FORMATS, help="output format (default: from the extension)")
@@ -37,7 +37,7 @@ def handle(args: argparse.Namespace) -> int:
     trace = model.generate(
         args.requests,
         duration=args.duration,
-        intensity=args.intensity,
+        intensity=intensity(args),
         seed=args.seed,
         reuse=not args.no_reuse,
     )

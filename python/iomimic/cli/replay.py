@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from iomimic.cli.args import add_read_options, add_target_options, read_reported, subcommand
+from iomimic.cli.args import (
+    add_intensity,
+    add_read_options,
+    add_target_options,
+    intensity,
+    read_reported,
+    subcommand,
+)
 from iomimic.cli.run import issue
-from iomimic.errors import InputError
 
 
 def register(subparsers) -> None:
@@ -16,23 +22,23 @@ def register(subparsers) -> None:
         handle,
         "Issue a trace's requests against files or a device at their times (or faster).",
         "  iomimic replay trace.csv --target /data/f.dat --size 8G -o done.parquet\n"
-        "  iomimic replay trace.csv --target f.dat --time-scale 0.5     # twice as fast\n"
+        "  iomimic replay trace.csv --target f.dat --intensity 2     # twice as fast\n"
         "  iomimic replay trace.csv --target f.dat --no-stall --engine null\n",
     )
     p.add_argument("trace", help="trace file")
-    p.add_argument("--time-scale", type=float, default=1.0, help="multiply trace times (0.5: twice as fast)")
+    add_intensity(p, "the trace's rate")
     add_target_options(p)
     add_read_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
-    if not args.time_scale > 0:
-        raise InputError(f"--time-scale must be positive, found {args.time_scale}")
     from iomimic.io import ParquetPieces
+
+    speed = intensity(args)
 
     # a Parquet trace with nothing to keep per request is issued a row group at a time, so a
     # long one never sits in memory whole
     pieces = None
     if not (args.output or args.verify) and args.format in (None, "parquet"):
         pieces = ParquetPieces.open(args.trace)
-    return issue(args, pieces or read_reported(args), 1.0 / args.time_scale)
+    return issue(args, pieces or read_reported(args), speed)

@@ -8,7 +8,7 @@ import signal
 import sys
 
 from iomimic.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
-from iomimic.cli.args import add_target_options, count, seed, subcommand, write_json
+from iomimic.cli.args import add_intensity, add_target_options, count, intensity, seed, subcommand, write_json
 from iomimic.errors import InputError
 
 
@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
     p.add_argument("--duration", help="generate this long a workload, e.g. 60s")
-    p.add_argument("--intensity", type=float, default=1.0, help="multiply the request rate (default 1)")
+    add_intensity(p, "the request rate")
     p.add_argument("--seed", type=seed, default=1, help="random seed")
     add_target_options(p)
 
@@ -47,7 +47,7 @@ def handle(args: argparse.Namespace) -> int:
         from iomimic.model import Model
 
         trace = Model.load(args.model).generate(args.requests, duration=args.duration, seed=args.seed)
-        return issue(args, trace, args.intensity)
+        return issue(args, trace, intensity(args))
     from iomimic.pattern import parse_pattern, pattern_trace, requests_for_duration
     from iomimic.units import parse_duration_ns, parse_size_bytes
 
@@ -58,9 +58,9 @@ def handle(args: argparse.Namespace) -> int:
     duration_ns = parse_duration_ns(args.duration) if args.duration else None
     n = args.requests
     if n is None:
-        n = requests_for_duration(args.pattern, duration_ns, args.intensity)
+        n = requests_for_duration(args.pattern, duration_ns, intensity(args))
     trace = pattern_trace(args.pattern, n, span=span, seed=args.seed)
-    return issue(args, trace, args.intensity, None if duration_ns is None else duration_ns / 1e9)
+    return issue(args, trace, intensity(args), None if duration_ns is None else duration_ns / 1e9)
 
 
 def issue(args: argparse.Namespace, trace, intensity: float, deadline_s: float | None = None) -> int:

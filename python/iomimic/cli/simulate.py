@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, count, read_reported, subcommand, write_json
+from iomimic.cli.args import (
+    add_intensity,
+    add_read_options,
+    count,
+    intensity,
+    read_reported,
+    subcommand,
+    write_json,
+)
 
 
 def register(subparsers) -> None:
@@ -25,7 +33,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--iodepth", type=count, help="closed loop with this many outstanding (default: open loop)"
     )
-    p.add_argument("--intensity", type=float, default=1.0, help="divide trace times by this (open loop)")
+    add_intensity(p, "the trace's rate (open loop)")
     p.add_argument("--scheduler", choices=["fifo", "sstf"], help="override the device file's disk scheduler")
     p.add_argument(
         "-o", "--output", help="write the trace with simulated latencies (.parquet, .csv or .csv.gz)"
@@ -47,7 +55,7 @@ def handle(args: argparse.Namespace) -> int:
         args.device,
         config=args.config,
         iodepth=args.iodepth,
-        intensity=args.intensity,
+        intensity=intensity(args),
         scheduler=args.scheduler,
     )
     if args.output:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import count, subcommand, write_json
+from iomimic.cli.args import add_intensity, count, intensity, subcommand, write_json
 from iomimic.cli.study import add_workload_arguments, device_text, workload
 
 
@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--block-size", default="4k", help="the unit blocks move in (default 4k)")
     p.add_argument("--windows", type=count, default=10, help="windows of the dynamic policy (default 10)")
-    p.add_argument("--intensity", type=float, default=1.0, help="divide the workload's times by this")
+    add_intensity(p, "the workload's rate")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -49,7 +49,7 @@ def handle(args: argparse.Namespace) -> int:
         policies=[p for spec in args.policy or ["full"] for p in spec.split(",") if p],
         block_bytes=parse_size_bytes(args.block_size, "block_size"),
         windows=args.windows,
-        intensity=args.intensity,
+        intensity=intensity(args),
     )
     report["source"] = {"workload": str(args.workload), "kind": kind}
     if args.plot:

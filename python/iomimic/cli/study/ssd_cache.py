@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import subcommand, write_json
+from iomimic.cli.args import add_intensity, intensity, subcommand, write_json
 from iomimic.cli.study import add_workload_arguments, device_text, workload
 
 
@@ -61,7 +61,7 @@ def register(subparsers) -> None:
         help="also run synthetic (a model trained on the trace) and/or locality-free (its mix at "
         "random offsets)",
     )
-    g.add_argument("--intensity", type=float, default=1.0, help="divide the workload's times by this")
+    add_intensity(g, "the workload's rate")
     g.add_argument("--no-streams", action="store_true", help="leave out per-stream speedups")
 
 
@@ -93,7 +93,7 @@ def handle(args: argparse.Namespace) -> int:
         write_policy=args.write_policy,
         block_bytes=block,
         workloads=workloads,
-        intensity=args.intensity,
+        intensity=intensity(args),
         seed=args.seed,
         by_stream=not args.no_streams,
     )
