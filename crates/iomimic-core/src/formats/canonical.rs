@@ -1,16 +1,21 @@
-//! iomimic's canonical CSV: every column of a Trace, written and read back losslessly.
+//! iomimic's canonical CSV: every column of a Trace, as a plain CSV that polars, pandas and
+//! DuckDB read with their default options.
 //!
 //! ## Format
+//! Written (v2):
 //! ```text
-//! # iomimic trace v1
-//! # volume 0 hm_0
-//! # file 0 /data/a.db
-//! ts_ns,offset,size,op,volume,stream,latency_ns,file
-//! 0,3216723968,4096,0,0,0,155700,0
+//! ts_ns,offset,size,op,volume,stream,latency_ns,file,volume_name,file_name
+//! 0,3216723968,4096,0,0,0,155700,0,hm_0,/data/a.db
 //! ```
-//! Name lines define the name tables in id order (backslash, newline and other control
-//! characters escaped as `\\`, `\n`, `\xHH`);
-//! the header names the columns, of which `latency_ns` and `file` are optional.
+//! The header names the columns; `latency_ns`, `file` and the name columns are optional. Names
+//! are quoted as CSV quotes them when they hold a comma or a quote, and newlines and other
+//! control characters are escaped (`\\`, `\n`, `\xHH`) so a record stays one line. Without
+//! name columns, a volume or file is named by its id. The name tables hold the names the rows
+//! use: a name no request uses is not kept (Parquet keeps everything).
+//!
+//! Read too (v1, what earlier versions wrote): a first line `# iomimic trace v1`, then
+//! `# volume ID NAME` and `# file ID NAME` lines defining the name tables in id order, then
+//! the header and the rows without name columns.
 //!
 //! ## Fields
 //! As the Trace: `ts_ns` and `latency_ns` in ns (an empty `latency_ns` is unknown), `offset` and
@@ -39,6 +44,19 @@ pub(crate) const FORMAT: FormatSpec = FormatSpec {
 
 const MAGIC: &str = "# iomimic trace v1";
 const REQUIRED: [&str; 6] = ["ts_ns", "offset", "size", "op", "volume", "stream"];
+/// Every column the header may name, in the order roles are numbered here.
+const ALL: [&str; 10] = [
+    "ts_ns",
+    "offset",
+    "size",
+    "op",
+    "volume",
+    "stream",
+    "latency_ns",
+    "file",
+    "volume_name",
+    "file_name",
+];
 
 /// Names go on one line of text: backslash, newline and other control characters are escaped
 /// (`\\`, `\n`, `\xHH`) so any name survives, NUL included.
@@ -84,16 +102,19 @@ fn unescape(text: &str) -> String {
     out
 }
 
-/// Writes `trace` as canonical CSV.
+/// A name as a CSV field: escaped to one line, quoted when it holds a comma or a quote.
+fn csv_name(name: &str) -> String {
+    let escaped = escape(name);
+    if escaped.contains([',', '"']) || escaped.starts_with(' ') || escaped.ends_with(' ') {
+        format!("\"{}\"", escaped.replace('"', "\"\""))
+    } else {
+        escaped
+    }
+}
+
+/// Writes `trace` as canonical CSV (v2: a plain CSV with name columns).
 pub fn write_csv(trace: &TraceView<'_>, w: impl Write) -> io::Result<()> {
     let mut w = io::BufWriter::with_capacity(1 << 20, w);
-    writeln!(w, "{MAGIC}")?;
-    for (i, name) in trace.volumes.iter().enumerate() {
-        writeln!(w, "# volume {i} {}", escape(name))?;
-    }
-    for (i, name) in trace.files.iter().enumerate() {
-        writeln!(w, "# file {i} {}", escape(name))?;
-    }
     let mut header = REQUIRED.join(",");
     if trace.latency_ns.is_some() {
         header.push_str(",latency_ns");
@@ -101,7 +122,13 @@ pub fn write_csv(trace: &TraceView<'_>, w: impl Write) -> io::Result<()> {
     if trace.file.is_some() {
         header.push_str(",file");
     }
+    header.push_str(",volume_name");
+    if trace.file.is_some() {
+        header.push_str(",file_name");
+    }
     writeln!(w, "{header}")?;
+    let volumes: Vec<String> = trace.volumes.iter().map(|n| csv_name(n)).collect();
+    let files: Vec<String> = trace.files.iter().map(|n| csv_name(n)).collect();
     let mut num = itoa::Buffer::new();
     let mut line = Vec::with_capacity(128);
     for i in 0..trace.len() {
@@ -130,6 +157,12 @@ pub fn write_csv(trace: &TraceView<'_>, w: impl Write) -> io::Result<()> {
             line.push(b',');
             line.extend_from_slice(num.format(file[i]).as_bytes());
         }
+        line.push(b',');
+        line.extend_from_slice(volumes[trace.volume[i] as usize].as_bytes());
+        if let Some(file) = trace.file {
+            line.push(b',');
+            line.extend_from_slice(files[file[i] as usize].as_bytes());
+        }
         line.push(b'\n');
         w.write_all(&line)?;
     }
@@ -138,19 +171,41 @@ pub fn write_csv(trace: &TraceView<'_>, w: impl Write) -> io::Result<()> {
 
 #[derive(Default)]
 pub struct CanonicalParser {
-    seen_magic: bool,
-    /// Column positions of ts_ns, offset, size, op, volume, stream, latency_ns, file.
-    columns: Option<[Option<usize>; 8]>,
+    /// The first line was read: v1's `# iomimic trace v1`, or v2's header.
+    started: bool,
+    /// v1: names come from `# volume` / `# file` lines.
+    v1: bool,
+    /// Column positions, by role (see [`ALL`]).
+    columns: Option<[Option<usize>; 10]>,
     width: usize,
+    /// v2: names by id, as the rows give them.
+    volume_names: Vec<Option<String>>,
+    file_names: Vec<Option<String>>,
+}
+
+/// Sets `names[id]` to the name in `field` (the first name a row gives an id stands).
+fn learn(names: &mut Vec<Option<String>>, id: u32, field: Option<&[u8]>) {
+    let id = id as usize;
+    if names.len() <= id {
+        names.resize(id + 1, None);
+    }
+    if names[id].is_none() {
+        names[id] = Some(field.map_or_else(|| id.to_string(), |f| unescape(&unquote(f))));
+    }
+}
+
+/// A CSV field without its quotes (`"a ""b"""` is `a "b"`).
+fn unquote(field: &[u8]) -> String {
+    let text = String::from_utf8_lossy(field);
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) => inner.replace("\"\"", "\""),
+        None => text.into_owned(),
+    }
 }
 
 impl CanonicalParser {
     fn comment(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let text = String::from_utf8_lossy(line);
-        if text.trim_end() == MAGIC {
-            self.seen_magic = true;
-            return Ok(Outcome::Ignored("header"));
-        }
         let mut parts = text.splitn(4, ' ');
         let (hash, kind, id, name) = (parts.next(), parts.next(), parts.next(), parts.next());
         let table = match kind {
@@ -173,19 +228,9 @@ impl CanonicalParser {
 
     fn header(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let names: Vec<&[u8]> = line.split(|&b| b == b',').map(lex::trim).collect();
-        let all = [
-            "ts_ns",
-            "offset",
-            "size",
-            "op",
-            "volume",
-            "stream",
-            "latency_ns",
-            "file",
-        ];
-        let mut columns = [None; 8];
+        let mut columns = [None; 10];
         for (pos, name) in names.iter().enumerate() {
-            let role = all.iter().position(|r| r.as_bytes() == *name).ok_or_else(|| {
+            let role = ALL.iter().position(|r| r.as_bytes() == *name).ok_or_else(|| {
                 LineError::new(
                     "bad_header",
                     format!("unknown column {:?}", String::from_utf8_lossy(name)),
@@ -208,25 +253,33 @@ impl CanonicalParser {
 
 impl super::RecordParser for CanonicalParser {
     fn parse(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
-        if !self.seen_magic {
-            return if lex::trim(line) == MAGIC.as_bytes() {
-                self.seen_magic = true;
-                Ok(Outcome::Ignored("header"))
-            } else {
-                Err(LineError::new(
+        if !self.started {
+            self.started = true;
+            if lex::trim(line) == MAGIC.as_bytes() {
+                self.v1 = true;
+                return Ok(Outcome::Ignored("header"));
+            }
+            if !line.starts_with(b"ts_ns,") {
+                return Err(LineError::new(
                     "bad_header",
-                    format!("expected `{MAGIC}` on the first line"),
-                ))
-            };
+                    format!("expected a header `ts_ns,offset,size,...` or `{MAGIC}` on the first line"),
+                ));
+            }
+            return self.header(line, out);
         }
-        if line.first() == Some(&b'#') {
+        if self.v1 && line.first() == Some(&b'#') {
             return self.comment(line, out);
         }
         let Some(columns) = self.columns else {
             return self.header(line, out);
         };
-        let mut f = [&b""[..]; 8];
-        lex::expect_fields(lex::split(line, b',', &mut f), self.width, false)?;
+        let mut f = [&b""[..]; 10];
+        let fields = if columns[8].is_some() || columns[9].is_some() {
+            lex::split_quoted(line, b',', &mut f)
+        } else {
+            lex::split(line, b',', &mut f)
+        };
+        lex::expect_fields(fields, self.width, false)?;
         let col = |role: usize| columns[role].map_or(&b""[..], |i| f[i]);
         let code = lex::u64_field(col(3), "op")?;
         let op = u8::try_from(code).ok().and_then(Op::from_code).ok_or_else(|| {
@@ -241,7 +294,7 @@ impl super::RecordParser for CanonicalParser {
                 .map_err(|_| LineError::new("number_too_large", format!("{what} {v} is too large")))
         };
         let volume = id(4, "volume")?;
-        if volume as usize >= out.volumes.names.len() {
+        if self.v1 && volume as usize >= out.volumes.names.len() {
             return Err(LineError::new(
                 "unknown_volume",
                 format!("volume {volume} has no `# volume {volume} NAME` line"),
@@ -265,14 +318,35 @@ impl super::RecordParser for CanonicalParser {
         }
         if columns[7].is_some() {
             r.file = id(7, "file")?;
-            if r.file as usize >= out.files.names.len() {
+            if self.v1 && r.file as usize >= out.files.names.len() {
                 return Err(LineError::new(
                     "unknown_file",
                     format!("file {} has no `# file {} NAME` line", r.file, r.file),
                 ));
             }
         }
-        out.push(r)
+        let outcome = out.push(r)?;
+        if !self.v1 {
+            learn(&mut self.volume_names, volume, columns[8].map(|i| f[i]));
+            if columns[7].is_some() {
+                learn(&mut self.file_names, r.file, columns[9].map(|i| f[i]));
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// v2: the name tables, from the names the rows gave.
+    fn finish(&mut self, out: &mut Builder) {
+        if self.v1 {
+            return;
+        }
+        for (names, table) in [(&self.volume_names, &mut out.volumes), (&self.file_names, &mut out.files)] {
+            for (id, name) in names.iter().enumerate() {
+                let name = name.clone().unwrap_or_else(|| id.to_string());
+                // ids count up from 0 here, so the table takes each in turn
+                let _ = table.define(id as u32, &name);
+            }
+        }
     }
 }
 
@@ -289,6 +363,7 @@ mod tests {
         for line in text.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
             p.parse(line, &mut b).unwrap();
         }
+        p.finish(&mut b);
         b.take()
     }
 
@@ -309,17 +384,52 @@ mod tests {
         }
     }
 
+    /// What a name table reads back as: the names the rows use, up to the highest id used
+    /// (an id in between that no row uses is named by its number).
+    fn used(names: &[String], ids: &[u32]) -> Vec<String> {
+        let Some(&top) = ids.iter().max() else {
+            return Vec::new();
+        };
+        (0..=top)
+            .map(|id| {
+                if ids.contains(&id) {
+                    names[id as usize].clone()
+                } else {
+                    id.to_string()
+                }
+            })
+            .collect()
+    }
+
     proptest! {
         #[test]
         fn csv_round_trip_is_lossless(t in any_trace()) {
             let mut bytes = Vec::new();
             write_csv(&t.view(), &mut bytes).unwrap();
-            prop_assert_eq!(read_back(&bytes), t);
+            let mut want = t.clone();
+            want.volumes = used(&t.volumes, &t.volume);
+            want.files = t.file.as_ref().map_or_else(Vec::new, |f| used(&t.files, f));
+            prop_assert_eq!(read_back(&bytes), want);
         }
     }
 
     #[test]
-    fn unknown_volume_is_named() {
+    fn earlier_csv_with_name_lines_still_reads() {
+        let text = b"# iomimic trace v1\n# volume 0 a\n# volume 1 b,c\nts_ns,offset,size,op,volume,stream\n0,0,512,0,1,0\n";
+        let t = read_back(text);
+        assert_eq!(t.volumes, ["a", "b,c"]);
+        assert_eq!(t.volume, [1]);
+    }
+
+    #[test]
+    fn a_plain_csv_without_names_names_volumes_by_id() {
+        let t = read_back(b"ts_ns,offset,size,op,volume,stream\n0,0,512,0,2,0\n5,512,512,1,0,0\n");
+        assert_eq!(t.volumes, ["0", "1", "2"]);
+        assert_eq!(t.volume, [2, 0]);
+    }
+
+    #[test]
+    fn unknown_volume_in_v1_is_named() {
         let mut p = CanonicalParser::default();
         let mut b = Builder::default();
         for l in [
