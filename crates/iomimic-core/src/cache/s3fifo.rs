@@ -19,7 +19,8 @@
 //! As in libCacheSim, an object is admitted only if it fits in S's share (on a miss not in G,
 //! only if strictly smaller; the room is made before that check, so such a miss still evicts),
 //! and shares are the capacity times the ratio, rounded down. With that the hits equal
-//! libCacheSim's for any trace and sizes.
+//! libCacheSim's for any trace and sizes. Below 10 bytes S's share is 0: libCacheSim refuses
+//! to build such a cache (it aborts the process); here it admits nothing.
 //!
 //! ## Complexity
 //! O(1) amortised per access: M's reinsertions each spend a counter a hit raised. Memory per
@@ -263,5 +264,13 @@ mod tests {
         // larger than S's share: refused outright
         assert!(!c.access(99, 5));
         assert_eq!(c.used(), 40);
+    }
+
+    #[test]
+    fn under_ten_bytes_the_small_queue_has_no_room_and_nothing_is_admitted() {
+        // libCacheSim refuses such a cache (it aborts); here every object is too large for S
+        let mut c = S3Fifo::new(9);
+        assert_eq!(hits(&mut c, &unit(&[1, 1, 1])), "mmm");
+        assert!(c.is_empty());
     }
 }
