@@ -53,6 +53,7 @@ bench: install
 	$(PY) benches/simulate.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
+	$(PY) benches/cache.py
 
 clean:
 	rm -rf target $(VENV)

@@ -165,7 +165,8 @@ impl Policy for S3Fifo {
             self.forget(i);
             remembered = true;
         }
-        if size > self.small_cap || size > self.capacity {
+        // nothing larger than S's share (so than the cache) is admitted
+        if size > self.small_cap {
             return false;
         }
         while self.small.bytes + self.main.bytes + size > self.capacity {

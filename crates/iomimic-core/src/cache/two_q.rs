@@ -122,7 +122,8 @@ impl Policy for TwoQ {
                 }
             }
         }
-        if size > self.in_cap || size > self.capacity {
+        // nothing larger than A1in's share (so than the cache) is admitted
+        if size > self.in_cap {
             return false;
         }
         while self.a_in.bytes + self.main.bytes + size > self.capacity {
