@@ -40,7 +40,7 @@ use super::{Policy, PolicySpec};
 pub const POLICY: PolicySpec = PolicySpec {
     name: "arc",
     description: "adaptive replacement cache",
-    build: |capacity| Box::new(Arc::new(capacity)),
+    build: |capacity| Box::new(ArcCache::new(capacity)),
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -51,7 +51,7 @@ enum Where {
     B2,
 }
 
-pub struct Arc {
+pub struct ArcCache {
     capacity: u64,
     index: FxHashMap<u64, u32>,
     slab: Slab<Where>,
@@ -65,7 +65,7 @@ pub struct Arc {
     last_in_b2: bool,
 }
 
-impl Arc {
+impl ArcCache {
     pub fn new(capacity: u64) -> Self {
         Self {
             capacity,
@@ -150,7 +150,7 @@ fn c_max(a: f64, b: f64) -> f64 {
     }
 }
 
-impl Policy for Arc {
+impl Policy for ArcCache {
     fn access(&mut self, key: u64, size: u64) -> bool {
         let mut ghost_hit = false;
         if let Some(&i) = self.index.get(&key) {
@@ -221,7 +221,7 @@ mod tests {
     use super::*;
 
     /// T1, T2, B1 and B2, newest first, keys as letters.
-    fn lists(c: &Arc) -> [String; 4] {
+    fn lists(c: &ArcCache) -> [String; 4] {
         [&c.t1, &c.t2, &c.b1, &c.b2].map(|l| c.slab.keys(l).iter().map(|&k| k as u8 as char).collect())
     }
 
@@ -242,7 +242,7 @@ mod tests {
         //                                   T1 = 1 = p: a to B2
         //   e    T1 ed         B1     B2 ca miss: lists hold 4 = 2 x capacity: B2's oldest
         //                                   (b) dropped; REPLACE: T1 = p: c to B2
-        let mut c = Arc::new(2);
+        let mut c = ArcCache::new(2);
         assert_eq!(hits(&mut c, &letters("abacbadce")), "mmhmmmmmm");
         assert_eq!(lists(&c), ["ed", "", "", "ca"].map(String::from));
         assert!((c.p - 1.0).abs() < 1e-12);
@@ -263,7 +263,7 @@ mod tests {
         //   3               T1 3      T2 4 2  B1 1    miss, fits
         //   1(2)            T1 3      T2 1  B2 4 2    B1 ghost hit: p = 2; REPLACE twice:
         //                                             T1 = 1 < p, so T2's LRU: 2, then 4
-        let mut c = Arc::new(4);
+        let mut c = ArcCache::new(4);
         let keys = [
             (1, 2),
             (2, 1),
