@@ -53,6 +53,7 @@ bench: install
 	$(PY) benches/simulate.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
+	$(PY) benches/cache.py
 
 ## fuzz: every trace reader against many mutated real samples (the test run does a few dozen)
 fuzz:

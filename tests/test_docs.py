@@ -17,6 +17,7 @@ MODULES = [
     "iomimic.presets",
     "iomimic.pattern",
     "iomimic.fio_export",
+    "iomimic.cache",
     "iomimic.report",
 ]
 

@@ -299,6 +299,10 @@ def parse_pattern(spec: str) -> tuple[int, bool, int, int, bool, int | None]: ..
 def generate_locality_free(
     columns: Columns, volumes: Sequence[str], files: Sequence[str], requests: int, seed: int
 ) -> TraceColumns: ...
+def cache_replay(
+    policy: str, capacity: int, keys: npt.NDArray[np.uint64], sizes: npt.NDArray[np.uint32]
+) -> tuple[int, int]: ...
+def cache_policies() -> list[tuple[str, str]]: ...
 def simulate(
     columns: Columns,
     volumes: Sequence[str],

@@ -7,6 +7,7 @@
 
 mod analyze;
 mod boundary;
+mod cache;
 mod errors;
 mod model;
 mod realio;
@@ -37,6 +38,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(synth::pattern_requests, m)?)?;
     m.add_function(wrap_pyfunction!(synth::parse_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(synth::generate_locality_free, m)?)?;
+    m.add_function(wrap_pyfunction!(cache::cache_replay, m)?)?;
+    m.add_function(wrap_pyfunction!(cache::cache_policies, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sim::device_presets, m)?)?;
     m.add_function(wrap_pyfunction!(sim::device_table, m)?)?;

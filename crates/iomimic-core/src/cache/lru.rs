@@ -1,9 +1,9 @@
 //! LRU: evict the least recently used object.
 //!
 //! ## Algorithm
-//! A doubly linked list of objects in recency order, kept in a slab (indexes, not pointers),
-//! and a map from key to slab index: a hit moves its object to the front, a miss inserts at
-//! the front and evicts from the back until the new object fits.
+//! One list of objects in recency order (a [`Slab`] list: nodes linked by index) and a map from
+//! key to node: a hit moves its object to the front, a miss inserts at the front and evicts
+//! from the back until the new object fits. This is libCacheSim's `LRU` access for access.
 //!
 //! ## Complexity
 //! O(1) per access (amortised hash-map cost); memory per object: the map entry and a slab
@@ -14,6 +14,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::slab::{List, Slab};
 use super::{Policy, PolicySpec};
 
 pub const POLICY: PolicySpec = PolicySpec {
@@ -22,112 +23,49 @@ pub const POLICY: PolicySpec = PolicySpec {
     build: |capacity| Box::new(Lru::new(capacity)),
 };
 
-const NONE: u32 = u32::MAX;
-
-struct Node {
-    key: u64,
-    size: u64,
-    prev: u32,
-    next: u32,
-}
-
 pub struct Lru {
     capacity: u64,
-    used: u64,
     index: FxHashMap<u64, u32>,
-    nodes: Vec<Node>,
-    free: Vec<u32>,
-    /// Most and least recently used.
-    head: u32,
-    tail: u32,
+    slab: Slab<()>,
+    /// Most recently used at the front.
+    list: List,
 }
 
 impl Lru {
     pub fn new(capacity: u64) -> Self {
         Self {
             capacity,
-            used: 0,
             index: FxHashMap::default(),
-            nodes: Vec::new(),
-            free: Vec::new(),
-            head: NONE,
-            tail: NONE,
+            slab: Slab::default(),
+            list: List::default(),
         }
-    }
-
-    fn unlink(&mut self, i: u32) {
-        let (prev, next) = (self.nodes[i as usize].prev, self.nodes[i as usize].next);
-        if prev == NONE {
-            self.head = next;
-        } else {
-            self.nodes[prev as usize].next = next;
-        }
-        if next == NONE {
-            self.tail = prev;
-        } else {
-            self.nodes[next as usize].prev = prev;
-        }
-    }
-
-    fn push_front(&mut self, i: u32) {
-        self.nodes[i as usize].prev = NONE;
-        self.nodes[i as usize].next = self.head;
-        if self.head != NONE {
-            self.nodes[self.head as usize].prev = i;
-        }
-        self.head = i;
-        if self.tail == NONE {
-            self.tail = i;
-        }
-    }
-
-    fn evict_tail(&mut self) {
-        let i = self.tail;
-        self.unlink(i);
-        let node = &self.nodes[i as usize];
-        self.used -= node.size;
-        self.index.remove(&node.key);
-        self.free.push(i);
     }
 }
 
 impl Policy for Lru {
     fn access(&mut self, key: u64, size: u64) -> bool {
         if let Some(&i) = self.index.get(&key) {
-            self.unlink(i);
-            self.push_front(i);
+            self.slab.move_to_front(&mut self.list, i);
             return true;
         }
         if size > self.capacity {
             return false;
         }
-        while self.used + size > self.capacity {
-            self.evict_tail();
+        while self.list.bytes + size > self.capacity {
+            let Some(old) = self.slab.pop_back(&mut self.list) else {
+                break;
+            };
+            self.index.remove(&self.slab.get(old).key);
+            self.slab.release(old);
         }
-        let node = Node {
-            key,
-            size,
-            prev: NONE,
-            next: NONE,
-        };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i as usize] = node;
-                i
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
+        let i = self.slab.alloc(key, size, ());
+        self.slab.push_front(&mut self.list, i);
         self.index.insert(key, i);
-        self.push_front(i);
-        self.used += size;
         false
     }
 
     fn used(&self) -> u64 {
-        self.used
+        self.list.bytes
     }
 
     fn len(&self) -> usize {
@@ -153,5 +91,13 @@ mod tests {
             "mmmmhm"
         );
         assert!(!c.access(9, 4) && !c.access(9, 4));
+    }
+
+    #[test]
+    fn a_hit_keeps_the_stored_size() {
+        // 1 is stored at 1 byte; asked again at 3 bytes it hits and still takes 1 byte
+        let mut c = Lru::new(4);
+        assert_eq!(hits(&mut c, &[(1, 1), (1, 3), (2, 3), (1, 1)]), "mhmh");
+        assert_eq!(c.used(), 4);
     }
 }

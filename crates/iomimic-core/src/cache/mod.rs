@@ -9,8 +9,14 @@
 //! cache (then it is not admitted). Keys are whatever the caller makes them: 4 KiB blocks of a
 //! volume, or whole requests keyed by their start offset.
 
+mod arc;
+mod clock;
 mod fifo;
+mod lfu;
 mod lru;
+mod s3fifo;
+mod slab;
+mod two_q;
 
 use serde::Serialize;
 
@@ -39,7 +45,15 @@ pub struct PolicySpec {
 }
 
 /// The built-in policies.
-pub const POLICIES: &[&PolicySpec] = &[&lru::POLICY, &fifo::POLICY];
+pub const POLICIES: &[&PolicySpec] = &[
+    &lru::POLICY,
+    &fifo::POLICY,
+    &clock::POLICY,
+    &lfu::POLICY,
+    &arc::POLICY,
+    &two_q::POLICY,
+    &s3fifo::POLICY,
+];
 
 /// A cache of `capacity` bytes under the policy called `name`, from `registry` (usually
 /// [`POLICIES`]; a caller may add its own).
@@ -72,6 +86,13 @@ impl CacheFigures {
     pub fn byte_miss_ratio(&self) -> f64 {
         ratio(self.bytes - self.byte_hits, self.bytes)
     }
+}
+
+/// A queue's share of the capacity, `capacity × ratio` rounded down, computed as libCacheSim
+/// computes it (in doubles), so the shares are byte for byte its shares.
+#[allow(clippy::cast_sign_loss)] // ratios are positive constants
+fn share(capacity: u64, ratio: f64) -> u64 {
+    (capacity as f64 * ratio) as u64
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -114,23 +135,4 @@ pub(crate) mod testing {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_registry_builds_by_name_and_names_the_choices() {
-        for spec in POLICIES {
-            let mut p = build(spec.name, 10, POLICIES).unwrap();
-            let f = replay(p.as_mut(), testing::letters("abab"));
-            assert_eq!(
-                (f.accesses, f.hits, f.bytes, f.byte_hits),
-                (4, 2, 4, 2),
-                "{}",
-                spec.name
-            );
-            assert!((f.miss_ratio() - 0.5).abs() < 1e-12);
-        }
-        let e = build("belady", 1, POLICIES).err().unwrap().to_string();
-        assert!(e.contains("`policy`") && e.contains("lru, fifo"), "{e}");
-    }
-}
+mod tests;
