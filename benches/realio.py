@@ -7,8 +7,9 @@
    I/O on both sides (bar: iomimic's <= fio's). Runs come in fio/iomimic pairs, the order
    alternating; the ratio is the median of the pairs' ratios, so a drifting virtual disk
    favours neither.
-2. The four simple tests of seed 000 ("Comparison with IOMeter"): paced sequential and random
-   reads and writes, IOPS within 3.4 % of fio's (fio paced by rate_iops, psync, depth 1).
+2. The four simple tests of Delimitrou et al., IISWC 2011 ("Comparison with IOMeter"): paced
+   sequential and random reads and writes, IOPS within
+   3.4 % of fio's (fio paced by rate_iops, psync, depth 1).
 3. `--no-stall` replay of a 3,000,000-request trace with the null engine: requests/s against
    fio's replay of the same trace as an iolog, and memory per request (peak RSS growth from
    the 3,000,000-request replay to a 6,000,000 one, both sides run as their command-line
@@ -35,7 +36,7 @@ from iomimic.realio import run
 
 FILE_BYTES = 1 << 30
 SIMPLE_TESTS = [
-    # seed 000's label, iomimic pattern, fio rw, block size, requests per second
+    # label in Delimitrou et al. (IISWC 2011), iomimic pattern, fio rw, block size, requests per second
     ("4K Int. Time 10ms Rd Seq", "read seq 4k interarrival=10ms", "read", "4k", 100),
     ("16K Int. Time 1ms Rd Seq", "read seq 16k interarrival=1ms", "read", "16k", 1000),
     ("64K Int. Time 10ms Wr Seq", "write seq 64k interarrival=10ms", "write", "64k", 100),
@@ -125,10 +126,8 @@ def peak_table(target: str, args) -> None:
 
 
 def simple_tests_table(target: str, seconds: int) -> None:
-    print(f"\n2. seed 000's simple tests, {seconds} s each, O_DIRECT, psync, one outstanding")
-    print(
-        f"{'test':28s} {'fio IOPS':>9s} {'iomimic':>9s} {'diff':>7s}  (seed: IOMeter vs DiskSpd within 3.4 %)"
-    )
+    print(f"\n2. Delimitrou et al.'s simple tests, {seconds} s each, O_DIRECT, psync, one outstanding")
+    print(f"{'test':28s} {'fio IOPS':>9s} {'iomimic':>9s} {'diff':>7s}  (paper: IOMeter/DiskSpd 3.4 %)")
     for label, pattern, rw, bs, rate in SIMPLE_TESTS:
         job = fio_job([f"--filename={target}", f"--size={FILE_BYTES}", f"--rw={rw}", f"--bs={bs}",
                        "--ioengine=psync", "--direct=1", f"--rate_iops={rate}", "--time_based",

@@ -26,8 +26,9 @@ def synthetic(size: int, sequential: bool, n: int, seed: int = 1) -> Trace:
     return Trace(ts_ns=np.zeros(n), offset=offset, size=np.full(n, size), op=np.zeros(n))
 
 
-# Seed 004's FC-60 figures (4-disk RAID 5 LUN, 16 KB stripe unit) and the closed-loop depth each
-# is reproduced at: random tests with 8 requests outstanding, sequential streams with 2.
+# Keeton et al.'s (CAECW 2001) FC-60 figures (4-disk RAID 5 LUN, 16 KB stripe unit) and the
+# closed-loop depth each is reproduced at: random tests with 8 requests outstanding,
+# sequential streams with 2.
 FC60 = [
     ("2 KB random reads", 2048, False, 8, "iops", 381.76),
     ("2 KB sequential reads", 2048, True, 2, "iops", 3656.4),
@@ -129,9 +130,9 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
         assert words in r.stderr, (args, r.stderr)
 
 
-# Seed 004's synthetic experiments on the FC-60 LUN: 4 KB reads arriving open loop, service time
-# as the mean latency. The preset's controller prefetch is off (MinPrefetch 0); the file below
-# forces a 64 KB minimum, as the seed's comparison does.
+# Keeton et al.'s (CAECW 2001) synthetic experiments on the FC-60 LUN: 4 KB reads arriving open
+# loop, service time as the mean latency. The preset's controller prefetch is off (MinPrefetch
+# 0); the file below forces a 64 KB minimum, as Keeton et al.'s comparison does.
 def fc60_with_min_prefetch(tmp_path: Path, kib: int) -> Path:
     text = iomimic.sim.device_presets()["fc60-r5-4disk"]
     path = tmp_path / f"fc60-min{kib}.toml"
@@ -181,7 +182,7 @@ def test_seed_004_shapes_run_length_and_jumps(tmp_path: Path) -> None:
 def test_seed_004_shape_interleaved_streams(tmp_path: Path) -> None:
     plain = fc60_with_min_prefetch(tmp_path, 0)
     t = {k: service_ms(interleaved(k), plain) for k in (1, 2, 4, 8, 12, 16, 32)}
-    # flat up to the disks' eight read-ahead segments, then rising: the seed's ~10-stream knee
+    # flat up to the disks' eight read-ahead segments, then rising: the paper's ~10-stream knee
     few = max(t[k] for k in (1, 2, 4, 8))
     assert min(t[k] for k in (12, 16, 32)) > 2 * few, t
     assert t[32] >= t[12], t

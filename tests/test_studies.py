@@ -60,7 +60,7 @@ def test_an_ssd_cache_speeds_up_a_workload_with_locality(cache_report: dict) -> 
     # per stream: the hot reads gain, the other stream's cold reads and log writes barely
     streams = {s["stream"]: s for s in original["runs"][-1]["streams"]}
     assert streams[1]["speedup"] > 2 * streams[0]["speedup"]
-    # the seeds' finding: the synthetic workload predicts the speedup, a workload without
+    # the papers' finding: the synthetic workload predicts the speedup, a workload without
     # locality shows none
     for p in cache_report["predictions"]:
         assert abs(p["synthetic_error"]) < 0.15, p

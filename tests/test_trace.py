@@ -43,6 +43,43 @@ def test_to_polars_has_nulls_for_unknown_latency() -> None:
     assert Trace.from_arrow(t.to_arrow()) == t
 
 
+def test_named_views_give_op_volume_and_file_names_as_enums() -> None:
+    import pandas as pd
+    import polars as pl
+
+    t = Trace(
+        ts_ns=[0, 1, 2, 3],
+        offset=[0] * 4,
+        size=[512] * 4,
+        op=[0, 1, 2, 3],
+        volume=[1, 0, 1, 0],
+        file=[0, 0, 1, 1],
+        volumes=["sda", "nvme0n1"],
+        files=["/a", "/b"],
+    )
+    df = t.to_polars(names=True)
+    assert df["op"].to_list() == ["read", "write", "trim", "flush"]
+    assert df["volume"].to_list() == ["nvme0n1", "sda", "nvme0n1", "sda"]
+    assert df["file"].to_list() == ["/a", "/a", "/b", "/b"]
+    assert df.schema["op"] == pl.Enum(["read", "write", "trim", "flush"])
+    assert df.filter(pl.col("op") == "write")["ts_ns"].to_list() == [1]
+    assert t.to_polars()["op"].to_list() == [0, 1, 2, 3]  # ids stay the default
+    pdf = t.to_pandas(names=True)
+    assert isinstance(pdf["op"].dtype, pd.CategoricalDtype)
+    assert pdf["volume"].tolist() == ["nvme0n1", "sda", "nvme0n1", "sda"]
+    assert t.to_pandas()["size"].tolist() == [512] * 4
+    assert (t.op == iomimic.Op.WRITE).sum() == 1 and iomimic.Op(2).name == "TRIM"
+
+
+def test_profile_repr_is_one_line_and_top_level_names_exist() -> None:
+    t = Trace(ts_ns=[0, 10**9], offset=[0, 4096], size=[4096, 4096], op=[0, 1])
+    text = repr(iomimic.characterize(t, mrc="none"))
+    assert "\n" not in text and len(text) < 200
+    assert text.startswith("<Profile 2 requests, 1 volume, 1 stream") and "50.0% reads" in text
+    for name in ("validate", "simulate", "run", "characterize", "read_trace", "Op"):
+        assert name in iomimic.__all__ and callable(getattr(iomimic, name))
+
+
 def test_from_arrow_turns_string_volumes_into_a_name_table() -> None:
     import pyarrow as pa
 

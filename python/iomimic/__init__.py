@@ -19,7 +19,10 @@ from iomimic.errors import EmptyTraceError, InputError, IomimicError, TraceParse
 from iomimic.io import formats, read_trace, summary, write_trace
 from iomimic.model import Model
 from iomimic.profile import Profile, characterize
-from iomimic.trace import LATENCY_UNKNOWN, Trace
+from iomimic.realio import run
+from iomimic.sim import simulate
+from iomimic.trace import LATENCY_UNKNOWN, Op, Trace
+from iomimic.validate import validate
 
 __version__ = "0.1.0"
 
@@ -29,6 +32,7 @@ __all__ = [
     "InputError",
     "IomimicError",
     "Model",
+    "Op",
     "Profile",
     "Trace",
     "TraceParseError",
@@ -37,6 +41,9 @@ __all__ = [
     "formats",
     "model",
     "read_trace",
+    "run",
+    "simulate",
     "summary",
+    "validate",
     "write_trace",
 ]

@@ -1,6 +1,6 @@
 """The whole loop on the built-in ``tpcc`` preset (what `iomimic demo` shows).
 
-preset model (from the seeds' published TPC-C figures) → a trace generated from it → a model
+preset model (from the TPC paper's published TPC-C figures) → a trace generated from it → a model
 trained on that trace (levels and states chosen automatically) → a synthetic trace from the
 trained model → the validation, with the locality-free baseline beside it.
 """

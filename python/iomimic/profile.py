@@ -24,6 +24,29 @@ class Profile(dict):
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self, indent=indent)
 
+    def __repr__(self) -> str:
+        """One line of the figures people look at first (the dict itself is ``dict(profile)``).
+
+        >>> t = Trace(ts_ns=[0, 10**9], offset=[0, 4096], size=[4096] * 2, op=[0, 1])
+        >>> characterize(t, mrc="none")  # doctest: +NORMALIZE_WHITESPACE
+        <Profile 2 requests, 1 volume, 1 stream, 1.000 s, 2.0 IOPS, 50.0% reads, 4.0 KiB mean,
+         50.0% sequential>
+        """
+        if "requests" not in self:
+            return f"<Profile {dict.__repr__(self)}>"
+        volumes, streams = len(self.get("volumes", {})), len(self.get("streams", {}))
+        return (
+            f"<Profile {self['requests']:,} requests, {volumes} volume{'s' * (volumes != 1)}, "
+            f"{streams} stream{'s' * (streams != 1)}, {self['duration_s']:.3f} s, "
+            f"{self['iops']:,.1f} IOPS, {100 * self['read_fraction']:.1f}% reads, "
+            f"{self['size']['mean_bytes'] / 1024:,.1f} KiB mean, "
+            f"{100 * self['sequential_fraction']:.1f}% sequential>"
+        )
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """IPython shows the same line rather than the whole nested dict."""
+        printer.text(repr(self))
+
 
 def characterize(
     trace: Trace,
@@ -39,7 +62,7 @@ def characterize(
     Parameters
     ----------
     ranges
-        Equal ranges of each volume's address span in the spatial histogram (the seeds use 4).
+        Equal ranges of each volume's address span in the spatial histogram (the papers use 4).
     window
         Fluctuation window (``"60s"``, ``"500ms"`` or seconds); default min(60 s, span/100).
     by

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,15 @@ DTYPES: dict[str, type] = {
 REQUIRED = ("ts_ns", "offset", "size", "op", "volume", "stream")
 OPTIONAL = ("latency_ns", "file")
 OP_NAMES = ("read", "write", "trim", "flush")
+
+
+class Op(enum.IntEnum):
+    """The ``op`` column's codes by name: ``trace.op == Op.WRITE`` picks the writes."""
+
+    READ = 0
+    WRITE = 1
+    TRIM = 2
+    FLUSH = 3
 
 
 def _column(name: str, values: Any) -> np.ndarray:
@@ -182,15 +192,42 @@ class Trace:
 
     __hash__ = None  # mutable arrays inside: not hashable
 
-    def to_polars(self):
+    def to_polars(self, names: bool = False):
         """The columns as a polars DataFrame (unknown latencies become null).
 
-        >>> Trace(ts_ns=[0], offset=[0], size=[512], op=[0]).to_polars().columns
+        With ``names=True``, ``op`` holds ``read``/``write``/``trim``/``flush`` and ``volume``
+        (and ``file``) the names from the Trace's tables, each as a polars ``Enum``, so
+        ``df.filter(pl.col("op") == "write")`` reads as it says; by default they are the ids.
+
+        >>> t = Trace(ts_ns=[0, 5], offset=[0, 8], size=[512, 512], op=[0, 1], volumes=["sda"])
+        >>> t.to_polars().columns
         ['ts_ns', 'offset', 'size', 'op', 'volume', 'stream']
+        >>> t.to_polars(names=True)["op"].to_list(), t.to_polars(names=True)["volume"].to_list()
+        (['read', 'write'], ['sda', 'sda'])
         """
         import polars as pl
 
-        return pl.from_arrow(self.to_arrow())
+        df = pl.from_arrow(self.to_arrow())
+        if not names:
+            return df
+        named = {"op": list(OP_NAMES), "volume": self.volumes}
+        if self.file is not None:
+            named["file"] = self.files
+        return df.with_columns(
+            pl.col(col)
+            .replace_strict(list(range(len(table))), table, return_dtype=pl.Enum(_unique(table)))
+            .alias(col)
+            for col, table in named.items()
+        )
+
+    def to_pandas(self, names: bool = False):
+        """The columns as a pandas DataFrame (needs pandas installed); ``names=True`` gives
+        ``op``, ``volume`` and ``file`` as categoricals of names, as in :meth:`to_polars`."""
+        try:
+            import pandas  # noqa: F401  (polars converts; only its presence is checked here)
+        except ImportError:
+            raise InputError("to_pandas needs pandas: pip install pandas") from None
+        return self.to_polars(names=names).to_pandas()
 
     def to_arrow(self):
         """The columns as a pyarrow Table carrying the name tables in its schema metadata."""
@@ -262,6 +299,12 @@ class Trace:
             raise InputError(f"the file holds {at:,} rows where its metadata says {rows:,}")
         names = _schema_names(schema)
         return cls(**cols, volumes=names["volume"], files=names["file"])
+
+
+def _unique(names: list[str]) -> list[str]:
+    """The names in order with repeats dropped (an Enum's categories must be distinct; two
+    volumes of one name then show as one)."""
+    return list(dict.fromkeys(names))
 
 
 def grow_reach(reach: np.ndarray, offset: np.ndarray, size: np.ndarray, volume: np.ndarray) -> None:

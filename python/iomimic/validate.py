@@ -1,7 +1,7 @@
 """Validation: how faithful a synthetic workload is to the original, figure by figure.
 
 Both traces are characterized with the same options (the original's fluctuation window), then
-compared as the seed's Messenger table does: metric / original / synthetic / variation, each row
+compared as the Messenger table does: metric / original / synthetic / variation, each row
 with its target (``docs/model.md``: every scalar within 2 %, spatial histogram L1/2 ≤ 0.02,
 miss-ratio curve error ≤ 0.03). The comparison is the core's (``analyze::compare``).
 """

@@ -65,7 +65,7 @@ def register(subparsers) -> None:
         actions,
         "preset",
         handle_preset,
-        "Write a model built from the seeds' published figures: tpcc, tpce, tpch, messenger.",
+        "Write a model built from the papers' published figures: tpcc, tpce, tpch, messenger.",
         "  iomimic model preset tpch -o tpch.json\n",
     )
     p.add_argument("name", choices=["tpcc", "tpce", "tpch", "messenger"])

@@ -1,4 +1,4 @@
-"""`iomimic characterize`: a Profile's figures, laid out like the seeds' tables."""
+"""`iomimic characterize`: a Profile's figures, laid out like the papers' tables."""
 
 from __future__ import annotations
 

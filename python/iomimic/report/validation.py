@@ -20,7 +20,8 @@ def _target(r: dict[str, Any]) -> str:
 
 
 def render_validation(result: dict[str, Any], console: Console) -> None:
-    """The seed's validation table: each metric of both traces, its variation and target."""
+    """The Messenger validation table's layout (Delimitrou et al., IISWC 2011): each metric
+    of both traces, its variation and target."""
     has_base = "baseline" in result
     t = table("validation: original vs synthetic", "metric", "original", "synthetic", "variation", "target")
     if has_base:

@@ -3,7 +3,7 @@
 //!
 //! ## Algorithm
 //! Both traces are characterized with the same options (the original's fluctuation window and
-//! spatial ranges), then compared as the seed's Messenger validation table does: metric,
+//! spatial ranges), then compared as the Messenger validation table does: metric,
 //! original, synthetic, variation. A *scalar* row's variation is relative, (s − o) / |o|, and
 //! meets its target within ±2 %; a *distance* row's variation is the distance itself: the
 //! spatial histogram's L1/2 (target ≤ 0.02), the miss-ratio curves' mean absolute difference

@@ -1,4 +1,4 @@
-//! Characterization: every figure the seeds use, for the whole trace, each volume and each
+//! Characterization: every figure the papers use, for the whole trace, each volume and each
 //! stream, in one pass over the columns (plus a light second pass for spatial ranges, whose
 //! bounds depend on each volume's span, and the miss-ratio curves).
 

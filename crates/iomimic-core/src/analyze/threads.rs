@@ -1,5 +1,5 @@
 //! Thread types: each stream (or volume) classified by functionality, intensity and
-//! fluctuation, as the seeds' per-thread tables do by hand.
+//! fluctuation, as the papers' per-thread tables do by hand.
 //!
 //! ## Algorithm
 //! - **functionality** `log` when the group is write-dominated (≥ [`LOG_WRITE_FRACTION`] of its
@@ -12,8 +12,8 @@
 //!   [`HIGH_FLUCTUATION_CV`], else `low`.
 //!
 //! ## References
-//! Delimitrou et al., per-thread characterization of Messenger (seed 000) and Table 1 of the
-//! TPC paper (seed 003), which classify threads by hand and name automatic classification as
+//! Delimitrou et al., per-thread characterization of Messenger (IISWC 2011) and Table 1 of the
+//! TPC paper (TPCTC 2011), which classify threads by hand and name automatic classification as
 //! future work.
 
 use serde::Serialize;

@@ -1,7 +1,7 @@
 //! Mixing: a workload assembled from thread models, each part with a share of the requests.
 //!
 //! ## Algorithm
-//! Each part's threads keep their relative weights, scaled by the part's share (the seeds
+//! Each part's threads keep their relative weights, scaled by the part's share (the papers
 //! reassemble Messenger and the TPC workloads this way), and are renumbered so each keeps a
 //! stream of its own. Volumes with the same name are shared (the larger span kept), and every
 //! chain's states are renumbered onto the shared volumes and put back in (volume, start)

@@ -3,7 +3,7 @@
 //!
 //! A preset file lists volumes, the total rate, and per thread type its weight, volume, read
 //! share, sequential probability, request sizes of reads and of writes, and the spatial shares of
-//! reads and of writes over equal ranges of the volume (the seeds' St1-St4). Where each number
+//! reads and of writes over equal ranges of the volume (the papers' St1-St4). Where each number
 //! comes from is written beside it in the file; what the sources leave open is listed under
 //! `assumptions`, and `[published]` holds the figures a generated workload must reproduce (the
 //! tests check them).
