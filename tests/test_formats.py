@@ -18,7 +18,7 @@ import zstandard
 import iomimic
 from iomimic import LATENCY_UNKNOWN
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, run_cli
 
 CASES = sorted(p for p in (FIXTURES / "formats").iterdir() if not p.name.endswith(".expected.json"))
 
@@ -188,3 +188,32 @@ def test_formats_lists_every_reader() -> None:
     expected = "msr spc mqsim disksim vscsi vscsi-csv blkparse fio alibaba tencent generic csv parquet"
     for name in expected.split():
         assert name in names
+
+
+def test_blkparse_process_names_and_btt_phases(tmp_path: Path) -> None:
+    """A capture with Q, D and C events: the process names name the streams, survive Parquet,
+    and `info --json` splits the response time into Q2D, D2C and Q2C (µs, by hand below)."""
+    path = tmp_path / "cap.blkparse.txt"
+    path.write_text(
+        "  8,0 0 1 0.000000000 100 Q R 0 + 8 [postgres: writer]\n"
+        "  8,0 0 2 0.000004000 100 D R 0 + 8 [postgres: writer]\n"
+        "  8,0 1 3 0.000010000 200 Q W 64 + 16 [jbd2/sda1-8]\n"
+        "  8,0 1 4 0.000030000 200 D W 64 + 16 [jbd2/sda1-8]\n"
+        "  8,0 0 5 0.000104000 0 C R 0 + 8 [0]\n"
+        "  8,0 1 6 0.000530000 0 C W 64 + 16 [0]\n"
+    )
+    t = iomimic.read_trace(path)
+    assert t.stream_names == {100: "postgres: writer", 200: "jbd2/sda1-8"}
+    assert t.latency_ns.tolist() == [100_000, 500_000]  # D2C by default
+    iomimic.write_trace(t, tmp_path / "cap.parquet")
+    assert iomimic.read_trace(tmp_path / "cap.parquet").stream_names == t.stream_names
+    r = run_cli("info", str(path), "--json", str(tmp_path / "info.json"))
+    assert r.returncode == 0, r.stderr
+    assert "Q2D" in r.stdout and "D2C" in r.stdout
+    phases = json.loads((tmp_path / "info.json").read_text())["latency_phases"]
+    assert list(phases) == ["q2d", "d2c", "q2c"]
+    assert (phases["q2d"]["count"], phases["q2d"]["mean"], phases["q2d"]["max"]) == (2, 12.0, 20.0)
+    assert (phases["d2c"]["mean"], phases["d2c"]["p50"]) == (300.0, 100.0)
+    assert (phases["q2c"]["mean"], phases["q2c"]["max"]) == (312.0, 520.0)
+    r = run_cli("characterize", str(path), "--mrc", "none")
+    assert "100 (postgres: writer)" in r.stdout and "200 (jbd2/sda1-8)" in r.stdout

@@ -63,6 +63,21 @@ class ReadReportDict(TypedDict):
     skipped_examples: list[str]
     ignored: list[tuple[str, int]]
     notes: list[str]
+    stream_names: dict[int, str]
+    latency_phases: list[tuple[str, LatencyUsDict]]
+
+class LatencyUsDict(TypedDict):
+    """The one latency object (``iomimic_core::latency::LatencyUs``): count, mean and
+    percentiles, all in µs."""
+
+    count: int
+    mean: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    p999: float
+    max: float
 
 class ReadTrace(TraceColumns):
     report: ReadReportDict

@@ -335,4 +335,6 @@ def summary(trace: Trace) -> dict[str, Any]:
         "ignored_by_reason": dict(report.get("ignored", [])),
         "start_ns": report.get("start_ns", 0),
         "notes": report.get("notes", []),
+        "stream_names": {str(k): v for k, v in sorted(trace.stream_names.items())},
+        "latency_phases": {name: figures for name, figures in report.get("latency_phases", [])},
     }

@@ -83,6 +83,9 @@ def characterize(
     )
     profile = Profile(figures)
     profile["source"] = {k: trace.report.get(k) for k in ("path", "format") if k in trace.report}
+    if trace.stream_names:
+        # per-stream figures are keyed by stream id; the process names say who each one is
+        profile["stream_names"] = {str(k): v for k, v in sorted(trace.stream_names.items())}
     return profile
 
 

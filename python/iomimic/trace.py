@@ -100,6 +100,7 @@ class Trace:
         volumes: Sequence[str] | None = None,
         files: Sequence[str] | None = None,
         report: Mapping[str, Any] | None = None,
+        stream_names: Mapping[int, str] | None = None,
     ) -> None:
         n = len(ts_ns)
         cols = {"ts_ns": ts_ns, "offset": offset, "size": size, "op": op}
@@ -122,6 +123,7 @@ class Trace:
         if n and arrays["ts_ns"][0] != 0:
             arrays["ts_ns"] = arrays["ts_ns"] - arrays["ts_ns"][0]
         self._init(arrays, list(volumes), list(files), dict(report or {}))
+        self.stream_names = {int(k): str(v) for k, v in (stream_names or {}).items()}
 
     def _init(
         self, arrays: dict[str, np.ndarray], volumes: list[str], files: list[str], report: dict
@@ -147,7 +149,9 @@ class Trace:
         """Wraps columns that the Rust reader already normalised (no copy, no re-sort)."""
         t = cls.__new__(cls)
         arrays = {k: d[k] for k in (*REQUIRED, *OPTIONAL) if d.get(k) is not None}
-        t._init(arrays, list(d["volumes"]), list(d["files"]), dict(d.get("report") or {}))
+        report = dict(d.get("report") or {})
+        t._init(arrays, list(d["volumes"]), list(d["files"]), report)
+        t.stream_names = {int(k): v for k, v in report.get("stream_names", {}).items()}
         return t
 
     def _core_args(self) -> tuple[_Columns, list[str], list[str]]:
@@ -188,6 +192,7 @@ class Trace:
             and all(np.array_equal(mine[k], theirs[k]) for k in mine)
             and self.volumes == other.volumes
             and self.files == other.files
+            and self.stream_names == other.stream_names
         )
 
     __hash__ = None  # mutable arrays inside: not hashable
@@ -241,7 +246,10 @@ class Trace:
                 arrays.append(pa.array(values, mask=values == LATENCY_UNKNOWN))
             else:
                 arrays.append(pa.array(values))
-        meta = {"iomimic": json.dumps({"version": 1, "volumes": self.volumes, "files": self.files})}
+        fields: dict[str, Any] = {"version": 1, "volumes": self.volumes, "files": self.files}
+        if self.stream_names:
+            fields["stream_names"] = {str(k): v for k, v in sorted(self.stream_names.items())}
+        meta = {"iomimic": json.dumps(fields)}
         return pa.Table.from_arrays(arrays, names=list(self.columns), metadata=meta)
 
     @classmethod
@@ -272,7 +280,7 @@ class Trace:
             elif not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
                 raise InputError(f"column {name} has type {col.type}; it must hold whole numbers")
             cols[name] = _arrow_to_numpy(name, col)
-        return cls(**cols, volumes=names["volume"], files=names["file"])
+        return cls(**cols, volumes=names["volume"], files=names["file"], stream_names=names["stream"])
 
     @classmethod
     def from_arrow_pieces(cls, schema, pieces: Iterable, rows: int) -> Trace:
@@ -298,7 +306,7 @@ class Trace:
         if at != rows:
             raise InputError(f"the file holds {at:,} rows where its metadata says {rows:,}")
         names = _schema_names(schema)
-        return cls(**cols, volumes=names["volume"], files=names["file"])
+        return cls(**cols, volumes=names["volume"], files=names["file"], stream_names=names["stream"])
 
 
 def _unique(names: list[str]) -> list[str]:
@@ -324,14 +332,14 @@ def _require_columns(schema) -> None:
         raise InputError(f"table lacks the column(s) {', '.join(missing)}")
 
 
-def _schema_names(schema) -> dict[str, list[str] | None]:
+def _schema_names(schema) -> dict[str, Any]:
     """Volume and file name tables from iomimic's schema metadata, where present; metadata that
     is not what iomimic writes is refused, naming what is wrong."""
     import json
 
     raw = (schema.metadata or {}).get(b"iomimic")
     if raw is None:
-        return {"volume": None, "file": None}
+        return {"volume": None, "file": None, "stream": None}
     try:
         meta = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -344,6 +352,13 @@ def _schema_names(schema) -> dict[str, list[str] | None]:
         if table is not None and not (isinstance(table, list) and all(isinstance(x, str) for x in table)):
             raise InputError(f"the file's iomimic metadata: {key} must be a list of names")
         names[column] = table
+    streams = meta.get("stream_names")
+    if streams is not None and not (
+        isinstance(streams, dict)
+        and all(k.isdigit() and int(k) < 2**32 and isinstance(v, str) for k, v in streams.items())
+    ):
+        raise InputError("the file's iomimic metadata: stream_names must map stream ids to names")
+    names["stream"] = streams
     return names
 
 

@@ -126,6 +126,8 @@ fn report_to_py<'py>(py: Python<'py>, r: &ReadReport) -> PyResult<Bound<'py, PyD
         r.ignored.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(),
     )?;
     d.set_item("notes", &r.notes)?;
+    d.set_item("stream_names", &r.stream_names)?;
+    d.set_item("latency_phases", to_py(py, &r.latency_phases)?)?;
     Ok(d)
 }
 

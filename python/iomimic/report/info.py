@@ -46,3 +46,22 @@ def render_info(s: dict[str, Any], console: Console, max_volumes: int = 20) -> N
     if len(s["volumes"]) > len(shown):
         vols.add_row("…", f"{len(s['volumes']) - len(shown)} more (--max-volumes)", "", "")
     console.print(vols)
+    if s.get("latency_phases"):
+        _phases(s["latency_phases"], console)
+
+
+#: What each block-layer phase measures, as btt names them.
+PHASES = {
+    "q2d": "Q2D  queued → dispatched (I/O scheduler)",
+    "d2c": "D2C  dispatched → complete (driver, device)",
+    "q2c": "Q2C  queued → complete (the whole)",
+}
+
+
+def _phases(phases: dict[str, Any], console: Console) -> None:
+    """The response time split as btt reports it (blkparse traces with Q, D and C events)."""
+    t = table("block-layer phases (µs)", "phase", "requests", "mean", "p50", "p90", "p99", "max")
+    for name, f in phases.items():
+        figures = (f["mean"], f["p50"], f["p90"], f["p99"], f["max"])
+        t.add_row(PHASES.get(name, name), f"{f['count']:,}", *(f"{v:,.1f}" for v in figures))
+    console.print(t)

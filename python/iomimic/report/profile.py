@@ -54,7 +54,7 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
         console.print(t)
     for key, label in (("volumes", "volume"), ("streams", "stream")):
         if len(p[key]) > 1:
-            _groups(p[key], label, console)
+            _groups(p[key], label, console, p.get("stream_names", {}) if key == "streams" else {})
     if p.get("threads"):
         _threads(p["threads"], p["thread_thresholds"], console)
     if p.get("peak_correlation"):
@@ -151,8 +151,13 @@ def _fluctuation(fl: dict[str, Any], console: Console) -> None:
     console.print(t)
 
 
-def _groups(groups: dict[str, Any], label: str, console: Console) -> None:
-    rows = sorted((summary_row(name, f) for name, f in groups.items()), key=lambda r: -r["requests"])
+def _groups(groups: dict[str, Any], label: str, console: Console, names: dict[str, str]) -> None:
+    """One row per volume or stream, busiest first; a stream shows its process name beside its
+    id where the trace records one (blkparse's comm)."""
+    rows = sorted(
+        (summary_row(f"{key} ({names[key]})" if key in names else key, f) for key, f in groups.items()),
+        key=lambda r: -r["requests"],
+    )
     t = table(
         f"{label}s ({len(rows)})",
         label,

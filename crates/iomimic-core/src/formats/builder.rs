@@ -1,7 +1,8 @@
 //! The growing columns a reader fills, with volume and file name interning and per-request checks.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use crate::latency::LatencyUs;
 use crate::trace::{Op, Trace, LATENCY_UNKNOWN, MAX_OFFSET};
 
 /// Why one line (or binary record) was rejected. `key` is stable, for counting and for scripts.
@@ -151,6 +152,10 @@ pub struct Builder {
     /// Rows whose time is earlier than the row before them, in arrival order.
     pub out_of_order: u64,
     last_ts: u64,
+    /// Process names of streams, where the format records them (blkparse's `comm`).
+    pub stream_names: BTreeMap<u32, String>,
+    /// Response-time phases the format can split (blkparse: Q2D, D2C, Q2C), in order.
+    pub latency_phases: Vec<(&'static str, LatencyUs)>,
 }
 
 impl Builder {
@@ -222,6 +227,9 @@ impl Builder {
         let volumes = self.volumes.absorb(&other.volumes);
         let files = self.files.absorb(&other.files);
         self.out_of_order += other.out_of_order + u64::from(!self.is_empty() && first < self.last_ts);
+        for (stream, name) in std::mem::take(&mut other.stream_names) {
+            self.stream_names.entry(stream).or_insert(name);
+        }
         self.last_ts = last;
         let (t, o) = (&mut self.trace, &mut other.trace);
         t.ts_ns.append(&mut o.ts_ns);

@@ -340,7 +340,10 @@ impl super::RecordParser for CanonicalParser {
         if self.v1 {
             return;
         }
-        for (names, table) in [(&self.volume_names, &mut out.volumes), (&self.file_names, &mut out.files)] {
+        for (names, table) in [
+            (&self.volume_names, &mut out.volumes),
+            (&self.file_names, &mut out.files),
+        ] {
             for (id, name) in names.iter().enumerate() {
                 let name = name.clone().unwrap_or_else(|| id.to_string());
                 // ids count up from 0 here, so the table takes each in turn

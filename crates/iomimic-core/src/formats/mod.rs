@@ -36,6 +36,7 @@ pub use registry::Registry;
 pub use spec::{Format, FormatSpec, Framing, MakeParser};
 
 use crate::error::{Error, Result};
+use crate::latency::LatencyUs;
 
 /// Units a time column may be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +139,10 @@ pub struct ReadReport {
     pub ignored: BTreeMap<&'static str, u64>,
     /// Remarks for the user (e.g. a detection that was a close call).
     pub notes: Vec<String>,
+    /// Process names of streams, where the format records them (blkparse's `comm`).
+    pub stream_names: BTreeMap<u32, String>,
+    /// Response-time phases the format splits (blkparse: `q2d`, `d2c`, `q2c`, as btt).
+    pub latency_phases: Vec<(&'static str, LatencyUs)>,
 }
 
 impl ReadReport {

@@ -311,6 +311,8 @@ impl TraceReader {
         self.parser.finish(&mut self.builder);
         let mut report = std::mem::take(&mut self.report);
         report.out_of_order = self.builder.out_of_order;
+        report.stream_names = std::mem::take(&mut self.builder.stream_names);
+        report.latency_phases = std::mem::take(&mut self.builder.latency_phases);
         let mut trace = self.builder.take();
         if trace.is_empty() {
             let why = if report.skipped_total() > 0 {

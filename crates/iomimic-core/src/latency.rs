@@ -1,0 +1,85 @@
+//! The one shape every output gives a set of response times: how many, their mean, and the
+//! percentiles fio and btt users read, all in microseconds (the key that holds it says so:
+//! `latency_us`, `q2c_us`, ...). Characterization, simulation, real runs and trace reading all
+//! use it, so a figure means the same wherever it appears (docs/json.md).
+
+use serde::Serialize;
+
+use crate::analyze::stats;
+
+/// Count, mean and percentiles of response times, in µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyUs {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl LatencyUs {
+    /// Exact (nearest-rank) figures of times in ns; reorders `values`. `None` when empty.
+    pub fn from_ns(values: &mut [u64]) -> Option<Self> {
+        let count = values.len() as u64;
+        let mean = values.iter().map(|&v| v as f64).sum::<f64>() / count.max(1) as f64 / 1e3;
+        let p = stats::percentiles(values, 1e-3)?;
+        Some(Self {
+            count,
+            mean,
+            p50: p.p50,
+            p90: p.p90,
+            p95: p.p95,
+            p99: p.p99,
+            p999: p.p999,
+            max: p.max,
+        })
+    }
+
+    /// Figures of an HDR histogram of times in ns (three significant digits, as fio's).
+    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<Self> {
+        if h.is_empty() {
+            return None;
+        }
+        let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        Some(Self {
+            count: h.len(),
+            mean: h.mean() / 1e3,
+            p50: us(0.5),
+            p90: us(0.9),
+            p95: us(0.95),
+            p99: us(0.99),
+            p999: us(0.999),
+            max: h.max() as f64 / 1e3,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_figures_of_known_times() {
+        let mut ns: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
+        let l = LatencyUs::from_ns(&mut ns).unwrap();
+        assert_eq!(
+            (l.count, l.mean, l.p50, l.p99, l.max),
+            (1000, 500.5, 500.0, 990.0, 1000.0)
+        );
+        assert!(LatencyUs::from_ns(&mut []).is_none());
+    }
+
+    #[test]
+    fn histogram_figures_agree_within_its_precision() {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for i in 1..=1000u64 {
+            h.record(i * 1000).unwrap();
+        }
+        let l = LatencyUs::from_histogram(&h).unwrap();
+        assert_eq!(l.count, 1000);
+        assert!((l.p50 - 500.0).abs() < 1.0 && (l.max - 1000.0).abs() < 1.0);
+    }
+}
