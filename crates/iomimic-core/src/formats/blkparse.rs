@@ -223,7 +223,7 @@ impl super::RecordParser for BlkparseParser {
             }
         };
         let outcome = if is_request {
-            self.push_request(&f, line, extent, ts_ns, out, &mut req)?
+            Self::push_request(&f, line, extent, ts_ns, out, &mut req)?
         } else {
             Outcome::Ignored("other_action")
         };
@@ -257,7 +257,6 @@ impl BlkparseParser {
     /// Adds the request this event makes (when its RWBS moves data or flushes) and names its
     /// stream after the process.
     fn push_request(
-        &mut self,
         f: &[&[u8]; 10],
         line: &[u8],
         extent: Extent,

@@ -204,7 +204,7 @@ fn unquote(field: &[u8]) -> String {
 }
 
 impl CanonicalParser {
-    fn comment(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
+    fn comment(line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let text = String::from_utf8_lossy(line);
         let mut parts = text.splitn(4, ' ');
         let (hash, kind, id, name) = (parts.next(), parts.next(), parts.next(), parts.next());
@@ -268,7 +268,7 @@ impl super::RecordParser for CanonicalParser {
             return self.header(line, out);
         }
         if self.v1 && line.first() == Some(&b'#') {
-            return self.comment(line, out);
+            return Self::comment(line, out);
         }
         let Some(columns) = self.columns else {
             return self.header(line, out);
