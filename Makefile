@@ -5,7 +5,7 @@ DEPS := $(VENV)/.deps-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install demo test test-rust test-python lint format bench fuzz clean
+.PHONY: install demo test test-rust test-python lint format docs bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -42,6 +42,10 @@ format:
 	cargo fmt --all
 	$(VENV)/bin/ruff format python tests benches
 	$(VENV)/bin/ruff check --fix python tests benches
+
+## docs: regenerate the command reference at the end of docs/cli.md from --help
+docs: install
+	$(PY) -m iomimic.cli.reference --write
 
 ## bench: the speed benchmarks, printing ratios against references measured in the same run
 # (numpy's BLAS threads would spin on the cores being measured; the scripts load numpy first)

@@ -148,3 +148,56 @@ def test_example_trace_reads() -> None:
 
     t = iomimic.read_trace(example_path())
     assert (len(t), t.report["format"], t.report["compression"]) == (5000, "msr", "gzip")
+
+
+def test_convert_slices_by_time_volume_op_and_stream(tmp_path: Path) -> None:
+    # one request a second for 30 minutes on two volumes, alternating reads and writes
+    n = 1800
+    t = iomimic.Trace(
+        ts_ns=[i * 10**9 for i in range(n)],
+        offset=[4096 * i for i in range(n)],
+        size=[4096] * n,
+        op=[i % 2 for i in range(n)],
+        volume=[(i // 2) % 2 for i in range(n)],
+        stream=[i % 3 for i in range(n)],
+        volumes=["sda", "sdb"],
+    )
+    src = tmp_path / "t.parquet"
+    iomimic.write_trace(t, src)
+    out = tmp_path / "part.parquet"
+    r = run_cli(
+        "convert",
+        str(src),
+        "-o",
+        str(out),
+        "--start",
+        "10m",
+        "--end",
+        "20m",
+        "--volume",
+        "sdb",
+        "--op",
+        "read",
+    )
+    assert r.returncode == 0, r.stderr
+    part = iomimic.read_trace(out)
+    # seconds 600..1199 whose index is even (read) and (i // 2) odd (sdb): i = 602, 606, ...
+    expected = [i for i in range(600, 1200) if i % 2 == 0 and (i // 2) % 2 == 1]
+    assert len(part) == len(expected) and part.volumes == ["sdb"]
+    assert part.ts_ns.tolist() == [(i - expected[0]) * 10**9 for i in expected]
+    assert part.offset.tolist() == [4096 * i for i in expected]
+    same = t.select(start_ns=600 * 10**9, end_ns=1200 * 10**9, volumes=["sdb"], ops=["read"])
+    assert same == part and same.report["start_ns"] == expected[0] * 10**9
+    r = run_cli("info", str(src), "--op", "write,trim", "--stream", "1", "--json", str(tmp_path / "i.json"))
+    assert r.returncode == 0, r.stderr
+    info = json.loads((tmp_path / "i.json").read_text())
+    assert info["requests"] == sum(1 for i in range(n) if i % 2 == 1 and i % 3 == 1)
+    for args, message in [
+        (["--volume", "sdc"], "--volume: the trace has no volume 'sdc' (it has sda, sdb)"),
+        (["--op", "wrote"], "--op: no op 'wrote'"),
+        (["--start", "2h"], "no request is in the selection"),
+        (["--stream", "x"], "--stream: expected a stream id"),
+    ]:
+        r = run_cli("convert", str(src), "-o", str(tmp_path / "bad.parquet"), *args)
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+        assert not (tmp_path / "bad.parquet").exists()

@@ -48,3 +48,14 @@ def test_pages_name_the_papers_they_cite() -> None:
     references = (root / "docs" / "references.md").read_text()
     for venue in ("IISWC 2011", "TPCTC 2011", "OSDI 2008", "CAECW 2001", "Tang et al., 2018"):
         assert venue in references
+
+
+def test_cli_page_matches_help() -> None:
+    """docs/cli.md ends with every command's --help as the parsers print it (`make docs`)."""
+    from pathlib import Path
+
+    from iomimic.cli.reference import MARKER, page_with_reference
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    assert MARKER in page
+    assert page_with_reference(page) == page, "docs/cli.md is out of date with --help: run `make docs`"

@@ -197,6 +197,66 @@ class Trace:
 
     __hash__ = None  # mutable arrays inside: not hashable
 
+    def select(
+        self,
+        *,
+        start_ns: int | None = None,
+        end_ns: int | None = None,
+        volumes: Iterable[str] | None = None,
+        ops: Iterable[str] | None = None,
+        streams: Iterable[int] | None = None,
+    ) -> Trace:
+        """The requests issued in ``[start_ns, end_ns)`` (times since the trace's first request)
+        on the given volumes (names), of the given ops (``read``, ``write``, ``trim``,
+        ``flush``) and streams, as a new Trace: its first request at 0 (the original start goes
+        into ``report["start_ns"]``) and, when ``volumes`` are given, only those in its name
+        table.
+
+        >>> t = Trace(ts_ns=[0, 10, 20, 30], offset=[0] * 4, size=[512] * 4, op=[0, 1, 0, 1],
+        ...           volume=[0, 1, 0, 1], volumes=["a", "b"])
+        >>> s = t.select(start_ns=10, ops=["write"], volumes=["b"])
+        >>> s.ts_ns.tolist(), s.volumes, s.report["start_ns"]
+        ([0, 20], ['b'], 10)
+        """
+        keep = np.ones(len(self), bool)
+        if start_ns is not None:
+            keep &= self.ts_ns >= start_ns
+        if end_ns is not None:
+            keep &= self.ts_ns < end_ns
+        if ops is not None:
+            codes = []
+            for name in ops:
+                if name not in OP_NAMES:
+                    raise InputError(f"`op`: no op {name!r} (one of {', '.join(OP_NAMES)})")
+                codes.append(OP_NAMES.index(name))
+            keep &= np.isin(self.op, np.array(codes, np.uint8))
+        if streams is not None:
+            keep &= np.isin(self.stream, np.array(list(streams), np.uint32))
+        volume_names = self.volumes
+        volume = self.volume
+        if volumes is not None:
+            wanted = list(dict.fromkeys(volumes))
+            unknown = [v for v in wanted if v not in self.volumes]
+            if unknown:
+                shown = ", ".join(self.volumes[:10]) + (", ..." if len(self.volumes) > 10 else "")
+                raise InputError(f"`volume`: the trace has no volume {unknown[0]!r} (it has {shown})")
+            ids = np.array([self.volumes.index(v) for v in wanted], np.uint32)
+            keep &= np.isin(self.volume, ids)
+            remap = np.zeros(len(self.volumes), np.uint32)
+            remap[ids] = np.arange(len(ids), dtype=np.uint32)
+            volume, volume_names = remap[self.volume], wanted
+        if not keep.any():
+            raise InputError(
+                f"no request is in the selection (the trace has {len(self):,} over {self.span_s:,.3f} s)"
+            )
+        cols = {name: values[keep] for name, values in self.columns.items()}
+        cols["volume"] = volume[keep]
+        first = int(cols["ts_ns"][0])
+        report = {**self.report, "start_ns": int(self.report.get("start_ns", 0)) + first}
+        return Trace(
+            **cols, volumes=volume_names, files=self.files, report=report, stream_names=self.stream_names
+        )
+
     def to_polars(self, names: bool = False):
         """The columns as a polars DataFrame (unknown latencies become null).
 

@@ -100,6 +100,18 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
         "--columns", help="generic format: column mapping, e.g. ts=0:us,offset=4:bytes,size=5:bytes,op=3"
     )
     g.add_argument("--delimiter", help="generic format: field separator (default: detected)")
+    g = p.add_argument_group("choosing requests (times from the trace's first request)")
+    g.add_argument(
+        "--start", metavar="TIME", help="only requests issued at or after this time, e.g. 10m, 90s"
+    )
+    g.add_argument("--end", metavar="TIME", help="only requests issued before this time, e.g. 20m")
+    g.add_argument(
+        "--volume", action="append", metavar="NAME", help="only this volume (name; repeat or VOL1,VOL2)"
+    )
+    g.add_argument("--op", action="append", help="only these ops: read, write, trim, flush (repeat or a,b)")
+    g.add_argument(
+        "--stream", action="append", metavar="ID", help="only this stream id (pid; repeat or ID1,ID2)"
+    )
 
 
 def add_target_options(p: argparse.ArgumentParser) -> None:
@@ -164,7 +176,7 @@ def read(args: argparse.Namespace):
 
     progress, close = reading(args.trace)
     try:
-        return read_trace(
+        trace = read_trace(
             args.trace,
             format=args.format,
             skip_bad=args.skip_bad,
@@ -176,6 +188,35 @@ def read(args: argparse.Namespace):
         )
     finally:
         close()
+    return select(trace, args)
+
+
+def selecting(args: argparse.Namespace) -> bool:
+    """Whether the command line chooses a part of the trace (--start, --end, --volume, ...)."""
+    return any(getattr(args, k, None) is not None for k in ("start", "end", "volume", "op", "stream"))
+
+
+def select(trace, args: argparse.Namespace):
+    """The part of ``trace`` the selection options choose (the whole trace when none is given)."""
+    from iomimic.units import parse_duration_ns
+
+    if not selecting(args):
+        return trace
+
+    def items(values: list[str] | None) -> list[str] | None:
+        return None if values is None else [x.strip() for v in values for x in v.split(",") if x.strip()]
+
+    streams = items(args.stream)
+    bad = next((s for s in streams or [] if not s.isdigit()), None)
+    if bad is not None:
+        raise InputError(f"--stream: expected a stream id (a whole number), found {bad!r}")
+    return trace.select(
+        start_ns=None if args.start is None else parse_duration_ns(args.start, "start"),
+        end_ns=None if args.end is None else parse_duration_ns(args.end, "end"),
+        volumes=items(args.volume),
+        ops=items(args.op),
+        streams=None if streams is None else [int(s) for s in streams],
+    )
 
 
 def read_reported(args: argparse.Namespace):

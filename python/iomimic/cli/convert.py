@@ -18,7 +18,8 @@ def register(subparsers) -> None:
         "  iomimic convert hm_0.csv -o hm_0.parquet\n"
         "  iomimic convert trace.blkparse.txt --format blkparse -o t.parquet --skip-bad\n"
         "  iomimic convert web.spc -o web.csv\n"
-        "  iomimic convert web.spc -o web.csv.gz          # canonical CSV, gzipped\n",
+        "  iomimic convert web.spc -o web.csv.gz          # canonical CSV, gzipped\n"
+        "  iomimic convert hm_0.csv -o part.parquet --start 10m --end 20m --volume hm_0 --op read\n",
     )
     p.add_argument("trace", help="trace file (plain, .gz or .zst)")
     p.add_argument("-o", "--output", required=True, help="output file: .parquet, .csv or .csv.gz")

@@ -10,6 +10,7 @@ from iomimic.cli.args import (
     add_target_options,
     intensity,
     read_reported,
+    selecting,
     subcommand,
 )
 from iomimic.cli.run import issue
@@ -39,6 +40,6 @@ def handle(args: argparse.Namespace) -> int:
     # a Parquet trace with nothing to keep per request is issued a row group at a time, so a
     # long one never sits in memory whole
     pieces = None
-    if not (args.output or args.verify) and args.format in (None, "parquet"):
+    if not (args.output or args.verify or selecting(args)) and args.format in (None, "parquet"):
         pieces = ParquetPieces.open(args.trace)
     return issue(args, pieces or read_reported(args), speed)
