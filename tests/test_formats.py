@@ -217,3 +217,17 @@ def test_blkparse_process_names_and_btt_phases(tmp_path: Path) -> None:
     assert (phases["q2c"]["mean"], phases["q2c"]["max"]) == (312.0, 520.0)
     r = run_cli("characterize", str(path), "--mrc", "none")
     assert "100 (postgres: writer)" in r.stdout and "200 (jbd2/sda1-8)" in r.stdout
+
+
+def test_generic_columns_by_header_name(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("time,dev,rw,lba,len\n0.5,sda,R,8,4096\n0.75,sdb,W,16,512\n")
+    t = iomimic.read_trace(path, columns="ts=time:s,offset=lba:sectors,size=len,op=rw,volume=dev")
+    assert t.ts_ns.tolist() == [0, 250_000_000] and t.offset.tolist() == [4096, 8192]
+    assert t.op.tolist() == [0, 1] and t.volumes == ["sda", "sdb"]
+    # a name the header lacks stops the read, --skip-bad or not, without the --skip-bad hint
+    for extra in ([], ["--skip-bad"]):
+        r = run_cli("info", str(path), "--columns", "ts=when:s,offset=lba,size=len", *extra)
+        assert r.returncode == 2
+        assert f'{path}:1: --columns: ts=when, but the header has no column "when"' in r.stderr
+        assert "(it has time, dev, rw, lba, len)" in r.stderr and "skip" not in r.stderr

@@ -138,7 +138,14 @@ def _fail(e: BaseException, code: int, verbose: bool, parser: argparse.ArgumentP
     if verbose:
         traceback.print_exc()
     message = str(e) if not isinstance(e, OSError) or not e.filename else f"{e.filename}: {e.strerror}"
-    if isinstance(e, TraceParseError) and parser is not None and "skip_bad" in _dests(parser):
+    # a mapping that does not fit the file is not a malformed line: skipping would not help
+    fixable_by_skipping = getattr(e, "key", "") not in ("no_such_column", "bad_header")
+    if (
+        isinstance(e, TraceParseError)
+        and fixable_by_skipping
+        and parser is not None
+        and "skip_bad" in _dests(parser)
+    ):
         message += " (`skip_bad` skips malformed lines and counts them)"
     if parser is not None:
         message = flags_for_parameters(message, parser)

@@ -97,7 +97,9 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
         "--event", choices=["D", "Q"], help="blkparse: the action that marks a request (default D)"
     )
     g.add_argument(
-        "--columns", help="generic format: column mapping, e.g. ts=0:us,offset=4:bytes,size=5:bytes,op=3"
+        "--columns",
+        help="generic format: column mapping by field number or header name, e.g. "
+        "ts=0:us,offset=4:bytes,size=5:bytes,op=3 or ts=time:s,offset=lba:sectors,size=len,op=rw",
     )
     g.add_argument("--delimiter", help="generic format: field separator (default: detected)")
     g = p.add_argument_group("choosing requests (times from the trace's first request)")

@@ -10,6 +10,9 @@ use crate::trace::{Op, Trace, LATENCY_UNKNOWN, MAX_OFFSET};
 pub struct LineError {
     pub key: &'static str,
     pub message: String,
+    /// The file as a whole does not fit the reading (a mapped column it lacks): `skip_bad`
+    /// does not skip it, since every line after it would be read wrong.
+    pub fatal: bool,
 }
 
 impl LineError {
@@ -17,6 +20,15 @@ impl LineError {
         Self {
             key,
             message: message.into(),
+            fatal: false,
+        }
+    }
+
+    /// An error that stops the read even under `skip_bad`.
+    pub fn fatal(key: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            fatal: true,
+            ..Self::new(key, message)
         }
     }
 }

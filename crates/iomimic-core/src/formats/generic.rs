@@ -7,7 +7,10 @@
 //!
 //! ## Fields
 //! `--columns` maps roles to 0-based field numbers with optional units:
-//! `ts=0:us,offset=4:bytes,size=5:sectors,op=3,volume=1,stream=2,latency=6:us,file=7`.
+//! `ts=0:us,offset=4:bytes,size=5:sectors,op=3,volume=1,stream=2,latency=6:us,file=7`, or to
+//! the names in the file's header line: `ts=time:s,offset=lba:sectors,size=len,op=rw` (a
+//! name must match a header field exactly, surrounding quotes and blanks aside; the header is
+//! then required, and a name it lacks is an error listing the names it has).
 //! - `ts` (required) and `latency`: unit `ns`, `us`, `ms` or `s` (`--time-unit` gives a default).
 //! - `offset`, `size` (required): `bytes` (default), `sectors` (512 B), `kib`, or a number of bytes.
 //! - `op`: words `read`/`r`/`rs`, `write`/`w`/`ws`, `trim`/`discard`/`d`, `flush`/`sync`/`f` in any
@@ -74,6 +77,8 @@ pub struct GenericParser {
     width: usize,
     /// A line other than a comment was read: only the first may be a header.
     seen_line: bool,
+    /// Roles mapped by header name, (role, name), resolved from the first line read.
+    by_name: Vec<(String, String)>,
 }
 
 fn usage(msg: impl Into<String>) -> Error {
@@ -130,17 +135,27 @@ impl GenericParser {
             default_volume: default_volume.as_bytes().to_vec(),
             width: 0,
             seen_line: false,
+            by_name: Vec::new(),
         };
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (role, rest) = item
                 .split_once('=')
                 .ok_or_else(|| usage(format!("{item:?} is not ROLE=COLUMN[:UNIT]")))?;
             let mut parts = rest.split(':');
-            let index: usize = parts.next().unwrap_or("").trim().parse().map_err(|_| {
-                usage(format!(
-                    "{role}: column must be a 0-based field number, found {rest:?}"
-                ))
-            })?;
+            let column = parts.next().unwrap_or("").trim();
+            let index = match column.parse::<usize>() {
+                Ok(index) => index,
+                Err(_) if !column.is_empty() && !column.starts_with(|c: char| c.is_ascii_digit()) => {
+                    // a header name: its field number comes from the first line
+                    parser.by_name.push((role.trim().to_string(), column.to_string()));
+                    0
+                }
+                Err(_) => {
+                    return Err(usage(format!(
+                        "{role}: column must be a 0-based field number or a header name, found {rest:?}"
+                    )))
+                }
+            };
             let unit = parts.next();
             parser.width = parser.width.max(index + 1);
             match role.trim() {
@@ -195,6 +210,42 @@ impl GenericParser {
         Ok(parser)
     }
 
+    /// Points the roles mapped by name at their fields in `header` (the file's first line).
+    fn resolve_names(&mut self, header: &[&[u8]]) -> Result<(), LineError> {
+        let names: Vec<String> = header
+            .iter()
+            .map(|f| {
+                String::from_utf8_lossy(lex::trim(f))
+                    .trim_matches('"')
+                    .trim()
+                    .to_string()
+            })
+            .collect();
+        for (role, name) in std::mem::take(&mut self.by_name) {
+            let Some(index) = names.iter().position(|n| *n == name) else {
+                return Err(LineError::fatal(
+                    "no_such_column",
+                    format!(
+                        "`columns`: {role}={name}, but the header has no column {name:?} (it has {})",
+                        names.join(", ")
+                    ),
+                ));
+            };
+            match role.as_str() {
+                "ts" | "time" => self.ts.index = index,
+                "offset" => self.offset.index = index,
+                "size" => self.size.index = index,
+                "latency" => self.latency.as_mut().expect("role parsed").index = index,
+                "op" => self.op.as_mut().expect("role parsed").0 = index,
+                "volume" => self.volume = Some(index),
+                "stream" => self.stream = Some(index),
+                _ => self.file = Some(index),
+            }
+            self.width = self.width.max(index + 1);
+        }
+        Ok(())
+    }
+
     pub fn has_latency(&self) -> bool {
         self.latency.is_some()
     }
@@ -237,13 +288,23 @@ impl super::RecordParser for GenericParser {
                 .find(|d| line.contains(d))
                 .unwrap_or(b' ')
         });
+        let first = !std::mem::replace(&mut self.seen_line, true);
+        if first && !self.by_name.is_empty() {
+            let mut header = vec![&b""[..]; line.len() + 1];
+            let n = if delimiter == b' ' {
+                lex::split_whitespace(line, &mut header)
+            } else {
+                lex::split(line, delimiter, &mut header)
+            };
+            self.resolve_names(&header[..n])?;
+            return Ok(Outcome::Ignored("header"));
+        }
         let mut fields = vec![&b""[..]; self.width];
         let n = if delimiter == b' ' {
             lex::split_whitespace(line, &mut fields)
         } else {
             lex::split(line, delimiter, &mut fields)
         };
-        let first = !std::mem::replace(&mut self.seen_line, true);
         lex::expect_fields(n, self.width, true)?;
         let ts_ns = match lex::scaled_decimal(fields[self.ts.index], self.ts.scale as u32, "ts") {
             Ok(t) => t,
@@ -324,6 +385,41 @@ mod tests {
             Outcome::Ignored("header")
         );
         assert_eq!(p.parse(b"1?,0,512", &mut b).unwrap_err().key, "bad_number");
+    }
+
+    #[test]
+    fn columns_by_header_name() {
+        let mut p = GenericParser::new(
+            "ts=time:s,offset=lba:sectors,size=len,op=rw,volume=2",
+            None,
+            None,
+            "t",
+        )
+        .unwrap();
+        let mut b = Builder::new(false, false);
+        assert_eq!(
+            p.parse(b"\"rw\",\"time\",dev,len,lba", &mut b).unwrap(),
+            Outcome::Ignored("header")
+        );
+        p.parse(b"W,0.5,sdb,4096,8", &mut b).unwrap();
+        let t = b.take();
+        assert_eq!(
+            (t.ts_ns[0], t.offset[0], t.size[0], t.op[0]),
+            (500_000_000, 4096, 4096, 1)
+        );
+        assert_eq!(t.volumes, ["sdb"]);
+        // a name the header lacks is an error on the header line, naming what it has
+        let mut p = GenericParser::new("ts=when:s,offset=1,size=2", None, None, "t").unwrap();
+        let e = p.parse(b"time,offset,size", &mut b).unwrap_err();
+        assert_eq!(e.key, "no_such_column");
+        assert!(
+            e.message
+                .contains("no column \"when\" (it has time, offset, size)"),
+            "{}",
+            e.message
+        );
+        let e = GenericParser::new("ts=0x:s,offset=1,size=2", None, None, "t").unwrap_err();
+        assert!(e.to_string().contains("field number or a header name"));
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl BlockStats {
 
     #[cold]
     fn bad(&mut self, e: LineError, skip_bad: bool) -> bool {
-        if !skip_bad {
+        if !skip_bad || e.fatal {
             self.error = Some((self.records, e));
             return false;
         }
