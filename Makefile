@@ -5,7 +5,7 @@ DEPS := $(VENV)/.deps-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install demo test test-rust test-python lint format docs bench fuzz clean
+.PHONY: install system-deps demo test test-rust test-python lint format docs bench fuzz clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -23,8 +23,23 @@ install: $(DEPS)
 demo: install
 	iomimic demo
 
+## system-deps: OS packages some tests drive (fio, headless Chromium), installed when missing
+# and this is root on Debian; otherwise those tests skip, saying why.
+SYSTEM_PACKAGES := fio chromium
+system-deps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing$$missing (OS packages the tests use)"; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y -q $$missing >/dev/null 2>&1 || \
+			{ apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $$missing >/dev/null 2>&1; } || \
+			echo "note: could not install$$missing; the tests that need them skip"; \
+		else echo "note:$$missing missing and not root; the tests that need them skip"; fi; \
+	fi
+
 ## test: set everything up, lint, and run every Rust and Python test
-test: install lint test-rust test-python
+test: install system-deps lint test-rust test-python
 
 test-rust:
 	cargo test --workspace --quiet

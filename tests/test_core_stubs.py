@@ -117,6 +117,12 @@ def test_results_have_the_declared_keys(trace: iomimic.Trace, tmp_path: Path) ->
     _check("ProfileDict", _core.characterize(*args))
     v = _core.validate_traces(args[0], args[1:], args[0], args[1:], baseline="locality-free")
     _check("ValidationDict", v)
+    plots = _core.plot_data(*args, bin_ns=10**6)
+    _check("PlotDataDict", plots)
+    for key, name in (("over_time", "OverTimeDict"), ("scatter", "ScatterDict"), ("heat", "HeatDict")):
+        _check(name, plots[key])
+    _check("SizeBarDict", plots["sizes"][0])
+    _check("GapBinDict", plots["interarrival"][0])
     for row in v["rows"]:
         _check("ValidationRowDict", row)
     sim = _core.simulate(*args, dict(_core.device_presets())["hdd-7200"])

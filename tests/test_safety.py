@@ -167,7 +167,7 @@ def test_no_command_writes_over_its_input(tmp_path: Path) -> None:
         assert (csv.read_bytes(), model.read_bytes()) == before, args
     # the message names the flag and the input
     r = run_cli("info", t, "--json", t)
-    assert "the output --json is, the input trace" in r.stderr
+    assert "the output --json is the input trace" in r.stderr
 
 
 # --- 3. compressed traces are read whole, or refused -----------------------------------------

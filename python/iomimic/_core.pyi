@@ -265,6 +265,50 @@ def characterize(
     mrc: str = "all",
     mrc_sampling: float | None = None,
 ) -> ProfileDict: ...
+
+class OverTimeDict(TypedDict):
+    bin_ns: int
+    read_iops: list[float]
+    write_iops: list[float]
+    mb_per_s: list[float]
+
+class ScatterDict(TypedDict):
+    every: int
+    t_s: list[float]
+    offset: list[int]
+    op: list[int]
+    volume: list[int]
+
+class HeatDict(TypedDict):
+    time_bins: int
+    position_bins: int
+    counts: list[int]
+
+class SizeBarDict(TypedDict):
+    bytes: int
+    reads: int
+    writes: int
+
+class GapBinDict(TypedDict):
+    from_us: float
+    to_us: float
+    count: int
+
+class PlotDataDict(TypedDict):
+    """What the report draws (``iomimic_core::analyze::plot_data``)."""
+
+    requests: int
+    span_s: float
+    over_time: OverTimeDict
+    scatter: ScatterDict
+    heat: HeatDict
+    sizes: list[SizeBarDict]
+    other_sizes: int
+    interarrival: list[GapBinDict]
+
+def plot_data(
+    columns: Columns, volumes: Sequence[str], files: Sequence[str], bin_ns: int | None = None
+) -> PlotDataDict: ...
 def validate_traces(
     original: Columns,
     original_names: tuple[Sequence[str], Sequence[str]],

@@ -263,11 +263,9 @@ def refuse_overwriting_inputs(inputs: dict[str, str], outputs: dict[str, str]) -
             continue
         hit = seen.get((st.st_dev, st.st_ino))
         if hit:
-            what = (
-                "is" if os.path.abspath(path) == os.path.abspath(hit[1]) else f"is the same file as {hit[1]}"
-            )
+            same = "" if os.path.abspath(path) == os.path.abspath(hit[1]) else f"the same file as {hit[1]}, "
             raise InputError(
-                f"{path}: the output `{name}` {what}, the input `{hit[0]}`; writing it would destroy "
+                f"{path}: the output `{name}` is {same}the input `{hit[0]}`; writing it would destroy "
                 "the input, so choose another path"
             )
 

@@ -97,3 +97,22 @@ pub fn validate_traces(
     })?;
     to_py(py, &result)
 }
+
+/// What the report draws for a trace (rates over time, a seekwatcher sample, a heat map,
+/// size and gap histograms); `bin_ns` lines a second trace's rate bins up with a first's.
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, bin_ns=None))]
+pub fn plot_data(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    bin_ns: Option<u64>,
+) -> PyResult<Py<PyAny>> {
+    with_view(&columns, &volumes, &files, |view| {
+        let d = py
+            .detach(|| analyze::plot_data::plot_data(view, analyze::plot_data::PlotOptions { bin_ns }))
+            .map_err(err_to_py)?;
+        to_py(py, &d)
+    })
+}

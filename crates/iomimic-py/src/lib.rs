@@ -28,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::format_table, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::characterize, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::validate_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze::plot_data, m)?)?;
     m.add_class::<model::PyModel>()?;
     m.add_function(wrap_pyfunction!(model::train_model, m)?)?;
     m.add_function(wrap_pyfunction!(model::mix_models, m)?)?;

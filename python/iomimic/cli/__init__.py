@@ -44,6 +44,7 @@ COMMANDS = (
     "model",
     "generate",
     "validate",
+    "report",
     "simulate",
     "devices",
     "study",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import add_read_options, count, read_reported, subcommand, write_json
@@ -18,10 +19,14 @@ def register(subparsers) -> None:
         "  iomimic characterize trace.csv\n"
         "  iomimic characterize trace.csv --json profile.json\n"
         "  iomimic characterize trace.csv --by stream --ranges 4 --window 60s\n"
-        "  iomimic characterize big.csv --mrc trace           # skip per-volume/stream curves\n",
+        "  iomimic characterize big.csv --mrc trace           # skip per-volume/stream curves\n"
+        "  iomimic characterize trace.csv --report figures/   # the report's figures as PNG\n",
     )
     p.add_argument("trace", help="trace file (any format iomimic reads, or Parquet)")
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON (- for stdout only)")
+    p.add_argument(
+        "--report", metavar="DIR", help="also draw the figures of `iomimic report` as PNG files in DIR"
+    )
     p.add_argument("--by", choices=["stream", "volume"], help="classify streams or volumes into thread types")
     p.add_argument("--ranges", type=count, default=4, help="equal ranges of each volume's span (default 4)")
     p.add_argument("--window", help="fluctuation window, e.g. 60s or 500ms (default min(60s, span/100))")
@@ -51,6 +56,11 @@ def handle(args: argparse.Namespace) -> int:
         mrc=args.mrc,
         mrc_sampling=args.mrc_sampling,
     )
+    if args.report:
+        from iomimic.report.figures import prepare, write_pngs
+
+        for path in write_pngs(prepare([("trace", trace)]), args.report):
+            print(f"wrote {path}", file=sys.stderr)
     if args.json and write_json(args.json, profile):
         return EXIT_OK
     render_profile(profile, make_console())

@@ -19,14 +19,13 @@ def _target(r: dict[str, Any]) -> str:
     return f"±{t:.0%}" if r["kind"] == "scalar" else f"≤ {t}"
 
 
-def render_validation(result: dict[str, Any], console: Console) -> None:
-    """The Messenger validation table's layout (Delimitrou et al., IISWC 2011): each metric
-    of both traces, its variation and target."""
+def validation_cells(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The Messenger validation table's layout (Delimitrou et al., IISWC 2011) as text cells:
+    each metric of both traces, its variation and target (and the baseline's, with one)."""
     has_base = "baseline" in result
-    t = table("validation: original vs synthetic", "metric", "original", "synthetic", "variation", "target")
+    header = ["metric", "original", "synthetic", "variation", "target"]
     if has_base:
-        t.add_column("locality-free", justify="right")
-        t.add_column("its variation", justify="right")
+        header += ["locality-free", "its variation"]
 
     def show(r: dict[str, Any], key: str) -> str:
         shown = r.get(f"{key}_shown")
@@ -42,20 +41,24 @@ def render_validation(result: dict[str, Any], console: Console) -> None:
             return "-"
         return f"{100 * v:+.2f}%" if kind in ("scalar", "info") else f"{v:.4f}"
 
+    rows = []
     for r in result["rows"]:
-        target = _target(r)
         mark = "" if r["ok"] is None else (" ✓" if r["ok"] else " ✗")
-        row = [
-            r["metric"],
-            show(r, "original"),
-            show(r, "synthetic"),
-            var(r["kind"], r["variation"]) + mark,
-            target,
-        ]
+        row = [r["metric"], show(r, "original"), show(r, "synthetic"), var(r["kind"], r["variation"]) + mark]
+        row.append(_target(r))
         if has_base:
             b = r.get("baseline")
             shown = "" if b is None or r["kind"] not in ("scalar", "info") else f"{b:,.4g}"
             row += [shown, var(r["kind"], r.get("baseline_variation"))]
+        rows.append(row)
+    return header, rows
+
+
+def render_validation(result: dict[str, Any], console: Console) -> None:
+    """The validation table on the terminal, then how many targets were met."""
+    header, rows = validation_cells(result)
+    t = table("validation: original vs synthetic", *header)
+    for row in rows:
         t.add_row(*row)
     console.print(t)
     console.print(

@@ -11,6 +11,7 @@ pub mod distfit;
 mod group;
 pub mod lru_stack;
 pub mod mrc;
+pub mod plot_data;
 pub mod sequentiality;
 pub mod stats;
 pub mod summary;
