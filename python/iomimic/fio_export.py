@@ -4,6 +4,16 @@ Each volume of the trace becomes one file (``--map`` names them; by default
 ``iomimic-<volume>.dat``). fio replays a log against existing files, so the job file lists the
 size each file must have, and ``--prepare`` creates them, laid out with data as a run's targets
 are. The files are held to a run's rules (the core's write guard).
+
+The job's defaults are the ones under which fio's figures mean what they say. fio replays a
+log on one thread and, with an asynchronous engine (libaio, io_uring), reaps completions only
+when its queue is full or between requests: while it sleeps until the next logged time, a
+finished request waits, and that wait is counted as its latency (at depth 32 a 150 µs read
+showed as 64 ms). A synchronous engine (psync) at depth 1 measures each request from submit
+to completion, as iomimic's own run does; requests that overlapped in the trace are then
+issued one after another (fio falls behind the log when the device is slower than the
+requests come). ``direct=1`` wherever the files accept O_DIRECT, so the page cache does not
+answer in the device's place.
 """
 
 from __future__ import annotations
@@ -73,19 +83,21 @@ def job_file(
     source: str,
     requests: int,
     span_s: float,
-    ioengine: str = "libaio",
-    iodepth: int = 32,
-    direct: bool = False,
+    ioengine: str = "psync",
+    iodepth: int = 1,
+    direct: bool = True,
     intensity: float = 1.0,
     no_stall: bool = False,
 ) -> str:
     """The text of a fio job that replays ``iolog``."""
     lines = [
         f"; written by `iomimic export fio` from {source}: {requests:,} requests over {span_s:,.3f} s",
+        "; run fio from this file's directory: relative paths below are relative to it.",
         "; fio replays the log against existing files; each must hold at least:",
         *(f";   {path}: {size:,} bytes" for path, size in sizes.items()),
         "; (`iomimic export fio --prepare` creates them). Trims need an engine and target that",
         "; support them (a block device); on regular files fio skips them.",
+        *_engine_note(ioengine, iodepth),
         "[global]",
         f"ioengine={ioengine}",
         f"iodepth={iodepth}",
@@ -100,6 +112,43 @@ def job_file(
         # fio's scale is a percentage of the logged times
         lines.append(f"replay_time_scale={max(1, round(100 / intensity))}")
     return "\n".join(lines) + "\n"
+
+
+#: Engines that complete each request inside the call that submits it.
+SYNC_ENGINES = ("psync", "sync", "pvsync", "pvsync2", "vsync")
+
+
+def _engine_note(ioengine: str, iodepth: int) -> list[str]:
+    """The job file's word on what its latencies mean under the chosen engine and depth."""
+    if ioengine in SYNC_ENGINES or iodepth == 1:
+        return [
+            f"; {ioengine} at depth {iodepth}: each request is timed from submit to completion;",
+            "; requests that overlapped in the log are issued one after another.",
+        ]
+    return [
+        f"; WARNING: {ioengine} at depth {iodepth}: fio reaps completions only when its queue is",
+        "; full or between logged requests, so clat includes time waiting to be reaped (up to",
+        "; the gap to the next request); use psync at depth 1 for honest latencies.",
+    ]
+
+
+def direct_allowed(path: str) -> bool:
+    """Whether ``path`` (or, if it does not exist yet, a new file beside it) opens with
+    O_DIRECT: tmpfs and some network file systems refuse it."""
+    import tempfile
+
+    flag = getattr(os, "O_DIRECT", 0)
+    if not flag:
+        return False
+    try:
+        if os.path.exists(path):
+            os.close(os.open(path, os.O_RDONLY | flag))
+        else:
+            with tempfile.NamedTemporaryFile(dir=os.path.dirname(os.path.abspath(path)) or ".") as probe:
+                os.close(os.open(probe.name, os.O_RDONLY | flag))
+    except OSError:
+        return False
+    return True
 
 
 def check_files(
@@ -148,11 +197,14 @@ def export_fio(
     prepare: bool = False,
     allow_device: bool = False,
     overwrite: bool = False,
+    direct: bool | None = None,
     **job: Any,
 ) -> dict[str, Any]:
     """Writes the log and the job file; returns what was written. The files the job uses are
     held to a run's rules (a foreign file needs ``overwrite``, a block device ``allow_device``);
-    ``prepare`` creates the missing ones, laid out with data.
+    ``prepare`` creates the missing ones, laid out with data. ``direct`` (O_DIRECT) defaults
+    to whether every file accepts it; the job's engine and depth default to psync at depth 1
+    (see the module's notes).
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()
@@ -172,20 +224,36 @@ def export_fio(
     mapping = parse_map(map, trace.volumes)
     files = [mapping[v] for v in trace.volumes]
     sizes = bytes_needed(trace, files)
+    # fio runs from the job file's directory: relative names in the log are relative to it
+    here = os.path.dirname(os.path.abspath(job_path))
+    on_disk = {name: os.path.join(here, name) for name in sizes}
+    disk_sizes = {on_disk[name]: size for name, size in sizes.items()}
     write = bool((trace.op == 1).any() or (trace.op == 2).any())
     # refuse before writing anything
-    missing = check_files(sizes, write=write, prepare=prepare, allow_device=allow_device, overwrite=overwrite)
+    missing = check_files(
+        disk_sizes, write=write, prepare=prepare, allow_device=allow_device, overwrite=overwrite
+    )
     made = missing if prepare else []
+    if direct is None:
+        direct = all(direct_allowed(path) for path in disk_sizes)
     write_iolog(trace, iolog_path, files)
+    iolog = os.path.relpath(os.path.abspath(iolog_path), here)
     text = job_file(
-        os.fspath(iolog_path),
+        iolog if not iolog.startswith("..") else os.path.abspath(iolog_path),
         sizes,
         source=source,
         requests=len(trace),
         span_s=float(trace.ts_ns[-1]) / 1e9,
+        direct=direct,
         **job,
     )
     with atomic_output(job_path) as tmp:
         tmp.write_text(text)
-    create_files(made, sizes, write=write)
-    return {"job": os.fspath(job_path), "iolog": os.fspath(iolog_path), "files": sizes, "created": made}
+    create_files(made, disk_sizes, write=write)
+    return {
+        "job": os.fspath(job_path),
+        "iolog": os.fspath(iolog_path),
+        "files": disk_sizes,
+        "created": made,
+        "direct": direct,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from iomimic.cli import EXIT_OK
@@ -48,9 +49,18 @@ def register(subparsers) -> None:
         "--overwrite", action="store_true", help="let the job write existing files iomimic did not create"
     )
     p.add_argument("--allow-device", action="store_true", help="allow block devices (never one in use)")
-    p.add_argument("--ioengine", default="libaio", help="fio ioengine (default libaio)")
-    p.add_argument("--iodepth", type=count, default=32, help="fio iodepth (default 32)")
-    p.add_argument("--direct", action="store_true", help="O_DIRECT (direct=1)")
+    p.add_argument(
+        "--ioengine",
+        default="psync",
+        help="fio ioengine (default psync: each request timed from submit to completion; an async "
+        "engine at depth > 1 counts the wait to be reaped in clat)",
+    )
+    p.add_argument("--iodepth", type=count, default=1, help="fio iodepth (default 1)")
+    p.add_argument(
+        "--direct",
+        action=argparse.BooleanOptionalAction,
+        help="O_DIRECT (direct=1); default: on when every file accepts it",
+    )
     add_intensity(p, "the logged rate in the job (replay_time_scale)")
     p.add_argument("--no-stall", action="store_true", help="replay as fast as possible (replay_no_stall)")
     g = p.add_argument_group("generating from a model")
@@ -61,7 +71,7 @@ def register(subparsers) -> None:
 
 
 def handle_fio(args: argparse.Namespace) -> int:
-    from iomimic.fio_export import export_fio
+    from iomimic.fio_export import SYNC_ENGINES, export_fio
 
     if Path(args.trace).suffix.lower() == ".json":
         from iomimic.model import Model
@@ -91,7 +101,21 @@ def handle_fio(args: argparse.Namespace) -> int:
         intensity=intensity(args),
         no_stall=args.no_stall,
     )
-    print(f"wrote {args.output} and {iolog} ({len(trace):,} requests); run it with: fio {args.output}")
+    job_dir = Path(args.output).resolve().parent
+    run = (
+        f"fio {Path(args.output).name}"
+        if job_dir == Path.cwd()
+        else f"cd {job_dir} && fio {Path(args.output).name}"
+    )
+    print(f"wrote {args.output} and {iolog} ({len(trace):,} requests); run it with: {run}")
     for path in r["created"]:
         print(f"created {path} ({r['files'][path]:,} bytes, laid out with data)")
+    if args.direct is None and not r["direct"]:
+        print("note: direct=0: a file does not accept O_DIRECT (tmpfs?), so the page cache may answer reads")
+    if args.ioengine not in SYNC_ENGINES and args.iodepth > 1:
+        print(
+            f"note: {args.ioengine} at depth {args.iodepth}: fio reaps completions late in a replay, so its "
+            "clat includes that wait (see the job file)",
+            file=sys.stderr,
+        )
     return EXIT_OK
