@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use group::GroupAcc;
 pub use group::{latency, Figures, Latency, PEAK_SIGMAS};
+use mrc::Mrc;
 use sequentiality::KeyState;
 pub use threads::{Thread, Thresholds};
 
@@ -139,153 +140,35 @@ pub fn window_for(span_ns: u64, requested: Option<u64>) -> Result<u64> {
 /// Computes the profile of `t` (rows in time order, as every Trace is). Fails only on options
 /// that cannot apply to this trace (a window too small for its span).
 pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
-    let n = t.len();
     let ranges = opts.ranges.max(1);
     let start = t.ts_ns.first().copied().unwrap_or(0);
     let span = t.ts_ns.last().map_or(0, |&last| last - start);
     let window_ns = window_for(span, opts.window_ns)?;
     let n_windows = (span / window_ns + 1) as usize;
-
-    // dense ids for streams, in order of first appearance
-    let mut stream_ids: FxHashMap<u32, usize> = FxHashMap::default();
-    let stream_of: Vec<u32> = t
-        .stream
-        .iter()
-        .map(|&s| {
-            let next = stream_ids.len();
-            *stream_ids.entry(s).or_insert(next) as u32
-        })
-        .collect();
-    let multi_stream = stream_ids.len() > 1;
-    let multi_volume = t.volumes.len() > 1;
-
-    let new_acc = || GroupAcc::new(n_windows, ranges);
-    let mut whole = new_acc();
-    let mut volumes: Vec<GroupAcc> = (0..t.volumes.len()).map(|_| new_acc()).collect();
-    let mut streams: Vec<GroupAcc> = if multi_stream {
-        (0..stream_ids.len()).map(|_| new_acc()).collect()
-    } else {
-        Vec::new()
-    };
-    let mut volume_keys: Vec<KeyState> = (0..t.volumes.len()).map(|_| KeyState::default()).collect();
-    let mut stream_keys: FxHashMap<(u32, u32), KeyState> = FxHashMap::default();
-    let mut max_end = vec![0u64; t.volumes.len()];
-
-    // Pass 1: everything but the spatial ranges.
-    for i in 0..n {
-        let (ts, offset, size, op, v) = (t.ts_ns[i], t.offset[i], t.size[i], t.op[i], t.volume[i] as usize);
-        let window = ((ts - start) / window_ns) as usize;
-        let latency = t.latency_ns.map(|l| l[i]);
-        whole.observe(ts, size, op, window, latency);
-        volumes[v].observe(ts, size, op, window, latency);
-        volumes[v]
-            .seq
-            .observe(&mut volume_keys[v], offset, u64::from(size));
-        max_end[v] = max_end[v].max(offset + u64::from(size));
-        if multi_stream {
-            let s = stream_of[i] as usize;
-            streams[s].observe(ts, size, op, window, latency);
-            let key = stream_keys.entry((s as u32, v as u32)).or_default();
-            streams[s].seq.observe(key, offset, u64::from(size));
-        }
-    }
-    // The whole trace's sequentiality is that of its volumes together.
-    for v in &volumes {
-        whole.seq.merge(&v.seq);
-    }
-
-    // Pass 2: spatial ranges of [0, max end offset) of each volume.
-    for i in 0..n {
-        let v = t.volume[i] as usize;
-        let range = (u128::from(t.offset[i]) * ranges as u128 / u128::from(max_end[v].max(1))) as usize;
-        let range = range.min(ranges - 1);
-        let op = t.op[i];
-        whole.observe_range(range, op);
-        volumes[v].observe_range(range, op);
-        if multi_stream {
-            streams[stream_of[i] as usize].observe_range(range, op);
-        }
-    }
-
-    let rate = opts.mrc_sampling.unwrap_or(if n > EXACT_MRC_LIMIT {
-        EXACT_MRC_LIMIT as f64 / n as f64
-    } else {
-        1.0
-    });
-    let mrc_of = |rows: &[u32]| mrc::miss_ratio_curve(t, rows.iter().map(|&r| r as usize), rate);
-    let has_latency = t.latency_ns.is_some();
-    let per_group_mrc = opts.mrc == MrcScope::All;
-
-    let rows_by = |group_of: &dyn Fn(usize) -> usize, groups: usize| -> Vec<Vec<u32>> {
-        let mut rows = vec![Vec::new(); groups];
-        for i in 0..n {
-            rows[group_of(i)].push(i as u32);
-        }
-        rows
-    };
-    let volume_rows = if per_group_mrc && multi_volume {
-        rows_by(&|i| t.volume[i] as usize, t.volumes.len())
-    } else {
-        Vec::new()
-    };
-    let stream_rows = if per_group_mrc && multi_stream {
-        rows_by(&|i| stream_of[i] as usize, stream_ids.len())
-    } else {
-        Vec::new()
-    };
-
-    let whole_mrc = (opts.mrc != MrcScope::None).then(|| mrc::miss_ratio_curve(t, 0..n, rate));
-    let trace = whole.finish(span, window_ns, has_latency, whole_mrc.clone());
-
-    let window_series: Vec<Vec<u32>> = volumes.iter().map(|v| v.windows.clone()).collect();
-    let volume_figures: Vec<Figures> = volumes
-        .into_iter()
-        .enumerate()
-        .map(|(v, acc)| {
-            let mrc = if !per_group_mrc {
-                None
-            } else if multi_volume {
-                Some(mrc_of(&volume_rows[v]))
-            } else {
-                whole_mrc.clone()
-            };
-            acc.finish(span, window_ns, has_latency, mrc)
-        })
-        .collect();
-    let mut dense_to_stream = vec![0u32; stream_ids.len()];
-    for (&id, &dense) in &stream_ids {
-        dense_to_stream[dense] = id;
-    }
-    let stream_figures: Vec<(u32, Figures)> = if multi_stream {
-        streams
-            .into_iter()
-            .enumerate()
-            .map(|(s, acc)| {
-                let mrc = per_group_mrc.then(|| mrc_of(&stream_rows[s]));
-                (dense_to_stream[s], acc.finish(span, window_ns, has_latency, mrc))
-            })
-            .collect()
-    } else {
-        // One stream: its figures are the trace's.
-        stream_ids.keys().map(|&id| (id, trace.clone())).collect()
-    };
-
+    let streams = StreamIds::of(t);
+    let mut groups = Groups::new(t.volumes.len(), streams.several(), n_windows, ranges);
+    let max_end = groups.observe(t, &streams, start, window_ns);
+    groups.observe_ranges(t, &streams, ranges, &max_end);
+    let curves = Curves::new(t, opts, &streams);
+    let figures = groups.finish(&curves, &streams, span, window_ns);
     let (threads, thread_thresholds) = match opts.by {
         Some(GroupBy::Stream) => {
-            let groups: Vec<(String, &Figures)> =
-                stream_figures.iter().map(|(id, f)| (id.to_string(), f)).collect();
-            let (t, th) = threads::classify(&groups, n as u64);
+            let groups: Vec<(String, &Figures)> = figures
+                .streams
+                .iter()
+                .map(|(id, f)| (id.to_string(), f))
+                .collect();
+            let (t, th) = threads::classify(&groups, t.len() as u64);
             (Some(t), Some(th))
         }
         Some(GroupBy::Volume) => {
-            let groups: Vec<(String, &Figures)> = t.volumes.iter().cloned().zip(&volume_figures).collect();
-            let (t, th) = threads::classify(&groups, n as u64);
+            let groups: Vec<(String, &Figures)> = t.volumes.iter().cloned().zip(&figures.volumes).collect();
+            let (t, th) = threads::classify(&groups, t.len() as u64);
             (Some(t), Some(th))
         }
         None => (None, None),
     };
-
-    let peak_correlation = multi_volume.then(|| peak_correlation(t.volumes, &window_series));
+    let peak_correlation = (t.volumes.len() > 1).then(|| peak_correlation(t.volumes, &figures.window_series));
     Ok(Profile {
         format_version: 1,
         options: Options {
@@ -293,13 +176,234 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
             ranges,
             ..opts.clone()
         },
-        trace,
-        volumes: t.volumes.iter().cloned().zip(volume_figures).collect(),
-        streams: stream_figures.into_iter().collect(),
+        trace: figures.trace,
+        volumes: t.volumes.iter().cloned().zip(figures.volumes).collect(),
+        streams: figures.streams.into_iter().collect(),
         threads,
         thread_thresholds,
         peak_correlation,
     })
+}
+
+/// Dense ids for a trace's streams, in order of first appearance.
+struct StreamIds {
+    /// Stream id → dense id.
+    dense: FxHashMap<u32, usize>,
+    /// Each request's dense id.
+    of: Vec<u32>,
+}
+
+impl StreamIds {
+    fn of(t: &TraceView<'_>) -> Self {
+        let mut dense: FxHashMap<u32, usize> = FxHashMap::default();
+        let of = t
+            .stream
+            .iter()
+            .map(|&s| {
+                let next = dense.len();
+                *dense.entry(s).or_insert(next) as u32
+            })
+            .collect();
+        Self { dense, of }
+    }
+
+    fn len(&self) -> usize {
+        self.dense.len()
+    }
+
+    /// The number of streams when there are several, else 0 (one stream's figures are the
+    /// trace's, so it gets no group of its own).
+    fn several(&self) -> usize {
+        if self.len() > 1 {
+            self.len()
+        } else {
+            0
+        }
+    }
+}
+
+/// What one characterization accumulates: the whole trace, each volume, and each stream when
+/// there are several (else `streams` is empty).
+struct Groups {
+    whole: GroupAcc,
+    volumes: Vec<GroupAcc>,
+    streams: Vec<GroupAcc>,
+}
+
+/// The finished figures of every group.
+struct GroupFigures {
+    trace: Figures,
+    volumes: Vec<Figures>,
+    /// By stream id.
+    streams: Vec<(u32, Figures)>,
+    /// Each volume's requests per fluctuation window.
+    window_series: Vec<Vec<u32>>,
+}
+
+impl Groups {
+    fn new(volumes: usize, streams: usize, windows: usize, ranges: usize) -> Self {
+        let new_acc = || GroupAcc::new(windows, ranges);
+        Self {
+            whole: new_acc(),
+            volumes: (0..volumes).map(|_| new_acc()).collect(),
+            streams: (0..streams).map(|_| new_acc()).collect(),
+        }
+    }
+
+    /// Pass 1: everything but the spatial ranges.
+    /// Returns each volume's largest end offset, which the ranges of pass 2 divide.
+    fn observe(&mut self, t: &TraceView<'_>, stream_ids: &StreamIds, start: u64, window_ns: u64) -> Vec<u64> {
+        let multi_stream = !self.streams.is_empty();
+        let mut volume_keys: Vec<KeyState> = (0..t.volumes.len()).map(|_| KeyState::default()).collect();
+        let mut stream_keys: FxHashMap<(u32, u32), KeyState> = FxHashMap::default();
+        let mut max_end = vec![0u64; t.volumes.len()];
+        let (whole, volumes, streams) = (&mut self.whole, &mut self.volumes, &mut self.streams);
+        for i in 0..t.len() {
+            let (ts, offset, size, op, v) =
+                (t.ts_ns[i], t.offset[i], t.size[i], t.op[i], t.volume[i] as usize);
+            let window = ((ts - start) / window_ns) as usize;
+            let latency = t.latency_ns.map(|l| l[i]);
+            whole.observe(ts, size, op, window, latency);
+            volumes[v].observe(ts, size, op, window, latency);
+            volumes[v]
+                .seq
+                .observe(&mut volume_keys[v], offset, u64::from(size));
+            max_end[v] = max_end[v].max(offset + u64::from(size));
+            if multi_stream {
+                let s = stream_ids.of[i] as usize;
+                streams[s].observe(ts, size, op, window, latency);
+                let key = stream_keys.entry((s as u32, v as u32)).or_default();
+                streams[s].seq.observe(key, offset, u64::from(size));
+            }
+        }
+        // The whole trace's sequentiality is that of its volumes together.
+        for v in volumes.iter() {
+            whole.seq.merge(&v.seq);
+        }
+        max_end
+    }
+
+    /// Pass 2: spatial ranges of [0, max end offset) of each volume.
+    fn observe_ranges(&mut self, t: &TraceView<'_>, streams: &StreamIds, ranges: usize, max_end: &[u64]) {
+        let multi_stream = !self.streams.is_empty();
+        for i in 0..t.len() {
+            let v = t.volume[i] as usize;
+            let range = (u128::from(t.offset[i]) * ranges as u128 / u128::from(max_end[v].max(1))) as usize;
+            let range = range.min(ranges - 1);
+            let op = t.op[i];
+            self.whole.observe_range(range, op);
+            self.volumes[v].observe_range(range, op);
+            if multi_stream {
+                self.streams[streams.of[i] as usize].observe_range(range, op);
+            }
+        }
+    }
+
+    /// The figures of every group over the trace's `span`, with the curves asked for.
+    fn finish(self, curves: &Curves<'_, '_>, ids: &StreamIds, span: u64, window_ns: u64) -> GroupFigures {
+        let has_latency = curves.t.latency_ns.is_some();
+        let multi_volume = self.volumes.len() > 1;
+        let whole_mrc = curves.whole();
+        let trace = self.whole.finish(span, window_ns, has_latency, whole_mrc.clone());
+        let window_series: Vec<Vec<u32>> = self.volumes.iter().map(|v| v.windows.clone()).collect();
+        let volumes: Vec<Figures> = self
+            .volumes
+            .into_iter()
+            .enumerate()
+            .map(|(v, acc)| {
+                let mrc = if !curves.per_group {
+                    None
+                } else if multi_volume {
+                    Some(curves.of(&curves.volume_rows[v]))
+                } else {
+                    whole_mrc.clone()
+                };
+                acc.finish(span, window_ns, has_latency, mrc)
+            })
+            .collect();
+        let mut dense_to_stream = vec![0u32; ids.len()];
+        for (&id, &dense) in &ids.dense {
+            dense_to_stream[dense] = id;
+        }
+        let streams: Vec<(u32, Figures)> = if self.streams.is_empty() {
+            // One stream: its figures are the trace's.
+            ids.dense.keys().map(|&id| (id, trace.clone())).collect()
+        } else {
+            self.streams
+                .into_iter()
+                .enumerate()
+                .map(|(s, acc)| {
+                    let mrc = curves.per_group.then(|| curves.of(&curves.stream_rows[s]));
+                    (dense_to_stream[s], acc.finish(span, window_ns, has_latency, mrc))
+                })
+                .collect()
+        };
+        GroupFigures {
+            trace,
+            volumes,
+            streams,
+            window_series,
+        }
+    }
+}
+
+/// The miss-ratio curves asked for: the whole trace's, and with [`MrcScope::All`] each
+/// volume's and stream's, on the rows of each (exact up to [`EXACT_MRC_LIMIT`] requests, else
+/// sampled).
+struct Curves<'v, 'a> {
+    t: &'v TraceView<'a>,
+    scope: MrcScope,
+    rate: f64,
+    per_group: bool,
+    /// Each volume's rows (when there are several) and each stream's (when there are several).
+    volume_rows: Vec<Vec<u32>>,
+    stream_rows: Vec<Vec<u32>>,
+}
+
+impl<'v, 'a> Curves<'v, 'a> {
+    fn new(t: &'v TraceView<'a>, opts: &Options, streams: &StreamIds) -> Self {
+        let n = t.len();
+        let rate = opts.mrc_sampling.unwrap_or(if n > EXACT_MRC_LIMIT {
+            EXACT_MRC_LIMIT as f64 / n as f64
+        } else {
+            1.0
+        });
+        let per_group = opts.mrc == MrcScope::All;
+        let rows_by = |group_of: &dyn Fn(usize) -> usize, groups: usize| -> Vec<Vec<u32>> {
+            let mut rows = vec![Vec::new(); groups];
+            for i in 0..n {
+                rows[group_of(i)].push(i as u32);
+            }
+            rows
+        };
+        let volume_rows = if per_group && t.volumes.len() > 1 {
+            rows_by(&|i| t.volume[i] as usize, t.volumes.len())
+        } else {
+            Vec::new()
+        };
+        let stream_rows = if per_group && streams.len() > 1 {
+            rows_by(&|i| streams.of[i] as usize, streams.len())
+        } else {
+            Vec::new()
+        };
+        Self {
+            t,
+            scope: opts.mrc,
+            rate,
+            per_group,
+            volume_rows,
+            stream_rows,
+        }
+    }
+
+    /// The whole trace's curve, unless none is asked for.
+    fn whole(&self) -> Option<Mrc> {
+        (self.scope != MrcScope::None).then(|| mrc::miss_ratio_curve(self.t, 0..self.t.len(), self.rate))
+    }
+
+    fn of(&self, rows: &[u32]) -> Mrc {
+        mrc::miss_ratio_curve(self.t, rows.iter().map(|&r| r as usize), self.rate)
+    }
 }
 
 /// Correlation of per-window request counts between the busiest volumes.

@@ -145,163 +145,256 @@ fn drive(
     buffer_len: usize,
 ) -> io::Result<Driven> {
     let depth = depth.clamp(1, 4096);
-    let (mut ring, kernel_submits, _pinned) = ring(
-        u32::try_from(depth.next_power_of_two()).unwrap_or(4096),
-        on_schedule && shared.opts.sqpoll,
-    )?;
-    let mut buffers: Vec<Buffer> = (0..depth).map(|_| Buffer::new(buffer_len)).collect();
-    let iovecs: Vec<libc::iovec> = buffers
-        .iter_mut()
-        .map(|b| {
-            let s = b.slice(buffer_len);
-            libc::iovec {
-                iov_base: s.as_mut_ptr().cast(),
-                iov_len: s.len(),
-            }
-        })
-        .collect();
-    // SAFETY: the registered memory is the buffers' heap blocks, which neither move nor are
-    // freed before the ring is dropped (explicitly, at the end).
-    let fixed = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
-    // registered files spare the kernel a file lookup per request
-    let fds: Vec<i32> = shared.targets.iter().map(|t| t.file.as_raw_fd()).collect();
-    let files_registered = ring.submitter().register_files(&fds).is_ok();
-    let mut free: Vec<usize> = (0..depth).rev().collect();
-    let mut slots = vec![(0usize, (0usize, 0u64, 0u64, 0u64)); depth];
-    let (mut in_flight, mut next) = (0usize, 0usize);
+    let (mut slots, _pinned) = Slots::new(shared, depth, on_schedule && shared.opts.sqpoll, buffer_len)?;
     let mut summary = Summary::default();
-    let mut reaped: Vec<(usize, i32)> = Vec::with_capacity(depth);
+    let mut next = 0usize;
     let outcome = loop {
         let stopping = shared.control.stop.load(Ordering::Relaxed) || shared.past_deadline();
-        let mut refused = None;
-        while !stopping && next < n && !free.is_empty() {
-            if on_schedule && shared.now() < shared.scheduled(next) {
-                break;
-            }
-            let (i, slot) = (next, free.pop().expect("a free slot"));
-            next += 1;
-            let (data, start) = shared.prepare(i, &mut buffers[slot]);
-            match entry(shared, i, data, start, fixed.then_some(slot), files_registered) {
-                None => {
-                    shared.finish(i, data, Ok(()), start, &mut summary);
-                    free.push(slot);
-                }
-                Some(entry) => {
-                    slots[slot] = (i, start);
-                    let entry = entry.user_data(slot as u64);
-                    // SAFETY: the buffer behind the entry lives in `buffers` until its completion
-                    // is reaped below.
-                    while unsafe { ring.submission().push(&entry) }.is_err() {
-                        // the ring holds `depth` entries, but a kernel submission thread may not
-                        // yet have let go of entries whose requests already completed (it
-                        // advances the queue's head after a batch)
-                        if let Err(e) = ring.submitter().squeue_wait() {
-                            if e.kind() != io::ErrorKind::Interrupted {
-                                refused = Some(e);
-                                break;
-                            }
-                        }
-                    }
-                    if refused.is_some() {
-                        break;
-                    }
-                    in_flight += 1;
-                    if ring.submission().len() >= SUBMIT_EVERY {
-                        if let Err(e) = ring.submit() {
-                            if e.kind() != io::ErrorKind::Interrupted {
-                                refused = Some(e);
-                                break;
-                            }
-                        }
-                    }
-                }
+        if !stopping {
+            if let Err(e) = slots.issue_due(&mut next, n, on_schedule, &mut summary) {
+                break Err(e);
             }
         }
-        if let Some(e) = refused {
-            break Err(e);
-        }
-        if in_flight == 0 {
+        if slots.in_flight == 0 {
             if next >= n || stopping {
                 break Ok(next);
             }
-            // not yielding: the CPU would go to whatever else runs here, the kernel submission
-            // thread among them, for the rest of its time slice (milliseconds late)
             if on_schedule {
-                let due = shared.scheduled(next);
-                if kernel_submits {
-                    // a kernel thread idle past SQPOLL_IDLE_MS sleeps: wake it ahead, so a
-                    // request does not wait in the ring for its wake-up after being issued
-                    if !shared.wait_for(due.saturating_sub(WAKE_AHEAD_NS), false) {
-                        break Ok(next);
-                    }
-                    if let Err(e) = ring.submit() {
-                        break Err(e);
-                    }
-                }
-                if !shared.wait_for(due, false) {
-                    break Ok(next);
+                match slots.idle_until(shared.scheduled(next)) {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(next),
+                    Err(e) => break Err(e),
                 }
             }
             continue;
         }
-        let waiting_to_issue = on_schedule && next < n && !free.is_empty() && !stopping;
-        let submitted = if waiting_to_issue {
-            let left = shared.scheduled(next).saturating_sub(shared.now());
-            if left > SPIN_NS {
-                // sleep in the kernel until a completion arrives or the next request is nearly due
-                // (at most 20 ms at a time, so a stop request is seen)
-                let ts = types::Timespec::from(
-                    Duration::from_nanos(left - SPIN_NS).min(Duration::from_millis(20)),
-                );
-                let args = types::SubmitArgs::new().timespec(&ts);
-                match ring.submitter().submit_with_args(1, &args) {
-                    Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(0),
-                    other => other,
-                }
-            } else {
-                // close to its time: poll, so it goes out on time
-                ring.submit()
-            }
-        } else {
-            ring.submit_and_wait(1)
-        };
-        if let Err(e) = submitted {
+        let waiting_to_issue = on_schedule && next < n && !slots.free.is_empty() && !stopping;
+        if let Err(e) = slots.await_completions(waiting_to_issue.then(|| shared.scheduled(next))) {
             if e.kind() != io::ErrorKind::Interrupted {
                 break Err(e);
             }
         }
-        reaped.clear();
-        reaped.extend(
-            ring.completion()
-                .map(|c| (usize::try_from(c.user_data()).unwrap_or(usize::MAX), c.result())),
-        );
-        for &(slot, result) in &reaped {
-            let (i, start) = slots[slot];
-            let len = usize::try_from(start.2).unwrap_or(usize::MAX);
-            let transfers = matches!(shared.t.op[i], x if x == Op::Read as u8 || x == Op::Write as u8);
-            let outcome = if result < 0 {
-                Err(io::Error::from_raw_os_error(-result))
-            } else if transfers && usize::try_from(result).unwrap_or(0) != len {
-                Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("short transfer: {result} of {len} bytes"),
-                ))
-            } else {
-                Ok(())
-            };
-            shared.finish(i, buffers[slot].slice(len), outcome, start, &mut summary);
-            free.push(slot);
-            in_flight -= 1;
-        }
+        slots.reap(&mut summary);
     };
-    // the kernel lets go of the registered buffers with the ring, before they are freed
-    drop(ring);
-    drop(buffers);
+    let kernel_submits = slots.kernel_submits;
+    slots.close();
     outcome.map(|issued| Driven {
         issued,
         summary,
         kernel_submits,
     })
+}
+
+/// What a slot holds: its request's index and what [`Shared::prepare`] returned for it.
+type Held = (usize, (usize, u64, u64, u64));
+
+/// A run's ring and its slots: a buffer each, and what each holds.
+struct Slots<'s, 'a> {
+    shared: &'s Shared<'a>,
+    /// Declared before `buffers`, so even unwinding drops it first: the kernel lets go of the
+    /// registered buffers with the ring.
+    ring: IoUring,
+    /// A kernel thread picks submissions up (SQPOLL).
+    kernel_submits: bool,
+    buffers: Vec<Buffer>,
+    /// The buffers are registered with the kernel (slot k's is fixed buffer k).
+    fixed: bool,
+    /// The targets are the ring's registered files, in order.
+    files_registered: bool,
+    held: Vec<Held>,
+    free: Vec<usize>,
+    in_flight: usize,
+    /// Completions taken off the ring, reused from one wait to the next.
+    reaped: Vec<(usize, i32)>,
+}
+
+impl<'s, 'a> Slots<'s, 'a> {
+    /// A ring of `depth` slots with a buffer of `buffer_len` bytes each, registered with the
+    /// kernel where it allows; the targets too. With `sqpoll` the calling thread stays pinned
+    /// while the returned guard lives (see [`ring`]).
+    fn new(
+        shared: &'s Shared<'a>,
+        depth: usize,
+        sqpoll: bool,
+        buffer_len: usize,
+    ) -> io::Result<(Self, Option<Pinned>)> {
+        let (ring, kernel_submits, pinned) =
+            ring(u32::try_from(depth.next_power_of_two()).unwrap_or(4096), sqpoll)?;
+        let mut buffers: Vec<Buffer> = (0..depth).map(|_| Buffer::new(buffer_len)).collect();
+        let iovecs: Vec<libc::iovec> = buffers
+            .iter_mut()
+            .map(|b| {
+                let s = b.slice(buffer_len);
+                libc::iovec {
+                    iov_base: s.as_mut_ptr().cast(),
+                    iov_len: s.len(),
+                }
+            })
+            .collect();
+        // SAFETY: the registered memory is the buffers' heap blocks, which neither move nor are
+        // freed before the ring is dropped (explicitly, in `close`).
+        let fixed = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        // registered files spare the kernel a file lookup per request
+        let fds: Vec<i32> = shared.targets.iter().map(|t| t.file.as_raw_fd()).collect();
+        let files_registered = ring.submitter().register_files(&fds).is_ok();
+        let r = Self {
+            shared,
+            ring,
+            kernel_submits,
+            buffers,
+            fixed,
+            files_registered,
+            held: vec![(0usize, (0usize, 0u64, 0u64, 0u64)); depth],
+            free: (0..depth).rev().collect(),
+            in_flight: 0,
+            reaped: Vec::with_capacity(depth),
+        };
+        Ok((r, pinned))
+    }
+
+    /// Issues requests from `next` on while slots are free and (`on_schedule`) they are due.
+    #[inline]
+    fn issue_due(
+        &mut self,
+        next: &mut usize,
+        n: usize,
+        on_schedule: bool,
+        summary: &mut Summary,
+    ) -> io::Result<()> {
+        while *next < n && !self.free.is_empty() {
+            if on_schedule && self.shared.now() < self.shared.scheduled(*next) {
+                break;
+            }
+            let (i, slot) = (*next, self.free.pop().expect("a free slot"));
+            *next += 1;
+            self.issue(i, slot, summary)?;
+        }
+        Ok(())
+    }
+
+    /// Puts request `i` in `slot` on the ring (a request with nothing to submit ends at once),
+    /// and submits every [`SUBMIT_EVERY`] requests.
+    #[inline]
+    fn issue(&mut self, i: usize, slot: usize, summary: &mut Summary) -> io::Result<()> {
+        let (data, start) = self.shared.prepare(i, &mut self.buffers[slot]);
+        let Some(entry) = entry(
+            self.shared,
+            i,
+            data,
+            start,
+            self.fixed.then_some(slot),
+            self.files_registered,
+        ) else {
+            self.shared.finish(i, data, Ok(()), start, summary);
+            self.free.push(slot);
+            return Ok(());
+        };
+        self.held[slot] = (i, start);
+        let entry = entry.user_data(slot as u64);
+        // SAFETY: the buffer behind the entry lives in `buffers` until its completion is reaped.
+        while unsafe { self.ring.submission().push(&entry) }.is_err() {
+            // the ring holds `depth` entries, but a kernel submission thread may not yet have
+            // let go of entries whose requests already completed (it advances the queue's head
+            // after a batch)
+            if let Err(e) = self.ring.submitter().squeue_wait() {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+        self.in_flight += 1;
+        if self.ring.submission().len() >= SUBMIT_EVERY {
+            if let Err(e) = self.ring.submit() {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Nothing in flight: waits until `due`, when the next request is to be issued. False when
+    /// the run stops first.
+    fn idle_until(&mut self, due: u64) -> io::Result<bool> {
+        // not yielding: the CPU would go to whatever else runs here, the kernel submission
+        // thread among them, for the rest of its time slice (milliseconds late)
+        if self.kernel_submits {
+            // a kernel thread idle past SQPOLL_IDLE_MS sleeps: wake it ahead, so a request
+            // does not wait in the ring for its wake-up after being issued
+            if !self.shared.wait_for(due.saturating_sub(WAKE_AHEAD_NS), false) {
+                return Ok(false);
+            }
+            self.ring.submit()?;
+        }
+        Ok(self.shared.wait_for(due, false))
+    }
+
+    /// Submits what is pushed and waits for a completion; with a request waiting to be issued
+    /// at `due`, only until shortly before then.
+    #[inline]
+    fn await_completions(&mut self, due: Option<u64>) -> io::Result<usize> {
+        let Some(due) = due else {
+            return self.ring.submit_and_wait(1);
+        };
+        let left = due.saturating_sub(self.shared.now());
+        if left > SPIN_NS {
+            // sleep in the kernel until a completion arrives or the next request is nearly due
+            // (at most 20 ms at a time, so a stop request is seen)
+            let ts =
+                types::Timespec::from(Duration::from_nanos(left - SPIN_NS).min(Duration::from_millis(20)));
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(1, &args) {
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(0),
+                other => other,
+            }
+        } else {
+            // close to its time: poll, so it goes out on time
+            self.ring.submit()
+        }
+    }
+
+    /// Ends every request whose completion is on the ring and frees its slot.
+    #[inline]
+    fn reap(&mut self, summary: &mut Summary) {
+        self.reaped.clear();
+        self.reaped.extend(
+            self.ring
+                .completion()
+                .map(|c| (usize::try_from(c.user_data()).unwrap_or(usize::MAX), c.result())),
+        );
+        for &(slot, result) in &self.reaped {
+            let (i, start) = self.held[slot];
+            let len = usize::try_from(start.2).unwrap_or(usize::MAX);
+            let outcome = outcome(self.shared.t.op[i], result, len);
+            self.shared
+                .finish(i, self.buffers[slot].slice(len), outcome, start, summary);
+            self.free.push(slot);
+            self.in_flight -= 1;
+        }
+    }
+
+    /// The kernel lets go of the registered buffers with the ring, before they are freed.
+    fn close(self) {
+        let Self { ring, buffers, .. } = self;
+        drop(ring);
+        drop(buffers);
+    }
+}
+
+/// What a completion's `result` says of a request with op `op` moving `len` bytes.
+#[inline]
+fn outcome(op: u8, result: i32, len: usize) -> io::Result<()> {
+    let transfers = matches!(op, x if x == Op::Read as u8 || x == Op::Write as u8);
+    if result < 0 {
+        Err(io::Error::from_raw_os_error(-result))
+    } else if transfers && usize::try_from(result).unwrap_or(0) != len {
+        Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("short transfer: {result} of {len} bytes"),
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// The ring entry for request `i` (`None`: nothing to submit, as for trims). `fixed`: the slot's registered buffer; `files_registered`: the targets are the

@@ -1,0 +1,203 @@
+//! Generation: from a [`Model`] to a synthetic trace.
+//!
+//! Each thread's walk is [`walk`] (on the model made ready to sample from, [`runtime`]); the
+//! time warp is [`warp`]; the output columns and their merge are [`columns`].
+//!
+//! ## Algorithm
+//! Each thread walks its state diagram: from the current leaf, the top chain's edge is drawn;
+//! if it stays in the same state and that state has children, the child chain's edge is drawn
+//! instead, and so on down. A move to another state enters its children by their entry
+//! probabilities. The deciding edge's stats (or the thread's) give the op, the size and the
+//! model-time gap; the request is then sequential (it starts at its volume's previous end),
+//! a reuse (it repeats the offset and size of the request that last started in the block at a
+//! depth of the thread's LRU stack drawn from the reuse distribution) or random (uniform and aligned inside the new leaf).
+//! Threads get request counts by their weights and are merged by model time; model time is
+//! then warped onto the rate profile (cycled when generating past its end) and divided by the
+//! intensity.
+//!
+//! ## Complexity
+//! O(n · levels + n log threads), and O(n log n) with the reuse extension (an LRU stack);
+//! memory: the output columns, plus 40 bytes a request while generating, the used-block filter
+//! (about a byte a block, [`super::used`]) and, with reuse, the LRU stack.
+
+mod columns;
+mod parallel;
+mod runtime;
+mod walk;
+mod warp;
+
+use columns::{merge_threads, Columns};
+use parallel::{cores, on_all_cores};
+use warp::Warp;
+
+use super::Model;
+use crate::error::{Error, Result};
+use crate::random::splitmix;
+use crate::trace::Trace;
+
+/// Threads with at least this many requests are generated in parallel segments.
+pub const SEGMENT_MIN: u64 = 1 << 20;
+/// Requests per piece of the parallel time warp.
+const FILL_CHUNK: usize = 1 << 16;
+
+#[derive(Debug, Clone)]
+pub struct GenerateOptions {
+    /// Requests to generate; default the model's own count (or as many as fit `duration_ns`).
+    pub requests: Option<u64>,
+    /// Stop at this time (after intensity scaling).
+    pub duration_ns: Option<u64>,
+    /// Multiplies the request rate (divides every time) and changes nothing else.
+    pub intensity: f64,
+    pub seed: u64,
+    /// Use the temporal-locality (reuse) extension when the model has it.
+    pub reuse: bool,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        Self {
+            requests: None,
+            duration_ns: None,
+            intensity: 1.0,
+            seed: 1,
+            reuse: true,
+        }
+    }
+}
+
+fn check(opts: &GenerateOptions) -> Result<()> {
+    if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
+        return Err(Error::Usage(format!(
+            "`intensity` must be a positive number, found {}",
+            opts.intensity
+        )));
+    }
+    if opts.requests == Some(0) || opts.duration_ns == Some(0) {
+        return Err(Error::Usage(
+            "asked to generate nothing: `requests` and `duration` must be positive".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Generates a synthetic trace from `model`.
+pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
+    check(opts)?;
+    let total = match (opts.requests, opts.duration_ns) {
+        (Some(n), _) => n,
+        (None, Some(d)) => {
+            ((d as f64 * opts.intensity / model.duration_ns as f64) * model.requests as f64).ceil() as u64 + 1
+        }
+        (None, None) => model.requests,
+    };
+    let counts = apportion(total, &model.threads.iter().map(|t| t.weight).collect::<Vec<_>>());
+    // each thread onto its own activity where the model keeps one, else the workload's profile
+    let warps: Vec<Warp> = model
+        .threads
+        .iter()
+        .map(|t| Warp::new(model, t.activity.as_deref().unwrap_or(&model.rate.shares)))
+        .collect();
+    let mut out = Trace {
+        volumes: model.volumes.iter().map(|v| v.name.clone()).collect(),
+        ..Trace::default()
+    };
+    let jobs = segments(&counts);
+    let walks = on_all_cores(jobs.clone(), |(t, k, n)| {
+        let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
+        walk::walk(model, &model.threads[t], seed, n, opts.reuse)
+    });
+    // Each thread's segments are joined end to end in model time, and the thread's times
+    // scaled so the workload keeps the model's rate exactly (gap shapes are kept; only their
+    // scale is pinned): every thread spans the whole generated stretch, the model's duration
+    // scaled by how many requests are generated (rounding a rare thread's count must not
+    // stretch it). Then model time is warped onto the output clock, in parallel pieces.
+    let target = model.duration_ns as f64 * total as f64 / model.requests.max(1) as f64;
+    let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
+    let mut fills = Vec::new();
+    let mut walked = jobs.iter().zip(&walks).peekable();
+    for (t, cols) in columns.iter_mut().enumerate() {
+        let mut segments = Vec::new();
+        while let Some((_, seg)) = walked.next_if(|((jt, _, _), _)| *jt == t) {
+            segments.push(seg.as_slice());
+        }
+        let last: f64 = segments.iter().filter_map(|s| s.last()).map(|r| r.u).sum();
+        let scale = if last > 0.0 { target / last } else { 1.0 };
+        let mut rest = cols.slots();
+        let mut base = 0.0;
+        for seg in segments {
+            for reqs in seg.chunks(FILL_CHUNK) {
+                let (slots, after) = rest.split_at(reqs.len());
+                rest = after;
+                fills.push((reqs, base, scale, &warps[t], slots));
+            }
+            base += seg.last().map_or(0.0, |r| r.u);
+        }
+    }
+    on_all_cores(fills, |(reqs, base, scale, warp, slots)| {
+        for (i, r) in reqs.iter().enumerate() {
+            let t = warp.apply((r.u + base) * scale) / opts.intensity;
+            slots.ts[i] = t as u64;
+            slots.offset[i] = r.offset;
+            slots.size[i] = r.size;
+            slots.op[i] = r.op;
+            slots.volume[i] = r.volume;
+        }
+    });
+    drop(walks);
+    if let Some(limit) = opts.duration_ns {
+        // times only grow within a thread, so each is cut where it passes the limit
+        for cols in &mut columns {
+            cols.truncate(cols.ts.partition_point(|&t| t <= limit));
+        }
+    }
+    let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
+    merge_threads(&mut out, columns, &streams);
+    out.sort_by_time();
+    out.make_relative();
+    Ok(out)
+}
+
+/// The walks to make, as (thread, segment, requests): long threads are cut into independent
+/// segments generated on all cores and joined in model time; each segment starts its walk
+/// afresh (reuse reaches back within a segment).
+fn segments(counts: &[u64]) -> Vec<(usize, u64, u64)> {
+    let cores = cores();
+    counts
+        .iter()
+        .enumerate()
+        .flat_map(|(t, &c)| {
+            let parts = if c >= SEGMENT_MIN {
+                (cores as u64).min(c / (SEGMENT_MIN / 2)).max(1)
+            } else {
+                1
+            };
+            let sizes = apportion(c, &vec![1.0 / parts as f64; usize::try_from(parts).unwrap_or(1)]);
+            sizes.into_iter().enumerate().map(move |(k, n)| (t, k as u64, n))
+        })
+        .collect()
+}
+
+/// Largest-remainder split of `total` by `weights`.
+fn apportion(total: u64, weights: &[f64]) -> Vec<u64> {
+    let raw: Vec<f64> = weights.iter().map(|w| w * total as f64).collect();
+    let mut out: Vec<u64> = raw.iter().map(|r| r.floor() as u64).collect();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| (raw[b] - raw[b].floor()).total_cmp(&(raw[a] - raw[a].floor())));
+    let short = total - out.iter().sum::<u64>();
+    for &i in order.iter().take(short as usize) {
+        out[i] += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apportion_keeps_the_total() {
+        assert_eq!(apportion(10, &[0.5, 0.25, 0.25]), [5, 3, 2]);
+        assert_eq!(apportion(7, &[1.0]), [7]);
+        assert_eq!(apportion(3, &[0.34, 0.33, 0.33]).iter().sum::<u64>(), 3);
+    }
+}

@@ -1,0 +1,209 @@
+//! A thread's chains while they are counted: each volume cut into equal ranges, visited ranges
+//! into sub-ranges level by level, and for consecutive requests the edge at the level where
+//! their paths part (steps 3 and 4 of the training algorithm, [`super`]).
+
+use rustc_hash::FxHashMap;
+
+use super::normalise;
+use super::placement::Kind;
+use super::stats::{StatsAcc, MIN_STATS};
+use crate::model::{Chain, Dist, Edge, State, Stats};
+use crate::trace::TraceView;
+
+/// A chain under construction.
+struct ChainAcc {
+    states: Vec<(u32, u64, u64)>,
+    children: Vec<Option<usize>>,
+    initial: Vec<u64>,
+    edges: Vec<FxHashMap<u32, StatsAcc>>,
+    /// Self-loop counts that carry no stats (decided at a deeper level).
+    passes: Vec<u64>,
+}
+
+impl ChainAcc {
+    fn new(states: Vec<(u32, u64, u64)>) -> Self {
+        let n = states.len();
+        Self {
+            states,
+            children: vec![None; n],
+            initial: vec![0; n],
+            edges: (0..n).map(|_| FxHashMap::default()).collect(),
+            passes: vec![0; n],
+        }
+    }
+}
+
+/// `k` equal ranges of `[start, end)` of `volume` (fewer when it is narrower).
+fn split(volume: u32, start: u64, end: u64, k: u32) -> Vec<(u32, u64, u64)> {
+    let width = end - start;
+    let k = u64::from(k).min(width).max(1);
+    (0..k)
+        .map(|j| {
+            (
+                volume,
+                start + (u128::from(width) * u128::from(j) / u128::from(k)) as u64,
+                start + (u128::from(width) * u128::from(j + 1) / u128::from(k)) as u64,
+            )
+        })
+        .collect()
+}
+
+/// The state of a chain holding `offset` (states sorted, covering their parent).
+#[inline]
+fn locate(states: &[(u32, u64, u64)], volume: u32, offset: u64) -> usize {
+    let i = states.partition_point(|&(v, start, _)| (v, start) <= (volume, offset));
+    i.saturating_sub(1)
+}
+
+/// A thread's chains; chain 0 is the top level, over the volumes the thread touches.
+pub(super) struct Hierarchy {
+    levels: u32,
+    k: u32,
+    chains: Vec<ChainAcc>,
+}
+
+impl Hierarchy {
+    /// `k` states per volume of `volumes` at the top, `k` per visited state below, `levels` deep.
+    pub fn new(volumes: &[u32], spans: &[u64], levels: u32, k: u32) -> Self {
+        let top: Vec<(u32, u64, u64)> = volumes
+            .iter()
+            .flat_map(|&v| split(v, 0, spans[v as usize], k))
+            .collect();
+        Self {
+            levels,
+            k,
+            chains: vec![ChainAcc::new(top)],
+        }
+    }
+
+    /// (chain, state) at each level for a request, creating children on the way.
+    #[inline]
+    pub fn path(&mut self, volume: u32, offset: u64, out: &mut Vec<(usize, usize)>) {
+        out.clear();
+        let mut chain = 0;
+        for level in 0..self.levels {
+            let s = locate(&self.chains[chain].states, volume, offset);
+            out.push((chain, s));
+            if level + 1 == self.levels {
+                break;
+            }
+            chain = match self.chains[chain].children[s] {
+                Some(c) => c,
+                None => {
+                    let (v, start, end) = self.chains[chain].states[s];
+                    let c = self.chains.len();
+                    self.chains.push(ChainAcc::new(split(v, start, end, self.k)));
+                    self.chains[chain].children[s] = Some(c);
+                    c
+                }
+            };
+        }
+    }
+
+    /// The thread's first request, at `path`: an entry at every level.
+    pub fn start(&mut self, path: &[(usize, usize)]) {
+        for &(c, s) in path {
+            self.chains[c].initial[s] += 1;
+        }
+    }
+
+    /// A move from `prev` to `cur`: the first level where the paths differ (else the leaf)
+    /// gets the edge and the request's stats, the levels above a self-loop, the levels below an
+    /// entry into the new state's children.
+    #[inline]
+    pub fn step(
+        &mut self,
+        prev: &[(usize, usize)],
+        cur: &[(usize, usize)],
+        op: u8,
+        size: u32,
+        kind: Kind,
+        gap: Option<f64>,
+    ) {
+        let differ = prev.iter().zip(cur).position(|(a, b)| a != b);
+        let decided = differ.unwrap_or(cur.len() - 1);
+        for (level, (&(c, a), &(_, b))) in prev.iter().zip(cur).enumerate() {
+            match level.cmp(&decided) {
+                std::cmp::Ordering::Less => self.chains[c].passes[a] += 1,
+                std::cmp::Ordering::Equal => {
+                    self.chains[c].edges[a]
+                        .entry(b as u32)
+                        .or_default()
+                        .add(op, size, kind, gap);
+                }
+                std::cmp::Ordering::Greater => self.chains[cur[level].0].initial[b] += 1,
+            }
+        }
+    }
+
+    /// Top-level starts follow occupancy, not just the first request.
+    pub fn start_by_occupancy(&mut self, t: &TraceView<'_>, rows: &[usize]) {
+        let top = &mut self.chains[0];
+        let mut occ = vec![0u64; top.states.len()];
+        for &i in rows {
+            occ[locate(&top.states, t.volume[i], t.offset[i])] += 1;
+        }
+        top.initial = occ;
+    }
+
+    /// The finished chains. An edge has stats of its own from [`MIN_STATS`] requests; one with
+    /// too few gaps to fit takes `fallback_gap` (the thread's).
+    pub fn build(&self, fallback_gap: &Dist) -> Chain {
+        build_chain(&self.chains, 0, fallback_gap)
+    }
+}
+
+fn build_chain(chains: &[ChainAcc], c: usize, fallback_gap: &Dist) -> Chain {
+    let acc = &chains[c];
+    let states = acc
+        .states
+        .iter()
+        .zip(&acc.children)
+        .map(|(&(volume, start, end), child)| State {
+            volume,
+            start,
+            end,
+            children: child.map(|ci| Box::new(build_chain(chains, ci, fallback_gap))),
+        })
+        .collect();
+    let transitions = acc
+        .edges
+        .iter()
+        .zip(&acc.passes)
+        .enumerate()
+        .map(|(s, (edges, &passes))| {
+            let mut out: Vec<(u32, u64, Option<Stats>)> = edges
+                .iter()
+                .map(|(&to, st)| {
+                    (
+                        to,
+                        st.count,
+                        (st.count >= MIN_STATS).then(|| st.finish(fallback_gap)),
+                    )
+                })
+                .collect();
+            if passes > 0 {
+                // moves decided below this level stay in the state here
+                match out.iter_mut().find(|e| e.0 as usize == s) {
+                    Some(e) => e.1 += passes,
+                    None => out.push((s as u32, passes, None)),
+                }
+            }
+            out.sort_by_key(|e| e.0);
+            let total: u64 = out.iter().map(|e| e.1).sum();
+            out.into_iter()
+                .map(|(to, count, stats)| Edge {
+                    to,
+                    p: count as f64 / total as f64,
+                    count,
+                    stats,
+                })
+                .collect()
+        })
+        .collect();
+    Chain {
+        states,
+        initial: normalise(&acc.initial),
+        transitions,
+    }
+}

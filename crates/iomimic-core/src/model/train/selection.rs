@@ -1,0 +1,142 @@
+//! Choosing states per level and levels when the caller gives none: states by how well equal
+//! ranges hold consecutive requests together, levels by how much one more level improves a
+//! generated trace, both on the head of a large trace.
+
+use rustc_hash::FxHashMap;
+
+use super::{train_fixed, volume_spans, TrainOptions};
+use crate::analyze::{self, compare, MrcScope};
+use crate::error::Result;
+use crate::trace::TraceView;
+
+pub const MAX_LEVELS: u32 = 3;
+pub const STATE_CHOICES: [u32; 3] = [4, 8, 16];
+/// Level selection stops at the first level after which the figures change by less than this.
+pub const LEVEL_CHANGE: f64 = 0.02;
+/// Requests used to choose levels on a large trace.
+pub const SELECTION_SAMPLE: usize = 100_000;
+
+/// Levels and states (each as given, else chosen) and the record of how they were chosen that
+/// the model keeps as its `selection`.
+pub(super) fn select(
+    t: &TraceView<'_>,
+    opts: &TrainOptions,
+) -> Result<(u32, u32, serde_json::Map<String, serde_json::Value>)> {
+    let states = opts
+        .states
+        .unwrap_or_else(|| choose_states(&head(t, SELECTION_SAMPLE)));
+    let mut selection = serde_json::Map::new();
+    selection.insert("states_given".into(), opts.states.is_some().into());
+    let levels = match opts.levels {
+        Some(l) => l,
+        None => {
+            let (l, tried) = choose_levels(t, states, opts)?;
+            selection.insert("levels_tried".into(), tried);
+            l
+        }
+    };
+    selection.insert(
+        "rule".into(),
+        format!(
+            "states per level: the choice of {STATE_CHOICES:?} with the lowest level-1 inter-state transition \
+             probability relative to chance; levels: the first whose next level improves the worst deviation of a \
+             generated trace from the original (of the figures `validate` scores against a target) by less than \
+             {:.0} points",
+            LEVEL_CHANGE * 100.0
+        )
+        .into(),
+    );
+    Ok((levels, states, selection))
+}
+
+/// Level-1 inter-state transition probability of `k` equal ranges, relative to what independent
+/// requests would give: P(consecutive requests change state) / (1 − Σ π²). Below 1, requests
+/// stay in their state more than chance; the smaller, the better the states fit the workload.
+fn relative_transition_probability(t: &TraceView<'_>, k: u32, spans: &[u64]) -> f64 {
+    let range = |i: usize| {
+        let v = t.volume[i] as usize;
+        (
+            v,
+            (u128::from(t.offset[i]) * u128::from(k) / u128::from(spans[v].max(1))) as u64,
+        )
+    };
+    let mut occupancy: FxHashMap<(usize, u64), u64> = FxHashMap::default();
+    let mut changes = 0u64;
+    let mut prev = None;
+    for i in 0..t.len() {
+        let r = range(i);
+        *occupancy.entry(r).or_default() += 1;
+        changes += u64::from(prev.is_some_and(|p| p != r));
+        prev = Some(r);
+    }
+    let n = t.len() as f64;
+    let chance = 1.0 - occupancy.values().map(|&c| (c as f64 / n).powi(2)).sum::<f64>();
+    if chance <= 0.0 {
+        return 1.0;
+    }
+    changes as f64 / (n - 1.0).max(1.0) / chance
+}
+
+/// The first `n` requests of a trace (choices are made on a sample of a large trace).
+fn head<'a>(t: &TraceView<'a>, n: usize) -> TraceView<'a> {
+    let n = t.len().min(n);
+    TraceView {
+        ts_ns: &t.ts_ns[..n],
+        offset: &t.offset[..n],
+        size: &t.size[..n],
+        op: &t.op[..n],
+        volume: &t.volume[..n],
+        stream: &t.stream[..n],
+        latency_ns: t.latency_ns.map(|l| &l[..n]),
+        file: t.file.map(|f| &f[..n]),
+        volumes: t.volumes,
+        files: t.files,
+    }
+}
+
+fn choose_states(t: &TraceView<'_>) -> u32 {
+    let spans = volume_spans(t);
+    let mut best = (f64::INFINITY, STATE_CHOICES[0]);
+    for k in STATE_CHOICES {
+        let ratio = relative_transition_probability(t, k, &spans);
+        if ratio < best.0 - 1e-9 {
+            best = (ratio, k);
+        }
+    }
+    best.1
+}
+
+fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<(u32, serde_json::Value)> {
+    let sample = head(t, SELECTION_SAMPLE);
+    let n = sample.len();
+    let opts_char = analyze::Options {
+        mrc: MrcScope::Trace,
+        ..analyze::Options::default()
+    };
+    let original = analyze::characterize(&sample, &opts_char)?;
+    let same_window = analyze::Options {
+        window_ns: original.options.window_ns,
+        ..opts_char
+    };
+    let mut tried = Vec::new();
+    let mut previous: Option<f64> = None;
+    for levels in 1..=MAX_LEVELS {
+        let model = train_fixed(&sample, levels, states, opts);
+        let gen = crate::model::GenerateOptions {
+            requests: Some(n as u64),
+            seed: opts.seed,
+            ..crate::model::GenerateOptions::default()
+        };
+        let synth = crate::model::generate(&model, &gen)?;
+        let rows = compare::compare(&original, &analyze::characterize(&synth.view(), &same_window)?);
+        let worst = compare::worst_deviation(&rows);
+        // how much this level improved the worst deviation of the level before
+        let gain = previous.map(|p: f64| p - worst);
+        tried.push(serde_json::json!({ "levels": levels, "worst_deviation": worst, "improvement": gain }));
+        if gain.is_some_and(|g| g < LEVEL_CHANGE) {
+            return Ok((levels - 1, serde_json::Value::Array(tried)));
+        }
+        previous = Some(worst);
+    }
+    Ok((MAX_LEVELS, serde_json::Value::Array(tried)))
+}

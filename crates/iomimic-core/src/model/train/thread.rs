@@ -1,0 +1,123 @@
+//! One thread's pass over its requests in order: each request's path of states, how it was
+//! placed, and what it adds to the edge that decided it; then the thread's model.
+
+use rustc_hash::FxHashMap;
+
+use super::chain::Hierarchy;
+use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
+use super::reuse::{reuse_depths, ReuseAcc};
+use super::stats::{gap_dist, StatsAcc};
+use crate::model::{Chain, Dist, Reuse, Stats, Streams};
+use crate::trace::TraceView;
+
+/// What training learnt of one thread.
+pub(super) struct Learnt {
+    pub chain: Chain,
+    /// The thread's own stats, for edges with too few requests for theirs.
+    pub defaults: Stats,
+    pub reuse: Option<Reuse>,
+    pub streams: Streams,
+    /// Random offsets are multiples of this.
+    pub alignment: u64,
+}
+
+/// Trains the thread of requests `rows` (in time order) with model times `u`.
+pub(super) fn train_thread(
+    t: &TraceView<'_>,
+    rows: &[usize],
+    u: &[f64],
+    spans: &[u64],
+    levels: u32,
+    k: u32,
+    reuse_on: bool,
+    bounds: &[u64],
+) -> Learnt {
+    let mut volumes: Vec<u32> = rows.iter().map(|&i| t.volume[i]).collect();
+    volumes.sort_unstable();
+    volumes.dedup();
+    let mut pass = ThreadPass {
+        hierarchy: Hierarchy::new(&volumes, spans, levels, k),
+        stats: StatsAcc::default(),
+        heads: FxHashMap::default(),
+        streams: StreamsAcc::new(),
+        reuse: ReuseAcc::new(bounds),
+        alignment: AlignmentAcc::default(),
+        prev: Vec::new(),
+        cur: Vec::new(),
+    };
+    std::thread::scope(|scope| {
+        // with reuse off no depth is needed: an endless run of `None`
+        let mut depths: Box<dyn Iterator<Item = Option<u64>>> = if reuse_on {
+            Box::new(reuse_depths(scope, t, rows))
+        } else {
+            Box::new(std::iter::repeat(None))
+        };
+        for (j, &i) in rows.iter().enumerate() {
+            let seen = depths.next().expect("a depth for every row");
+            let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
+            pass.observe(t.volume[i], t.offset[i], t.size[i], t.op[i], gap, seen);
+        }
+    });
+    pass.finish(t, rows, reuse_on)
+}
+
+/// What is counted over one thread's requests.
+struct ThreadPass<'b> {
+    hierarchy: Hierarchy,
+    /// All of the thread's requests, for its default stats.
+    stats: StatsAcc,
+    /// Per volume: recent request ends, which continuations and near requests follow.
+    heads: FxHashMap<u32, Heads>,
+    streams: StreamsAcc,
+    reuse: ReuseAcc<'b>,
+    alignment: AlignmentAcc,
+    /// The previous request's path of (chain, state), and this one's.
+    prev: Vec<(usize, usize)>,
+    cur: Vec<(usize, usize)>,
+}
+
+impl ThreadPass<'_> {
+    /// Counts the next request; `gap` is its model-time gap (`None` for the thread's first),
+    /// `seen` its LRU stack depth (`None` on a first touch or with reuse off).
+    #[inline]
+    fn observe(&mut self, volume: u32, offset: u64, size: u32, op: u8, gap: Option<f64>, seen: Option<u64>) {
+        self.hierarchy.path(volume, offset, &mut self.cur);
+        let heads = self.heads.entry(volume).or_default();
+        let follows = heads.follows(offset);
+        // A re-use starts in a 4 KiB block (the unit of the miss-ratio curve) where an earlier
+        // request of the thread started; its depth in the LRU stack of such blocks is kept.
+        let (kind, consumed) = self.streams.classify(&follows, seen.is_some());
+        heads.advance(consumed, offset + u64::from(size));
+        if kind == Kind::New {
+            self.alignment.add(offset);
+        }
+        if let (Kind::Reuse, Some(depth)) = (kind, seen) {
+            self.reuse.add(depth);
+        }
+        self.stats.add(op, size, kind, gap);
+        if gap.is_none() {
+            self.hierarchy.start(&self.cur);
+        } else {
+            self.hierarchy.step(&self.prev, &self.cur, op, size, kind, gap);
+        }
+        std::mem::swap(&mut self.prev, &mut self.cur);
+    }
+
+    fn finish(mut self, t: &TraceView<'_>, rows: &[usize], reuse_on: bool) -> Learnt {
+        self.hierarchy.start_by_occupancy(t, rows);
+        let overall_gap = if self.stats.gaps.is_empty() {
+            Dist::Fixed { value_ns: 0.0 }
+        } else {
+            gap_dist(&self.stats.gaps)
+        };
+        let defaults = self.stats.finish(&overall_gap);
+        let chain = self.hierarchy.build(&defaults.interarrival);
+        Learnt {
+            chain,
+            defaults,
+            reuse: if reuse_on { self.reuse.finish() } else { None },
+            streams: self.streams.finish(),
+            alignment: self.alignment.finish(),
+        }
+    }
+}

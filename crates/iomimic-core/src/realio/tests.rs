@@ -1,0 +1,212 @@
+use super::*;
+use crate::trace::testing::reads;
+use crate::trace::Op;
+
+fn target(dir: &std::path::Path, size: u64) -> Target {
+    let path = dir.join("t.dat");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    file.set_len(size).unwrap();
+    Target { file, size }
+}
+
+/// `always`, and io_uring too where this kernel allows it.
+fn engines(always: &[Engine]) -> Vec<Engine> {
+    let mut all = always.to_vec();
+    if uring::available() {
+        all.push(Engine::IoUring);
+    }
+    all
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("iomimic-realio-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn placement_folds_and_aligns() {
+    assert_eq!(place(100, 10, 1000, 1), (100, 10));
+    // 995 + 10 crosses the end: moved back to end there; 2,500 folds to 500
+    assert_eq!(place(995, 10, 1000, 1), (990, 10));
+    assert_eq!(place(2500, 10, 1000, 1), (500, 10));
+    assert_eq!(place(5000, 100, 8192, 4096), (4096, 4096));
+    // a request larger than the target is cut to it
+    assert_eq!(place(0, 10_000, 8192, 4096), (0, 8192));
+}
+
+#[test]
+fn closed_loop_runs_every_request_and_writes_land() {
+    let dir = temp_dir("closed");
+    let mut t = reads(&[0; 64], &(0..64).map(|i| i * 4096).collect::<Vec<_>>(), 4096);
+    t.op = vec![Op::Write as u8; 64];
+    for engine in engines(&[Engine::Psync]) {
+        let targets = [target(&dir, 64 * 4096)];
+        let opts = RunOptions {
+            engine,
+            iodepth: Some(4),
+            verify: true,
+            ..RunOptions::default()
+        };
+        let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
+        assert_eq!(r.completed, 64, "{engine:?}");
+        assert!(
+            r.verify_failures.is_empty(),
+            "{engine:?}: {:?}",
+            r.verify_failures
+        );
+        assert_eq!(r.verified_sectors, 64 * 8, "{engine:?}");
+        let data = std::fs::read(dir.join("t.dat")).unwrap();
+        for i in 0..64usize {
+            let sector = &data[i * 4096..i * 4096 + 512];
+            assert_eq!(
+                verify::check(sector, 0, (i * 4096) as u64),
+                Ok(i as u64),
+                "{engine:?}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn open_loop_keeps_the_schedule() {
+    let dir = temp_dir("open");
+    // 200 requests 1 ms apart
+    let ts: Vec<u64> = (0..200).map(|i| i * 1_000_000).collect();
+    let t = reads(&ts, &vec![0; 200], 4096);
+    let targets = [target(&dir, 1 << 20)];
+    for engine in engines(&[Engine::Null, Engine::Psync]) {
+        let opts = RunOptions {
+            engine,
+            ..RunOptions::default()
+        };
+        let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
+        assert_eq!(r.completed, 200);
+        for (i, (&issued, &due)) in r.issue_ns.iter().zip(&ts).enumerate() {
+            assert!(issued >= due, "{engine:?}: request {i} issued early");
+        }
+        // the last request within 5 ms of its time even on a busy test machine
+        assert!(r.lag_ns[199] < 5_000_000, "{engine:?}: {}", r.lag_ns[199]);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn io_uring_on_a_schedule_submits_by_kernel_thread_or_not_as_asked() {
+    if !uring::available() {
+        return; // nothing to test on a kernel without io_uring
+    }
+    let dir = temp_dir("sqpoll");
+    // 3,000 writes 50 µs apart, issued in pieces of 700 on one clock (as a long Parquet
+    // trace is), through 16 slots, with and without the kernel submission thread (which
+    // posts completions before it lets go of their queue entries: the Python test of
+    // Parquet replay in pieces catches a full queue there)
+    let n = 3000usize;
+    let ts: Vec<u64> = (0..n as u64).map(|i| i * 50_000).collect();
+    let mut t = reads(&ts, &(0..n as u64).map(|i| i * 4096).collect::<Vec<_>>(), 4096);
+    t.op = vec![Op::Write as u8; n];
+    let kernel_allows = io_uring::IoUring::<io_uring::squeue::Entry>::builder()
+        .setup_sqpoll(1)
+        .build(4)
+        .is_ok()
+        && std::thread::available_parallelism().is_ok_and(|c| c.get() >= 2);
+    for sqpoll in [true, false] {
+        let targets = [target(&dir, n as u64 * 4096)];
+        let opts = RunOptions {
+            engine: Engine::IoUring,
+            sqpoll,
+            verify: true,
+            ..RunOptions::default()
+        };
+        let view = t.view();
+        let clock = Clock::starting(&opts, 0);
+        for piece in (0..n).step_by(700) {
+            let rows = piece..(piece + 700).min(n);
+            let r = run_on(
+                &view.rows(rows.clone()),
+                &targets,
+                &opts,
+                &Control::default(),
+                clock,
+            )
+            .unwrap();
+            assert_eq!(r.kernel_submits, sqpoll && kernel_allows, "sqpoll {sqpoll}");
+            assert_eq!(r.completed, rows.len(), "sqpoll {sqpoll}");
+            assert!(r.verify_failures.is_empty(), "{:?}", r.verify_failures);
+            for (&issued, &due) in r.issue_ns.iter().zip(&ts[rows]) {
+                assert!(issued >= due, "sqpoll {sqpoll}: a request issued early");
+            }
+        }
+        // (sequence numbers count within a piece)
+        let data = std::fs::read(dir.join("t.dat")).unwrap();
+        for i in 0..n {
+            let sector = &data[i * 4096..i * 4096 + 512];
+            assert_eq!(verify::check(sector, 0, (i * 4096) as u64), Ok((i % 700) as u64));
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_stop_or_the_deadline_ends_a_long_wait_promptly() {
+    let dir = temp_dir("wait");
+    // the second request is due ten seconds in
+    let t = reads(&[0, 10_000_000_000], &[0, 4096], 4096);
+    let targets = [target(&dir, 1 << 20)];
+    for engine in engines(&[Engine::Psync]) {
+        let control = Control::default();
+        let started = Instant::now();
+        let r = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                control.stop.store(true, Ordering::Relaxed);
+            });
+            let opts = RunOptions {
+                engine,
+                ..RunOptions::default()
+            };
+            run(&t.view(), &targets, &opts, &control).unwrap()
+        });
+        assert_eq!(r.completed, 1, "{engine:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{engine:?}: {:?}",
+            started.elapsed()
+        );
+
+        let opts = RunOptions {
+            engine,
+            deadline_ns: Some(50_000_000),
+            ..RunOptions::default()
+        };
+        let started = Instant::now();
+        let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
+        assert_eq!(r.completed, 1, "{engine:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{engine:?}: {:?}",
+            started.elapsed()
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_stop_request_ends_the_run_early() {
+    let dir = temp_dir("stop");
+    let ts: Vec<u64> = (0..100).map(|i| i * 1_000_000).collect();
+    let t = reads(&ts, &vec![0; 100], 4096);
+    let targets = [target(&dir, 1 << 20)];
+    let control = Control::default();
+    control.stop.store(true, Ordering::Relaxed);
+    let r = run(&t.view(), &targets, &RunOptions::default(), &control).unwrap();
+    assert_eq!(r.completed, 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
