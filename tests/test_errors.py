@@ -142,3 +142,28 @@ def test_errors_share_one_hierarchy() -> None:
     for exc in (iomimic.TraceParseError, iomimic.UnknownFormatError, iomimic.EmptyTraceError):
         assert issubclass(exc, iomimic.InputError)
         assert issubclass(exc, iomimic.IomimicError)
+
+
+def test_workloads_that_cannot_be_held_are_refused_before_any_allocation(tmp_path: Path) -> None:
+    """A model asked for 10^12 requests, or stretched past what a nanosecond clock holds, is
+    refused at once with the flag named (it used to grow until the system killed it)."""
+    from .conftest import run_cli
+
+    model = tmp_path / "tpcc.json"
+    assert run_cli("model", "preset", "tpcc", "-o", str(model)).returncode == 0
+    out = str(tmp_path / "g.parquet")
+    for args, message in [
+        (
+            ["-n", "1000000000000"],
+            "--requests: 1000000000000 requests are more than one in-memory workload holds",
+        ),
+        (
+            ["-n", "1000", "--intensity", "1e-300"],
+            "--intensity 1e-300 stretches 1000 requests over unbounded time",
+        ),
+        (["-n", "1000", "--intensity", "1e-12"], "a trace spans at most 146 years"),
+        (["-n", "5000000000"], "more than one in-memory workload holds"),
+    ]:
+        r = run_cli("generate", str(model), "-o", out, *args)
+        assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
+        assert not Path(out).exists()

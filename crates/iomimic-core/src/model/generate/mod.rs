@@ -80,6 +80,25 @@ fn check(opts: &GenerateOptions) -> Result<()> {
     Ok(())
 }
 
+/// Refuses an intensity so low that the workload would span more time than a trace's
+/// nanosecond clock holds (times are u64 ns; 2^62 ns is about 146 years).
+fn check_span(model: &Model, total: u64, intensity: f64) -> Result<()> {
+    let span_ns = model.duration_ns as f64 * (total as f64 / model.requests.max(1) as f64) / intensity;
+    if span_ns > (1u64 << 62) as f64 {
+        let years = span_ns / 3.156e16;
+        let over = if years.is_finite() {
+            format!("{years:.3e} years")
+        } else {
+            "unbounded time".into()
+        };
+        return Err(Error::Usage(format!(
+            "`intensity` {intensity:e} stretches {total} requests over {over}; a trace spans at most {:.0} years",
+            (1u64 << 62) as f64 / 3.156e16
+        )));
+    }
+    Ok(())
+}
+
 /// Generates a synthetic trace from `model`.
 pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
     check(opts)?;
@@ -90,6 +109,12 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
         }
         (None, None) => model.requests,
     };
+    let asked_by = match (opts.requests, opts.duration_ns) {
+        (Some(_), _) | (None, None) => "requests",
+        (None, Some(_)) => "duration",
+    };
+    crate::limits::check_requests(total, asked_by)?;
+    check_span(model, total, opts.intensity)?;
     let counts = apportion(total, &model.threads.iter().map(|t| t.weight).collect::<Vec<_>>());
     // each thread onto its own activity where the model keeps one, else the workload's profile
     let warps: Vec<Warp> = model
