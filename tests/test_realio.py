@@ -388,3 +388,35 @@ def test_a_long_parquet_trace_is_replayed_a_row_group_at_a_time(tmp_path: Path) 
     table = pq.read_table(path)
     pq.write_table(table.take(rng.permutation(n)), shuffled, row_group_size=700)
     assert ParquetPieces.open(shuffled) is None
+
+
+def test_duration_is_wall_clock_and_the_ramp_is_left_out(tmp_path: Path) -> None:
+    """`--duration 1s --intensity 0.25` runs one second, not four (it once ran the model's time
+    stretched by the intensity); `--ramp` runs first and counts in no figure."""
+    model = tmp_path / "tpcc.json"
+    assert run_cli("model", "preset", "tpcc", "-o", str(model)).returncode == 0
+    common = ["--target", "f.dat", "--size", "64M", "--engine", "null", "--json", "r.json"]
+    r = run_cli("run", str(model), "--duration", "1s", "--intensity", "0.25", *common, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["time_limited"] and not f["partial"] and f["warmup_requests"] == 0
+    assert f["elapsed_s"] == pytest.approx(1.0, abs=0.15)
+    rate = f["iops"]
+    r = run_cli(
+        "run", str(model), "--duration", "1s", "--ramp", "0.5s", "--intensity", "0.25", *common, cwd=tmp_path
+    )
+    assert r.returncode == 0, r.stderr
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["ramp_s"] == 0.5 and f["elapsed_s"] == pytest.approx(1.0, abs=0.15)
+    # the warm-up ran at the same rate, and the figures hold only what came after it
+    assert f["warmup_requests"] == pytest.approx(rate / 2, rel=0.3)
+    assert f["iops"] == pytest.approx(rate, rel=0.3)
+    assert sum(f["over_time"]["iops"]) * f["over_time"]["window_s"] == pytest.approx(f["completed"], rel=0.02)
+    # replay takes the same two
+    trace = tmp_path / "t.parquet"
+    write_trace(workload(2000, 1e3), trace)
+    r = run_cli("replay", str(trace), "--duration", "0.5s", "--ramp", "0.2s", *common, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["time_limited"] and f["elapsed_s"] == pytest.approx(0.5, abs=0.1)
+    assert f["warmup_requests"] == pytest.approx(200, abs=20) and f["completed"] == pytest.approx(500, abs=30)

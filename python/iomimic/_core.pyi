@@ -218,6 +218,8 @@ class RunFiguresDict(TypedDict, total=False):
     requests: int
     completed: int
     partial: bool
+    ramp_s: float
+    warmup_requests: int
     elapsed_s: float
     iops: float
     mb_per_s: float
@@ -397,6 +399,7 @@ class RunSession:
         sqpoll: bool = True,
         align: int = 1,
         deadline_ns: int | None = None,
+        ramp_ns: int = 0,
         verify: bool = False,
         record: bool = True,
     ) -> None: ...

@@ -104,6 +104,7 @@ class RunSettings:
     allow_device: bool = False
     overwrite: bool = False
     deadline_s: float | None = None
+    ramp_s: float = 0.0
     verify: bool = False
     keep_requests: bool = True
 
@@ -128,6 +129,7 @@ def _session(paths: list[str], reach: dict[str, int], write: bool, s: RunSetting
         # sectors as block traces have them; O_DIRECT wants the page size
         align=4096 if s.direct else 512,
         deadline_ns=None if s.deadline_s is None else round(s.deadline_s * 1e9),
+        ramp_ns=round(s.ramp_s * 1e9),
         verify=s.verify,
         record=s.keep_requests,
     )
@@ -145,7 +147,8 @@ def run(
     :class:`RunSettings`'s: ``size``, ``engine`` (auto, io_uring, psync, null), ``iodepth``
     (closed loop), ``workers``, ``intensity``, ``no_stall``, ``direct``, ``allow_device``,
     ``overwrite``, ``deadline_s`` (stop issuing that long after the start: a time-limited
-    run, not marked partial), ``verify``, and ``keep_requests=False`` to keep no per-request
+    run, not marked partial), ``ramp_s`` (a warm-up left out of the figures, as fio's
+    ``ramp_time``), ``verify``, and ``keep_requests=False`` to keep no per-request
     record (the Trace is then ``None``, and the run's memory does not grow with its length;
     the figures are the same)."""
     s = RunSettings(**settings)

@@ -26,7 +26,7 @@ pub struct RunSession {
 #[pymethods]
 impl RunSession {
     #[new]
-    #[pyo3(signature = (paths, needed, write, direct, size=None, allow_device=false, overwrite=false, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, sqpoll=true, align=1, deadline_ns=None, verify=false, record=true))]
+    #[pyo3(signature = (paths, needed, write, direct, size=None, allow_device=false, overwrite=false, engine="auto", iodepth=None, workers=16, intensity=1.0, no_stall=false, sqpoll=true, align=1, deadline_ns=None, ramp_ns=0, verify=false, record=true))]
     #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)] // mirrors the Python keywords
     fn new(
         py: Python<'_>,
@@ -45,6 +45,7 @@ impl RunSession {
         sqpoll: bool,
         align: u64,
         deadline_ns: Option<u64>,
+        ramp_ns: u64,
         verify: bool,
         record: bool,
     ) -> PyResult<Self> {
@@ -57,6 +58,7 @@ impl RunSession {
             sqpoll,
             align,
             deadline_ns,
+            ramp_ns,
             verify,
             record,
         };

@@ -148,6 +148,12 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--no-stall", action="store_true", help="open loop without waiting for request times")
     g.add_argument(
+        "--ramp",
+        metavar="TIME",
+        help="warm up this long first (wall-clock, e.g. 10s): requests issued then run but are left "
+        "out of every figure, as fio's ramp_time",
+    )
+    g.add_argument(
         "--no-sqpoll",
         action="store_true",
         help="io_uring open loop: submit from the timing thread instead of a kernel polling thread "
@@ -162,6 +168,16 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("results")
     g.add_argument("-o", "--output", help="the completed requests as a trace (.parquet, .csv or .csv.gz)")
     g.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
+
+
+def wall_clock(args: argparse.Namespace) -> tuple[float, float | None]:
+    """(warm-up, warm-up + --duration) in wall-clock seconds from --ramp and --duration: how
+    long a run issues (None: until the workload ends)."""
+    from iomimic.units import parse_duration_ns
+
+    ramp = parse_duration_ns(args.ramp, "ramp") / 1e9 if getattr(args, "ramp", None) else 0.0
+    duration = getattr(args, "duration", None)
+    return ramp, None if duration is None else ramp + parse_duration_ns(duration, "duration") / 1e9
 
 
 def model_part(spec: str) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from iomimic.cli.args import (
     read_reported,
     selecting,
     subcommand,
+    wall_clock,
 )
 from iomimic.cli.run import issue
 
@@ -28,6 +29,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("trace", help="trace file")
     add_intensity(p, "the trace's rate")
+    p.add_argument(
+        "--duration",
+        help="stop issuing after this long, wall-clock (fio's runtime), e.g. 60s; after any --ramp",
+    )
     add_target_options(p)
     add_read_options(p)
 
@@ -42,4 +47,5 @@ def handle(args: argparse.Namespace) -> int:
     pieces = None
     if not (args.output or args.verify or selecting(args)) and args.format in (None, "parquet"):
         pieces = ParquetPieces.open(args.trace)
-    return issue(args, pieces or read_reported(args), speed)
+    ramp_s, until_s = wall_clock(args)
+    return issue(args, pieces or read_reported(args), speed, until_s, ramp_s)

@@ -8,7 +8,16 @@ import signal
 import sys
 
 from iomimic.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
-from iomimic.cli.args import add_intensity, add_target_options, count, intensity, seed, subcommand, write_json
+from iomimic.cli.args import (
+    add_intensity,
+    add_target_options,
+    count,
+    intensity,
+    seed,
+    subcommand,
+    wall_clock,
+    write_json,
+)
 from iomimic.errors import InputError
 
 
@@ -34,7 +43,11 @@ def register(subparsers) -> None:
         "(default --size). See docs/realio.md",
     )
     p.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
-    p.add_argument("--duration", help="generate this long a workload, e.g. 60s")
+    p.add_argument(
+        "--duration",
+        help="run this long, wall-clock (fio's runtime), e.g. 60s: as many requests are generated as "
+        "that takes at --intensity (after any --ramp)",
+    )
     add_intensity(p, "the request rate")
     p.add_argument("--seed", type=seed, default=1, help="random seed")
     add_target_options(p)
@@ -43,27 +56,34 @@ def register(subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     if (args.model is None) == (args.pattern is None):
         raise InputError("run a model (MODEL.json) or a --pattern, one of them")
+    speed = intensity(args)
+    ramp_s, until_s = wall_clock(args)
+    # --duration is wall-clock: at intensity i a second of the run covers i seconds of the
+    # workload's own time, so that much is generated and the run stops at the deadline
+    model_s = None if until_s is None else until_s * speed
     if args.model is not None:
         from iomimic.model import Model
 
-        trace = Model.load(args.model).generate(args.requests, duration=args.duration, seed=args.seed)
-        return issue(args, trace, intensity(args))
+        model = Model.load(args.model)
+        trace = model.generate(args.requests, duration=None if args.requests else model_s, seed=args.seed)
+        return issue(args, trace, speed, until_s, ramp_s)
     from iomimic.pattern import parse_pattern, pattern_trace, requests_for_duration
-    from iomimic.units import parse_duration_ns, parse_size_bytes
+    from iomimic.units import parse_size_bytes
 
     span = parse_size_bytes(args.size) if args.size else None
     if args.requests is None and args.duration is None:
         raise InputError("a --pattern run needs -n REQUESTS or --duration")
     parse_pattern(args.pattern)  # a bad spec is reported before anything else
-    duration_ns = parse_duration_ns(args.duration) if args.duration else None
     n = args.requests
     if n is None:
-        n = requests_for_duration(args.pattern, duration_ns, intensity(args))
+        n = requests_for_duration(args.pattern, round(until_s * 1e9), speed)
     trace = pattern_trace(args.pattern, n, span=span, seed=args.seed)
-    return issue(args, trace, intensity(args), None if duration_ns is None else duration_ns / 1e9)
+    return issue(args, trace, speed, until_s, ramp_s)
 
 
-def issue(args: argparse.Namespace, trace, intensity: float, deadline_s: float | None = None) -> int:
+def issue(
+    args: argparse.Namespace, trace, intensity: float, deadline_s: float | None = None, ramp_s: float = 0.0
+) -> int:
     """Issues ``trace`` (a Trace, or ParquetPieces to issue a row group at a time) with the
     options of :func:`iomimic.cli.args.add_target_options`, and reports the run."""
     from iomimic.cli.progress import running
@@ -87,6 +107,7 @@ def issue(args: argparse.Namespace, trace, intensity: float, deadline_s: float |
         "allow_device": args.allow_device,
         "overwrite": args.overwrite,
         "deadline_s": deadline_s,
+        "ramp_s": ramp_s,
         "verify": args.verify,
         # without -o nothing per request is kept: memory stays flat however long the run
         "keep_requests": bool(args.output),

@@ -17,6 +17,8 @@ def render_run(f: dict[str, Any], console: Console) -> None:
     else:
         done = f"{f['completed']:,} of {f['requests']:,}" + (" (stopped: partial)" if f["partial"] else "")
     t.add_row("requests", done)
+    if f.get("ramp_s"):
+        t.add_row("warm-up (left out)", f"{f['ramp_s']:,.3f} s, {f['warmup_requests']:,} requests")
     t.add_row("elapsed", f"{f['elapsed_s']:,.3f} s")
     t.add_row("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s")
     t.add_row("CPU per I/O", f"{f['cpu_us_per_io']:,.2f} µs")

@@ -60,6 +60,9 @@ pub struct RunOptions {
     pub align: u64,
     /// Stop issuing this long after the start (a time-limited run), ns.
     pub deadline_ns: Option<u64>,
+    /// Warm-up, ns from the start (fio's `ramp_time`): requests issued before it run but are
+    /// left out of the figures, whose clock then starts here.
+    pub ramp_ns: u64,
     /// Checksummed sector headers on writes, checked on reads and once more at the end.
     pub verify: bool,
     /// Keep every request's issue time and latency (for the completed-requests trace); without
@@ -78,6 +81,7 @@ impl Default for RunOptions {
             sqpoll: true,
             align: 1,
             deadline_ns: None,
+            ramp_ns: 0,
             verify: false,
             record: true,
         }

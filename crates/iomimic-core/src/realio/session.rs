@@ -74,7 +74,8 @@ impl Session {
     /// the time from its first request to its last); `interrupted` says it was stopped.
     pub fn figures(&self, requests: u64, span_ns: u64, interrupted: bool) -> RunFigures {
         let s = &self.summary;
-        let elapsed_s = self.elapsed_ns as f64 / 1e9;
+        // the figures' clock starts when the warm-up ends
+        let elapsed_s = self.elapsed_ns.saturating_sub(self.opts.ramp_ns) as f64 / 1e9;
         let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
         let time_limited = self.opts.deadline_ns.is_some();
         let on_schedule = self.opts.iodepth.is_none() && !self.opts.no_stall;
@@ -105,7 +106,9 @@ impl Session {
             },
             requests,
             completed: s.completed,
-            partial: interrupted || (s.completed < requests && !time_limited),
+            partial: interrupted || (s.completed + s.warmup < requests && !time_limited),
+            ramp_s: self.opts.ramp_ns as f64 / 1e9,
+            warmup_requests: s.warmup,
             elapsed_s,
             iops: per_s(s.completed as f64),
             mb_per_s: per_s(s.bytes as f64 / 1e6),
@@ -251,6 +254,10 @@ pub struct RunFigures {
     pub completed: u64,
     /// Stopped before the workload was done (not by its `duration`).
     pub partial: bool,
+    /// The warm-up left out of every other figure, and the requests issued during it.
+    pub ramp_s: f64,
+    pub warmup_requests: u64,
+    /// Seconds measured: from the end of the warm-up to the last completion.
     pub elapsed_s: f64,
     pub iops: f64,
     pub mb_per_s: f64,

@@ -179,7 +179,11 @@ impl Shared<'_> {
             slot.store(now.max(1), Ordering::Relaxed);
         }
         let lag = self.on_schedule.then(|| issued.saturating_sub(self.scheduled(i)));
-        summary.record(self.t.op[i], issued, now - issued, lag, size);
+        if issued < self.opts.ramp_ns {
+            summary.warmup += 1;
+        } else {
+            summary.record(self.t.op[i], issued - self.opts.ramp_ns, now - issued, lag, size);
+        }
         if i + 1 == self.t.len() {
             summary.last_lag_ns = lag;
         }

@@ -27,6 +27,8 @@ pub struct Summary {
     pub lag: Histogram<u64>,
     pub completed: u64,
     pub bytes: u64,
+    /// Requests issued during the warm-up: run, not counted anywhere else.
+    pub warmup: u64,
     /// Width of each window, ns.
     pub window_ns: u64,
     /// (requests, bytes) issued in each window, from the start of the run.
@@ -47,6 +49,7 @@ impl Default for Summary {
             lag: histogram(),
             completed: 0,
             bytes: 0,
+            warmup: 0,
             window_ns: FIRST_WINDOW_NS,
             windows: Vec::new(),
             last_lag_ns: None,
@@ -105,9 +108,10 @@ impl Summary {
     /// or 20 ms, so workers seldom touch the shared counter yet a slow run still shows progress.
     #[inline]
     pub fn progress_due(&mut self, now_ns: u64) -> Option<u64> {
-        let new = self.completed - self.reported.0;
+        let done = self.completed + self.warmup;
+        let new = done - self.reported.0;
         if new >= 64 || (new > 0 && now_ns.saturating_sub(self.reported.1) >= 20_000_000) {
-            self.reported = (self.completed, now_ns);
+            self.reported = (done, now_ns);
             Some(new)
         } else {
             None
@@ -144,6 +148,7 @@ impl Summary {
             .expect("auto-resizing histograms accept any value");
         self.completed += other.completed;
         self.bytes += other.bytes;
+        self.warmup += other.warmup;
         self.last_lag_ns = self.last_lag_ns.or(other.last_lag_ns);
         if other.windows.len() > self.windows.len() {
             self.windows.resize(other.windows.len(), (0, 0));
