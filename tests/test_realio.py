@@ -420,3 +420,27 @@ def test_duration_is_wall_clock_and_the_ramp_is_left_out(tmp_path: Path) -> None
     f = json.loads((tmp_path / "r.json").read_text())
     assert f["time_limited"] and f["elapsed_s"] == pytest.approx(0.5, abs=0.1)
     assert f["warmup_requests"] == pytest.approx(200, abs=20) and f["completed"] == pytest.approx(500, abs=30)
+
+
+def test_a_target_smaller_than_its_volume_is_told_with_the_factor(tmp_path: Path) -> None:
+    # 100 requests across 64 MiB, replayed onto 4 MiB: offsets fold 16 times over
+    n = 100
+    t = Trace(
+        ts_ns=np.arange(n) * 1000,
+        offset=np.arange(n) * (64 * MIB // n) // 4096 * 4096,
+        size=[4096] * n,
+        op=[0] * n,
+        volumes=["v"],
+    )
+    write_trace(t, tmp_path / "t.parquet")
+    args = ["replay", str(tmp_path / "t.parquet"), "--engine", "null", "--no-stall", "--json", "r.json"]
+    r = run_cli(*args, "--target", "small.dat", "--size", "4M", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "iomimic: warning: small.dat holds 4.0 MiB but the workload reaches" in r.stderr
+    factor = (int(t.offset.max()) + 4096) / (4 * MIB)
+    assert f"fold into it {factor:.1f} times over" in r.stderr
+    folded = json.loads((tmp_path / "r.json").read_text())["folded"]
+    assert folded[0]["size_bytes"] == 4 * MIB and folded[0]["factor"] == pytest.approx(factor)
+    r = run_cli(*args, "--target", "big.dat", "--size", "64M", cwd=tmp_path)
+    assert r.returncode == 0 and "warning" not in r.stderr
+    assert "folded" not in json.loads((tmp_path / "r.json").read_text())

@@ -212,12 +212,19 @@ class HdrPercentilesDict(TypedDict):
     p999: float
     max: float
 
+class FoldDict(TypedDict):
+    path: str
+    reach_bytes: int
+    size_bytes: int
+    factor: float
+
 class RunFiguresDict(TypedDict, total=False):
     engine: str
     mode: str
     requests: int
     completed: int
     partial: bool
+    folded: list[FoldDict]
     ramp_s: float
     warmup_requests: int
     elapsed_s: float
@@ -410,6 +417,7 @@ class RunSession:
         files: Sequence[str],
         progress: Callable[[int, float, float | None], object] | None = None,
     ) -> RunPiece: ...
+    def folded(self) -> list[FoldDict]: ...
     def finish(self, requests: int, span_ns: int) -> RunFiguresDict: ...
 
 def io_uring_available() -> bool: ...

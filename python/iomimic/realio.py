@@ -109,9 +109,34 @@ class RunSettings:
     keep_requests: bool = True
 
 
-def _session(paths: list[str], reach: dict[str, int], write: bool, s: RunSettings):
+def fold_warning(fold: dict[str, Any]) -> str:
+    """What to tell about a volume folded into a smaller target."""
+    from iomimic.report import human_bytes
+
+    return (
+        f"{fold['path']} holds {human_bytes(fold['size_bytes'])} but the workload reaches "
+        f"{human_bytes(fold['reach_bytes'])} there: offsets fold into it {fold['factor']:,.1f} times "
+        "over, so requests that were apart meet (give --size, or a larger target)"
+    )
+
+
+def _session(
+    paths: list[str],
+    reach: dict[str, int],
+    write: bool,
+    s: RunSettings,
+    warn: Callable[[str], None] | None = None,
+):
     """The engine's session over the targets, which it checks under the write guard and opens
-    (creating and laying out those that are missing)."""
+    (creating and laying out those that are missing); ``warn`` hears of volumes that will fold
+    into targets smaller than they are, before anything is issued."""
+    session = _session_of(paths, reach, write, s)
+    for fold in session.folded() if warn else []:
+        warn(fold_warning(fold))
+    return session
+
+
+def _session_of(paths: list[str], reach: dict[str, int], write: bool, s: RunSettings):
     return _core.RunSession(
         paths,
         [reach[p] for p in paths],
@@ -140,6 +165,7 @@ def run(
     paths: list[str],
     *,
     progress: Callable[[int, float, float | None], None] | None = None,
+    warn: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> tuple[Trace | None, dict[str, Any]]:
     """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
@@ -150,13 +176,14 @@ def run(
     run, not marked partial), ``ramp_s`` (a warm-up left out of the figures, as fio's
     ``ramp_time``), ``verify``, and ``keep_requests=False`` to keep no per-request
     record (the Trace is then ``None``, and the run's memory does not grow with its length;
-    the figures are the same)."""
+    the figures are the same). ``warn`` hears, before the run, of volumes whose targets are
+    smaller than they are (their offsets fold; ``folded`` in the figures says it too)."""
     s = RunSettings(**settings)
     if not len(trace):
         raise InputError("nothing to run: the workload is empty")
     if len(paths) != len(trace.volumes):
         raise InputError(f"{len(paths)} target(s) for {len(trace.volumes)} volume(s)")
-    session = _session(paths, bytes_needed(trace, paths), bool(np.any(trace.op == 1)), s)
+    session = _session(paths, bytes_needed(trace, paths), bool(np.any(trace.op == 1)), s, warn)
     d = session.run_piece(*trace._core_args(), progress=progress)
     f = session.finish(len(trace), int(trace.ts_ns[-1] - trace.ts_ns[0]))
     if not s.keep_requests:
@@ -179,6 +206,7 @@ def run_pieces(
     paths: list[str],
     *,
     progress: Callable[[int, float, float | None], None] | None = None,
+    warn: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """Issues a Parquet trace a row group at a time on one schedule (see :func:`run`; no
@@ -194,7 +222,7 @@ def run_pieces(
         # submission thread would take one whole and leave the timing thread sharing the other
         # with the reader (issue lag p99 of milliseconds, against tens of µs without it)
         s.sqpoll = False
-    session = _session(paths, _per_path(paths, source.reach), source.write, s)
+    session = _session(paths, _per_path(paths, source.reach), source.write, s, warn)
     pieces = source.pieces()
     # the next piece is read while this one runs (two in memory at most), so the schedule
     # never waits for the file

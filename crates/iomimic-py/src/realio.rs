@@ -73,8 +73,11 @@ impl RunSession {
             realio::open_targets(&paths, &needed, size, access, &stop)
         })?
         .map_err(to_py)?;
+        let folded = realio::folds(&paths, &needed, &targets);
+        let mut session = realio::Session::new(targets, opts);
+        session.set_folded(folded);
         Ok(Self {
-            session: realio::Session::new(targets, opts),
+            session,
             control: realio::Control::default(),
             started: std::time::Instant::now(),
             interrupted: false,
@@ -142,6 +145,12 @@ impl RunSession {
         d.set_item("ran", PyArray1::from_vec(py, result.ran))?;
         d.set_item("over", over)?;
         Ok(d)
+    }
+
+    /// Volumes whose targets are smaller than their reach: their offsets fold (path,
+    /// reach_bytes, size_bytes, factor each), known before the run starts.
+    fn folded(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py_value(py, self.session.folded())
     }
 
     /// The run's figures; `requests` and `span_ns` describe the whole workload (its length and

@@ -117,10 +117,14 @@ def issue(
     pieces = isinstance(trace, ParquetPieces)
     progress, close = running(trace.rows if pieces else len(trace))
     try:
+
+        def warn(text: str) -> None:
+            print(f"iomimic: warning: {text}", file=sys.stderr)
+
         if pieces:
-            done, figures = None, run_pieces(trace, paths, progress=progress, **settings)
+            done, figures = None, run_pieces(trace, paths, progress=progress, warn=warn, **settings)
         else:
-            done, figures = run(trace, paths, progress=progress, **settings)
+            done, figures = run(trace, paths, progress=progress, warn=warn, **settings)
     finally:
         close()
     if args.output and done is not None and len(done):

@@ -34,7 +34,7 @@ mod uring;
 pub mod verify;
 
 pub use engine::Engine;
-pub use session::{RunFigures, Session};
+pub use session::{folds, Fold, RunFigures, Session};
 pub use summary::Summary;
 
 pub use uring::available as io_uring_available;

@@ -12,6 +12,33 @@ use super::{run_on, Clock, Control, RunOptions, RunResult, Summary, Target};
 use crate::error::Result;
 use crate::trace::{Op, TraceView};
 
+/// A volume whose target is smaller than the part of it the workload reaches: its offsets fold
+/// into the target (modulo its size), so requests that were apart in the workload meet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fold {
+    pub path: String,
+    pub reach_bytes: u64,
+    pub size_bytes: u64,
+    /// reach / size: how many times over the workload's span lands on the target.
+    pub factor: f64,
+}
+
+/// The folds of volumes `needed[i]` bytes long placed on targets `targets[i]` at `paths[i]`.
+pub fn folds(paths: &[String], needed: &[u64], targets: &[Target]) -> Vec<Fold> {
+    paths
+        .iter()
+        .zip(needed)
+        .zip(targets)
+        .filter(|((_, &reach), t)| reach > t.size)
+        .map(|((path, &reach), t)| Fold {
+            path: path.clone(),
+            reach_bytes: reach,
+            size_bytes: t.size,
+            factor: reach as f64 / t.size.max(1) as f64,
+        })
+        .collect()
+}
+
 /// The session's state between pieces.
 pub struct Session {
     targets: Vec<Target>,
@@ -25,6 +52,8 @@ pub struct Session {
     kernel_submits: bool,
     /// Process CPU time when the first piece started.
     cpu_start_ns: Option<u64>,
+    /// Volumes folded into targets smaller than they are ([`folds`]), told in the figures.
+    folded: Vec<Fold>,
 }
 
 impl Session {
@@ -40,7 +69,17 @@ impl Session {
             verify_failures: Vec::new(),
             kernel_submits: false,
             cpu_start_ns: None,
+            folded: Vec::new(),
         }
+    }
+
+    /// Records the volumes that fold into smaller targets, for the figures.
+    pub fn set_folded(&mut self, folded: Vec<Fold>) {
+        self.folded = folded;
+    }
+
+    pub fn folded(&self) -> &[Fold] {
+        &self.folded
     }
 
     pub fn options(&self) -> &RunOptions {
@@ -127,6 +166,7 @@ impl Session {
             } else {
                 "system call"
             }),
+            folded: self.folded.clone(),
             verify: self.opts.verify.then(|| Verify {
                 sectors_checked: self.verified_sectors,
                 failures: self.verify_failures.len(),
@@ -270,6 +310,9 @@ pub struct RunFigures {
     pub over_time: OverTime,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub submission: Option<&'static str>,
+    /// Volumes folded into targets smaller than their reach (empty: none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub folded: Vec<Fold>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<Verify>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
