@@ -94,7 +94,12 @@ def test_cli_from_a_model_and_its_errors(tmp_path: Path) -> None:
 def test_fio_replays_every_request(tmp_path: Path) -> None:
     # reads and writes: fio skips trims on regular files
     t = two_volume_trace(400, ops=(0, 1))
-    export_fio(t, tmp_path / "job.fio", tmp_path / "t.iolog", prepare=True, no_stall=True)
+    r = export_fio(t, tmp_path / "job.fio", tmp_path / "t.iolog", prepare=True, no_stall=True)
+    # direct=1 (the files take O_DIRECT): 512-byte requests go where a --direct run puts them,
+    # on 4 KiB boundaries, in files of whole 4 KiB blocks
+    assert r["direct"] and all(size % 4096 == 0 for size in r["files"].values())
+    back = read_trace(tmp_path / "t.iolog")
+    assert not (back.offset % 4096).any() and not (back.size % 4096).any()
     out = subprocess.run(
         ["fio", "job.fio", "--output-format=json"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )

@@ -24,11 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from iomimic import _core
 from iomimic.errors import InputError
 from iomimic.io import atomic_output
 from iomimic.realio import bytes_needed, parse_volume_map
 from iomimic.trace import Trace
 
+#: Offsets and sizes of a direct=1 job are multiples of this (as a --direct run's are).
+DIRECT_ALIGN = 4096
 # the trace's op codes as fio log actions
 _ACTIONS = np.array(["read", "write", "trim", "sync"])
 # lines per formatting batch: bounded memory on traces of any length
@@ -46,8 +49,15 @@ def parse_map(text: str | None, volumes: list[str]) -> dict[str, str]:
     return mapping
 
 
-def write_iolog(trace: Trace, path: str | os.PathLike, files: list[str]) -> None:
-    """Writes ``trace`` as a fio version 3 log: times in microseconds from the start."""
+def write_iolog(
+    trace: Trace,
+    path: str | os.PathLike,
+    files: list[str],
+    placed: tuple[np.ndarray, np.ndarray] | None = None,
+) -> None:
+    """Writes ``trace`` as a fio version 3 log: times in microseconds from the start; offsets
+    and sizes are ``placed`` (where a run puts each request) when given."""
+    offsets, sizes = placed if placed is not None else (trace.offset, trace.size)
     names = np.array(files)
     us = trace.ts_ns // 1000
     end = int(us[-1]) if len(trace) else 0
@@ -58,8 +68,8 @@ def write_iolog(trace: Trace, path: str | os.PathLike, files: list[str]) -> None
         for start in range(0, len(trace), _BATCH):
             s = slice(start, start + _BATCH)
             op = trace.op[s]
-            size = np.where(op == 3, 0, trace.size[s])
-            offset = np.where(op == 3, 0, trace.offset[s])
+            size = np.where(op == 3, 0, sizes[s])
+            offset = np.where(op == 3, 0, offsets[s])
             lines = [
                 f"{t} {f} {a} {o} {n}\n"
                 for t, f, a, o, n in zip(
@@ -227,6 +237,16 @@ def export_fio(
     # fio runs from the job file's directory: relative names in the log are relative to it
     here = os.path.dirname(os.path.abspath(job_path))
     on_disk = {name: os.path.join(here, name) for name in sizes}
+    if direct is None:
+        direct = all(direct_allowed(path) for path in on_disk.values())
+    placed = None
+    if direct:
+        # O_DIRECT wants block-aligned offsets and sizes: the log holds them where a --direct
+        # run puts them (the core's placement), in files rounded up to whole blocks
+        sizes = {name: -(-size // DIRECT_ALIGN) * DIRECT_ALIGN for name, size in sizes.items()}
+        placed = _core.place_requests(
+            trace.offset, trace.size, trace.volume, [sizes[f] for f in files], DIRECT_ALIGN
+        )
     disk_sizes = {on_disk[name]: size for name, size in sizes.items()}
     write = bool((trace.op == 1).any() or (trace.op == 2).any())
     # refuse before writing anything
@@ -234,9 +254,7 @@ def export_fio(
         disk_sizes, write=write, prepare=prepare, allow_device=allow_device, overwrite=overwrite
     )
     made = missing if prepare else []
-    if direct is None:
-        direct = all(direct_allowed(path) for path in disk_sizes)
-    write_iolog(trace, iolog_path, files)
+    write_iolog(trace, iolog_path, files, placed)
     iolog = os.path.relpath(os.path.abspath(iolog_path), here)
     text = job_file(
         iolog if not iolog.startswith("..") else os.path.abspath(iolog_path),

@@ -51,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(realio::io_uring_available, m)?)?;
     m.add_function(wrap_pyfunction!(realio::engine_name, m)?)?;
     m.add_function(wrap_pyfunction!(realio::prepare_target, m)?)?;
+    m.add_function(wrap_pyfunction!(realio::place_requests, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_duration_ns, m)?)?;
     m.add_function(wrap_pyfunction!(units::parse_size_bytes, m)?)?;
     errors::register(m)?;

@@ -226,3 +226,41 @@ pub fn engine_name(name: &str) -> PyResult<&'static str> {
 pub fn io_uring_available() -> bool {
     realio::io_uring_available()
 }
+
+/// Where each request lands in its volume's target, as a run places it (`realio::place`):
+/// offsets fold into `target_sizes[volume]` and round to `align`. Returns (offsets, sizes).
+#[pyfunction]
+pub fn place_requests<'py>(
+    py: Python<'py>,
+    offset: numpy::PyReadonlyArray1<'py, u64>,
+    size: numpy::PyReadonlyArray1<'py, u32>,
+    volume: numpy::PyReadonlyArray1<'py, u32>,
+    target_sizes: Vec<u64>,
+    align: u64,
+) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u32>>)> {
+    let (offset, size, volume) = (offset.as_slice()?, size.as_slice()?, volume.as_slice()?);
+    if size.len() != offset.len() || volume.len() != offset.len() {
+        return Err(crate::errors::InputError::new_err(
+            "`offset`, `size` and `volume` differ in length",
+        ));
+    }
+    if align == 0 || target_sizes.iter().any(|&t| t < align) {
+        return Err(crate::errors::InputError::new_err(
+            "`align` must be positive and no larger than any target",
+        ));
+    }
+    let mut placed_offset = Vec::with_capacity(offset.len());
+    let mut placed_size = Vec::with_capacity(offset.len());
+    for i in 0..offset.len() {
+        let target = *target_sizes.get(volume[i] as usize).ok_or_else(|| {
+            crate::errors::InputError::new_err(format!("volume {} has no target size", volume[i]))
+        })?;
+        let (o, s) = realio::place(offset[i], u64::from(size[i]), target, align);
+        placed_offset.push(o);
+        placed_size.push(u32::try_from(s).unwrap_or(u32::MAX));
+    }
+    Ok((
+        PyArray1::from_vec(py, placed_offset),
+        PyArray1::from_vec(py, placed_size),
+    ))
+}

@@ -209,7 +209,7 @@ pub struct RunResult {
 /// Where a request lands in its target: size rounded up to `align` (and cut to the target);
 /// offset modulo the target's size, rounded down to `align`, and moved back if the request
 /// would cross the end.
-fn place(offset: u64, size: u64, target_size: u64, align: u64) -> (u64, u64) {
+pub fn place(offset: u64, size: u64, target_size: u64, align: u64) -> (u64, u64) {
     let size = size.div_ceil(align).max(1) * align;
     let size = size.min(target_size / align * align).max(align);
     let offset = offset % target_size / align * align;
