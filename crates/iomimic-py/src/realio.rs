@@ -227,6 +227,9 @@ pub fn io_uring_available() -> bool {
     realio::io_uring_available()
 }
 
+/// Placed offsets and sizes, as numpy arrays.
+type Placed<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u32>>);
+
 /// Where each request lands in its volume's target, as a run places it (`realio::place`):
 /// offsets fold into `target_sizes[volume]` and round to `align`. Returns (offsets, sizes).
 #[pyfunction]
@@ -237,7 +240,7 @@ pub fn place_requests<'py>(
     volume: numpy::PyReadonlyArray1<'py, u32>,
     target_sizes: Vec<u64>,
     align: u64,
-) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u32>>)> {
+) -> PyResult<Placed<'py>> {
     let (offset, size, volume) = (offset.as_slice()?, size.as_slice()?, volume.as_slice()?);
     if size.len() != offset.len() || volume.len() != offset.len() {
         return Err(crate::errors::InputError::new_err(
