@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -444,3 +447,47 @@ def test_a_target_smaller_than_its_volume_is_told_with_the_factor(tmp_path: Path
     r = run_cli(*args, "--target", "big.dat", "--size", "64M", cwd=tmp_path)
     assert r.returncode == 0 and "warning" not in r.stderr
     assert "folded" not in json.loads((tmp_path / "r.json").read_text())
+
+
+def _private_tmpfs_reason() -> str | None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return "needs root and unshare for a private tmpfs"
+    return None
+
+
+@pytest.mark.skipif(_private_tmpfs_reason() is not None, reason=str(_private_tmpfs_reason()))
+def test_failed_requests_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    """Writes into the holes of a sparse file on a full tmpfs fail with ENOSPC: each failed
+    request keeps its errno in the status column, the figures count them by errno, the other
+    requests are measured as usual, and the command exits 1 (a run that went wrong)."""
+    n = 400
+    t = Trace(
+        ts_ns=np.arange(n) * 10_000,
+        offset=(np.arange(n) * 7 % 512) * 16384,
+        size=[16384] * n,
+        op=np.arange(n) % 2,  # reads (of holes: they succeed) and writes
+        volumes=["v"],
+    )
+    write_trace(t, tmp_path / "t.parquet")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = (
+        f"mount -t tmpfs -o size=1m tmpfs {mnt} && truncate -s 8M {mnt}/t.dat && "
+        f"{sys.executable} -m iomimic.cli replay {tmp_path}/t.parquet --target {mnt}/t.dat --overwrite "
+        f"--engine psync -o {tmp_path}/done.parquet --json {tmp_path}/r.json"
+    )
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    if "mount" in r.stderr and "permission" in r.stderr.lower():
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    assert r.returncode == 1, r.stderr
+    assert "iomimic: I/O error: request" in r.stderr and "No space left on device" in r.stderr
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["completed"] == n and not f["partial"]
+    failed = f["failed"]
+    assert set(failed["by_errno"]) == {"28"} and 0 < failed["requests"] < n // 2 + 1
+    done = read_trace(tmp_path / "done.parquet")
+    assert done.status is not None and len(done) == n
+    writes, reads = done.op == 1, done.op == 0
+    assert (done.status[reads] == 0).all()
+    assert set(done.status[writes].tolist()) == {0, 28}
+    assert int((done.status == 28).sum()) == failed["requests"]

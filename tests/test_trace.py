@@ -111,6 +111,8 @@ def traces(draw) -> Trace:
     if draw(st.booleans()):
         kwargs["file"] = col(0, len(files) - 1)
         kwargs["files"] = files
+    if draw(st.booleans()):
+        kwargs["status"] = col(0, 255)
     return Trace(
         ts_ns=col(0, 2**64 - 1),
         offset=col(0, 2**62),

@@ -21,13 +21,14 @@ from iomimic.model import Model
 from iomimic.profile import Profile, characterize
 from iomimic.realio import run
 from iomimic.sim import simulate
-from iomimic.trace import LATENCY_UNKNOWN, Op, Trace
+from iomimic.trace import LATENCY_UNKNOWN, STATUS_OK, Op, Trace
 from iomimic.validate import validate
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LATENCY_UNKNOWN",
+    "STATUS_OK",
     "EmptyTraceError",
     "InputError",
     "IomimicError",

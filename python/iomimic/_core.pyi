@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 LATENCY_UNKNOWN: int
+STATUS_OK: int
 
 class IomimicError(Exception): ...
 class InputError(IomimicError): ...
@@ -38,6 +39,7 @@ class Columns(Protocol):
     stream: npt.NDArray[np.uint32]
     latency_ns: npt.NDArray[np.uint64] | None
     file: npt.NDArray[np.uint32] | None
+    status: npt.NDArray[np.uint8] | None
 
 class TraceColumns(TypedDict):
     ts_ns: npt.NDArray[np.uint64]
@@ -48,6 +50,7 @@ class TraceColumns(TypedDict):
     stream: npt.NDArray[np.uint32]
     latency_ns: npt.NDArray[np.uint64] | None
     file: npt.NDArray[np.uint32] | None
+    status: npt.NDArray[np.uint8] | None
     volumes: list[str]
     files: list[str]
 
@@ -99,6 +102,7 @@ class SummaryDict(TypedDict):
     bytes_read: int
     bytes_written: int
     has_latency: bool
+    failed: dict[str, int] | None
 
 class ProfileDict(TypedDict):
     """Every characterization figure (docs/characterize.md); the whole trace's figures at the
@@ -202,6 +206,7 @@ class RunPiece(TypedDict):
     offset: npt.NDArray[np.uint64]
     size: npt.NDArray[np.uint32]
     ran: npt.NDArray[np.bool_]
+    status: npt.NDArray[np.uint8]
     over: bool
 
 class HdrPercentilesDict(TypedDict):
@@ -211,6 +216,11 @@ class HdrPercentilesDict(TypedDict):
     p99: float
     p999: float
     max: float
+
+class FailedDict(TypedDict):
+    requests: int
+    by_errno: dict[str, int]
+    first: list[str]
 
 class FoldDict(TypedDict):
     path: str
@@ -225,6 +235,7 @@ class RunFiguresDict(TypedDict, total=False):
     completed: int
     partial: bool
     folded: list[FoldDict]
+    failed: FailedDict
     ramp_s: float
     warmup_requests: int
     elapsed_s: float

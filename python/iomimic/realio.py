@@ -109,30 +109,19 @@ class RunSettings:
     keep_requests: bool = True
 
 
-def fold_warning(fold: dict[str, Any]) -> str:
-    """What to tell about a volume folded into a smaller target."""
-    from iomimic.report import human_bytes
-
-    return (
-        f"{fold['path']} holds {human_bytes(fold['size_bytes'])} but the workload reaches "
-        f"{human_bytes(fold['reach_bytes'])} there: offsets fold into it {fold['factor']:,.1f} times "
-        "over, so requests that were apart meet (give --size, or a larger target)"
-    )
-
-
 def _session(
     paths: list[str],
     reach: dict[str, int],
     write: bool,
     s: RunSettings,
-    warn: Callable[[str], None] | None = None,
+    warn: Callable[[dict[str, Any]], None] | None = None,
 ):
     """The engine's session over the targets, which it checks under the write guard and opens
-    (creating and laying out those that are missing); ``warn`` hears of volumes that will fold
-    into targets smaller than they are, before anything is issued."""
+    (creating and laying out those that are missing); ``warn`` is given each volume that will fold
+    into a target smaller than it, before anything is issued."""
     session = _session_of(paths, reach, write, s)
     for fold in session.folded() if warn else []:
-        warn(fold_warning(fold))
+        warn(fold)
     return session
 
 
@@ -165,7 +154,7 @@ def run(
     paths: list[str],
     *,
     progress: Callable[[int, float, float | None], None] | None = None,
-    warn: Callable[[str], None] | None = None,
+    warn: Callable[[dict[str, Any]], None] | None = None,
     **settings: Any,
 ) -> tuple[Trace | None, dict[str, Any]]:
     """Issues ``trace`` against ``paths`` (one per volume); returns the completed requests as a
@@ -176,8 +165,9 @@ def run(
     run, not marked partial), ``ramp_s`` (a warm-up left out of the figures, as fio's
     ``ramp_time``), ``verify``, and ``keep_requests=False`` to keep no per-request
     record (the Trace is then ``None``, and the run's memory does not grow with its length;
-    the figures are the same). ``warn`` hears, before the run, of volumes whose targets are
-    smaller than they are (their offsets fold; ``folded`` in the figures says it too)."""
+    the figures are the same). ``warn`` is given, before the run, each volume whose target is
+    smaller than the part it reaches (a dict: ``path``, ``reach_bytes``, ``size_bytes``,
+    ``factor``; its offsets fold, and ``folded`` in the figures says it too)."""
     s = RunSettings(**settings)
     if not len(trace):
         raise InputError("nothing to run: the workload is empty")
@@ -197,6 +187,7 @@ def run(
         "volume": trace.volume[ran],
         "stream": trace.stream[ran],
         "latency_ns": d["latency_ns"][ran],
+        "status": d["status"][ran],
     }
     return Trace(volumes=trace.volumes, **cols), f
 
@@ -206,7 +197,7 @@ def run_pieces(
     paths: list[str],
     *,
     progress: Callable[[int, float, float | None], None] | None = None,
-    warn: Callable[[str], None] | None = None,
+    warn: Callable[[dict[str, Any]], None] | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """Issues a Parquet trace a row group at a time on one schedule (see :func:`run`; no

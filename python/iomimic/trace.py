@@ -13,6 +13,8 @@ from iomimic.errors import InputError
 
 #: ``latency_ns`` value of a request whose response time is unknown (null in Parquet/polars).
 LATENCY_UNKNOWN = _core.LATENCY_UNKNOWN
+#: ``status`` of a request that completed; any other value is the errno it failed with.
+STATUS_OK = _core.STATUS_OK
 
 #: Column name → numpy dtype, required columns first.
 DTYPES: dict[str, type] = {
@@ -24,9 +26,10 @@ DTYPES: dict[str, type] = {
     "stream": np.uint32,
     "latency_ns": np.uint64,
     "file": np.uint32,
+    "status": np.uint8,
 }
 REQUIRED = ("ts_ns", "offset", "size", "op", "volume", "stream")
-OPTIONAL = ("latency_ns", "file")
+OPTIONAL = ("latency_ns", "file", "status")
 OP_NAMES = ("read", "write", "trim", "flush")
 
 
@@ -75,8 +78,9 @@ class Trace:
 
     Columns (numpy arrays of equal length): ``ts_ns`` (issue time, ns from the first request),
     ``offset`` and ``size`` (bytes), ``op`` (0 read, 1 write, 2 trim, 3 flush), ``volume`` (id
-    into :attr:`volumes`), ``stream`` (thread/process id, else 0), and optionally ``latency_ns``
-    and ``file`` (id into :attr:`files`).
+    into :attr:`volumes`), ``stream`` (thread/process id, else 0), and optionally ``latency_ns``,
+    ``file`` (id into :attr:`files`) and ``status`` (0 completed, else the errno it failed with,
+    as real runs and simulations with faults record).
 
     Built from arrays, a Trace is normalised like a file read: rows are stably sorted by time
     and times are shifted so the first request is at 0.
@@ -97,6 +101,7 @@ class Trace:
         *,
         latency_ns: Any = None,
         file: Any = None,
+        status: Any = None,
         volumes: Sequence[str] | None = None,
         files: Sequence[str] | None = None,
         report: Mapping[str, Any] | None = None,
@@ -110,6 +115,8 @@ class Trace:
             cols["latency_ns"] = latency_ns
         if file is not None:
             cols["file"] = file
+        if status is not None:
+            cols["status"] = status
         arrays = {name: _column(name, values) for name, values in cols.items()}
         if volumes is None:
             top = int(arrays["volume"].max()) + 1 if n else 1
@@ -137,6 +144,8 @@ class Trace:
         self.stream: np.ndarray = arrays["stream"]
         self.latency_ns: np.ndarray | None = arrays.get("latency_ns")
         self.file: np.ndarray | None = arrays.get("file")
+        #: Completion status per request where recorded: 0 done, else the errno it failed with.
+        self.status: np.ndarray | None = arrays.get("status")
         #: Volume names, indexed by the ``volume`` column.
         self.volumes: list[str] = volumes
         #: File names, indexed by the ``file`` column.

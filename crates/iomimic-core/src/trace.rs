@@ -4,6 +4,10 @@
 /// (e.g. a blkparse dispatch with no matching completion). Maps to null in Parquet and polars.
 pub const LATENCY_UNKNOWN: u64 = u64::MAX;
 
+/// `status` value of a request that completed without error; any other value is the `errno`
+/// it failed with (5, EIO, for a medium error), capped at 255.
+pub const STATUS_OK: u8 = 0;
+
 /// Largest byte offset (exclusive) a request may reach, so offsets survive Parquet's signed int64.
 pub const MAX_OFFSET: u64 = 1 << 63;
 
@@ -56,6 +60,9 @@ pub struct Trace {
     pub latency_ns: Option<Vec<u64>>,
     /// File id per request, when the format records it.
     pub file: Option<Vec<u32>>,
+    /// Completion status per request ([`STATUS_OK`] or an errno), where recorded: real runs,
+    /// simulations with injected faults, and iomimic's own files.
+    pub status: Option<Vec<u8>>,
     /// Volume names; `volume` ids index this table.
     pub volumes: Vec<String>,
     /// File names; `file` ids index this table.
@@ -73,6 +80,7 @@ pub struct TraceView<'a> {
     pub stream: &'a [u32],
     pub latency_ns: Option<&'a [u64]>,
     pub file: Option<&'a [u32]>,
+    pub status: Option<&'a [u8]>,
     pub volumes: &'a [String],
     pub files: &'a [String],
 }
@@ -92,6 +100,9 @@ impl Trace {
         }
         if let Some(f) = &mut self.file {
             f.reserve(rows);
+        }
+        if let Some(s) = &mut self.status {
+            s.reserve(rows);
         }
     }
 
@@ -113,6 +124,7 @@ impl Trace {
             stream: &self.stream,
             latency_ns: self.latency_ns.as_deref(),
             file: self.file.as_deref(),
+            status: self.status.as_deref(),
             volumes: &self.volumes,
             files: &self.files,
         }
@@ -138,6 +150,9 @@ impl Trace {
         }
         if let Some(file) = &mut self.file {
             permute(file, &order);
+        }
+        if let Some(status) = &mut self.status {
+            permute(status, &order);
         }
         out_of_order
     }
@@ -176,6 +191,7 @@ impl<'a> TraceView<'a> {
             stream: &self.stream[rows.clone()],
             latency_ns: self.latency_ns.map(|c| &c[rows.clone()]),
             file: self.file.map(|c| &c[rows.clone()]),
+            status: self.status.map(|c| &c[rows.clone()]),
             volumes: self.volumes,
             files: self.files,
         }
@@ -196,6 +212,7 @@ impl<'a> TraceView<'a> {
             ("stream", self.stream.len()),
             ("latency_ns", self.latency_ns.map_or(n, <[u64]>::len)),
             ("file", self.file.map_or(n, <[u32]>::len)),
+            ("status", self.status.map_or(n, <[u8]>::len)),
         ];
         for (name, len) in lengths {
             if len != n {

@@ -49,6 +49,7 @@ pub fn trace_to_py(py: Python<'_>, t: Trace) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("stream", PyArray1::from_vec(py, t.stream))?;
     d.set_item("latency_ns", t.latency_ns.map(|v| PyArray1::from_vec(py, v)))?;
     d.set_item("file", t.file.map(|v| PyArray1::from_vec(py, v)))?;
+    d.set_item("status", t.status.map(|v| PyArray1::from_vec(py, v)))?;
     d.set_item("volumes", PyList::new(py, t.volumes)?)?;
     d.set_item("files", PyList::new(py, t.files)?)?;
     Ok(d)
@@ -65,6 +66,7 @@ pub struct Columns<'py> {
     stream: PyReadonlyArray1<'py, u32>,
     latency_ns: Option<PyReadonlyArray1<'py, u64>>,
     file: Option<PyReadonlyArray1<'py, u32>>,
+    status: Option<PyReadonlyArray1<'py, u8>>,
 }
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
@@ -85,6 +87,7 @@ pub fn with_view<R>(
         .map(|a| slice(a, "latency_ns"))
         .transpose()?;
     let file = c.file.as_ref().map(|a| slice(a, "file")).transpose()?;
+    let status = c.status.as_ref().map(|a| slice(a, "status")).transpose()?;
     let view = TraceView {
         ts_ns: slice(&c.ts_ns, "ts_ns")?,
         offset: slice(&c.offset, "offset")?,
@@ -94,6 +97,7 @@ pub fn with_view<R>(
         stream: slice(&c.stream, "stream")?,
         latency_ns: latency,
         file,
+        status,
         volumes,
         files,
     };

@@ -56,5 +56,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units::parse_size_bytes, m)?)?;
     errors::register(m)?;
     m.add("LATENCY_UNKNOWN", iomimic_core::LATENCY_UNKNOWN)?;
+    m.add("STATUS_OK", iomimic_core::trace::STATUS_OK)?;
     Ok(())
 }

@@ -143,6 +143,7 @@ impl RunSession {
         d.set_item("offset", PyArray1::from_vec(py, result.offset))?;
         d.set_item("size", PyArray1::from_vec(py, result.size))?;
         d.set_item("ran", PyArray1::from_vec(py, result.ran))?;
+        d.set_item("status", PyArray1::from_vec(py, result.status))?;
         d.set_item("over", over)?;
         Ok(d)
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from typing import Any
 
 from iomimic.cli import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
 from iomimic.cli.args import (
@@ -90,7 +91,7 @@ def issue(
     from iomimic.io import ParquetPieces, output_format, write_trace
     from iomimic.realio import parse_targets, run, run_pieces
     from iomimic.report import make_console
-    from iomimic.report.run import render_run
+    from iomimic.report.run import fold_warning, render_run
     from iomimic.units import parse_size_bytes
 
     fmt = output_format(args.output, None) if args.output else None
@@ -118,8 +119,8 @@ def issue(
     progress, close = running(trace.rows if pieces else len(trace))
     try:
 
-        def warn(text: str) -> None:
-            print(f"iomimic: warning: {text}", file=sys.stderr)
+        def warn(fold: dict[str, Any]) -> None:
+            print(f"iomimic: warning: {fold_warning(fold)}", file=sys.stderr)
 
         if pieces:
             done, figures = None, run_pieces(trace, paths, progress=progress, warn=warn, **settings)
@@ -135,5 +136,9 @@ def issue(
     if figures.get("verify", {}).get("failures"):
         for line in figures["verify"]["first"]:
             print(f"iomimic: verify: {line}", file=sys.stderr)
+        return EXIT_FAILURE
+    if "failed" in figures:
+        for line in figures["failed"]["first"]:
+            print(f"iomimic: I/O error: {line}", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_INTERRUPTED if figures["partial"] else EXIT_OK

@@ -28,6 +28,7 @@ def render_info(s: dict[str, Any], console: Console, max_volumes: int = 20) -> N
         ("bytes read", mib(s["bytes_read"]), ""),
         ("bytes written", mib(s["bytes_written"]), ""),
         ("latency recorded", "yes" if s["has_latency"] else "no", ""),
+        *_failed(s.get("failed"), n),
         ("lines read", f"{s['lines']:,}", ""),
         ("out-of-order lines", f"{s['out_of_order']:,}", ""),
         ("skipped lines", f"{s['skipped']:,}", ""),
@@ -48,6 +49,22 @@ def render_info(s: dict[str, Any], console: Console, max_volumes: int = 20) -> N
     console.print(vols)
     if s.get("latency_phases"):
         _phases(s["latency_phases"], console)
+
+
+def _failed(failed: dict[str, int] | None, n: int) -> list[tuple[str, str, str]]:
+    """The failed-requests row, when the trace records each request's status."""
+    if failed is None:
+        return []
+    total = sum(failed.values())
+    by = errno_counts(failed)
+    return [("failed requests", f"{total:,}" + (f" ({by})" if by else ""), pct(total, n))]
+
+
+def errno_counts(by_errno: dict[str, int]) -> str:
+    """``{"5": 3}`` as ``EIO 3``: errno names as the C library spells them."""
+    import errno
+
+    return ", ".join(f"{errno.errorcode.get(int(e), f'errno {e}')} {c:,}" for e, c in by_errno.items())
 
 
 #: What each block-layer phase measures, as btt names them.

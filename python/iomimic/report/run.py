@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.report import figures_table
+from iomimic.report import figures_table, human_bytes
 
 
 def render_run(f: dict[str, Any], console: Console) -> None:
@@ -24,6 +24,11 @@ def render_run(f: dict[str, Any], console: Console) -> None:
     t.add_row("CPU per I/O", f"{f['cpu_us_per_io']:,.2f} µs")
     if "submission" in f:
         t.add_row("submissions by", f["submission"])
+    if "failed" in f:
+        from iomimic.report.info import errno_counts
+
+        failed = f["failed"]
+        t.add_row("failed requests", f"{failed['requests']:,} ({errno_counts(failed['by_errno'])})")
     if "verify" in f:
         v = f["verify"]
         t.add_row("verify", f"{v['sectors_checked']:,} sectors checked, {v['failures']:,} wrong")
@@ -45,3 +50,12 @@ def render_run(f: dict[str, Any], console: Console) -> None:
     if f.get("last_request_lag_us") is not None:
         t.add_row("last request's lag (drift)", f"{f['last_request_lag_us']:,.1f} µs")
     console.print(t)
+
+
+def fold_warning(fold: dict[str, Any]) -> str:
+    """What to tell about a volume folded into a smaller target."""
+    return (
+        f"{fold['path']} holds {human_bytes(fold['size_bytes'])} but the workload reaches "
+        f"{human_bytes(fold['reach_bytes'])} there: offsets fold into it {fold['factor']:,.1f} times "
+        "over, so requests that were apart meet (give --size, or a larger target)"
+    )

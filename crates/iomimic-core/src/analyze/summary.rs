@@ -4,7 +4,7 @@
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
-use crate::trace::TraceView;
+use crate::trace::{TraceView, STATUS_OK};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct VolumeCount {
@@ -28,6 +28,9 @@ pub struct Summary {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub has_latency: bool,
+    /// Requests that failed (a status other than [`STATUS_OK`]), by errno, where the trace
+    /// records a status; `None` when it does not.
+    pub failed: Option<std::collections::BTreeMap<u8, u64>>,
 }
 
 pub fn summarize(t: &TraceView<'_>) -> Summary {
@@ -74,6 +77,13 @@ pub fn summarize(t: &TraceView<'_>) -> Summary {
         bytes_read: bytes[0],
         bytes_written: bytes[1],
         has_latency: t.latency_ns.is_some(),
+        failed: t.status.map(|status| {
+            let mut by_errno = std::collections::BTreeMap::new();
+            for &s in status.iter().filter(|&&s| s != STATUS_OK) {
+                *by_errno.entry(s).or_insert(0) += 1;
+            }
+            by_errno
+        }),
     }
 }
 

@@ -53,6 +53,8 @@ pub struct Request {
     pub stream: u32,
     pub latency_ns: u64,
     pub file: u32,
+    /// [`crate::trace::STATUS_OK`] or an errno; kept when the builder has a status column.
+    pub status: u8,
 }
 
 impl Request {
@@ -66,6 +68,7 @@ impl Request {
             stream: 0,
             latency_ns: LATENCY_UNKNOWN,
             file: 0,
+            status: crate::trace::STATUS_OK,
         }
     }
 }
@@ -184,6 +187,12 @@ impl Builder {
         self.trace.file = with_file.then(Vec::new);
     }
 
+    /// Declares a status column (iomimic's own files record one); only before the first row.
+    pub fn with_status(&mut self) {
+        debug_assert!(self.trace.is_empty());
+        self.trace.status = Some(Vec::new());
+    }
+
     pub fn len(&self) -> usize {
         self.trace.len()
     }
@@ -227,6 +236,9 @@ impl Builder {
         if let Some(f) = &mut t.file {
             f.push(r.file);
         }
+        if let Some(s) = &mut t.status {
+            s.push(r.status);
+        }
         Ok(Outcome::Request)
     }
 
@@ -256,12 +268,17 @@ impl Builder {
         if let (Some(mine), Some(theirs)) = (&mut t.file, &mut o.file) {
             mine.extend(theirs.drain(..).map(|f| files[f as usize]));
         }
+        if let (Some(mine), Some(theirs)) = (&mut t.status, &mut o.status) {
+            mine.append(theirs);
+        }
     }
 
     /// A fresh builder with the same optional columns.
     #[must_use]
     pub fn empty_like(&self) -> Builder {
-        Builder::new(self.trace.latency_ns.is_some(), self.trace.file.is_some())
+        let mut b = Builder::new(self.trace.latency_ns.is_some(), self.trace.file.is_some());
+        b.trace.status = self.trace.status.as_ref().map(|_| Vec::new());
+        b
     }
 
     /// Hands over the columns and name tables built so far, leaving the builder empty.
@@ -269,6 +286,7 @@ impl Builder {
         let mut trace = std::mem::take(&mut self.trace);
         self.trace.latency_ns = trace.latency_ns.as_ref().map(|_| Vec::new());
         self.trace.file = trace.file.as_ref().map(|_| Vec::new());
+        self.trace.status = trace.status.as_ref().map(|_| Vec::new());
         trace.volumes.clone_from(&self.volumes.names);
         trace.files.clone_from(&self.files.names);
         trace

@@ -45,7 +45,7 @@ pub(crate) const FORMAT: FormatSpec = FormatSpec {
 const MAGIC: &str = "# iomimic trace v1";
 const REQUIRED: [&str; 6] = ["ts_ns", "offset", "size", "op", "volume", "stream"];
 /// Every column the header may name, in the order roles are numbered here.
-const ALL: [&str; 10] = [
+const ALL: [&str; 11] = [
     "ts_ns",
     "offset",
     "size",
@@ -56,6 +56,7 @@ const ALL: [&str; 10] = [
     "file",
     "volume_name",
     "file_name",
+    "status",
 ];
 
 /// Names go on one line of text: backslash, newline and other control characters are escaped
@@ -126,6 +127,9 @@ pub fn write_csv(trace: &TraceView<'_>, w: impl Write) -> io::Result<()> {
     if trace.file.is_some() {
         header.push_str(",file_name");
     }
+    if trace.status.is_some() {
+        header.push_str(",status");
+    }
     writeln!(w, "{header}")?;
     let volumes: Vec<String> = trace.volumes.iter().map(|n| csv_name(n)).collect();
     let files: Vec<String> = trace.files.iter().map(|n| csv_name(n)).collect();
@@ -163,6 +167,10 @@ pub fn write_csv(trace: &TraceView<'_>, w: impl Write) -> io::Result<()> {
             line.push(b',');
             line.extend_from_slice(files[file[i] as usize].as_bytes());
         }
+        if let Some(status) = trace.status {
+            line.push(b',');
+            line.extend_from_slice(num.format(status[i]).as_bytes());
+        }
         line.push(b'\n');
         w.write_all(&line)?;
     }
@@ -176,7 +184,7 @@ pub struct CanonicalParser {
     /// v1: names come from `# volume` / `# file` lines.
     v1: bool,
     /// Column positions, by role (see [`ALL`]).
-    columns: Option<[Option<usize>; 10]>,
+    columns: Option<[Option<usize>; 11]>,
     width: usize,
     /// v2: names by id, as the rows give them.
     volume_names: Vec<Option<String>>,
@@ -228,7 +236,7 @@ impl CanonicalParser {
 
     fn header(&mut self, line: &[u8], out: &mut Builder) -> Result<Outcome, LineError> {
         let names: Vec<&[u8]> = line.split(|&b| b == b',').map(lex::trim).collect();
-        let mut columns = [None; 10];
+        let mut columns = [None; 11];
         for (pos, name) in names.iter().enumerate() {
             let role = ALL.iter().position(|r| r.as_bytes() == *name).ok_or_else(|| {
                 LineError::new(
@@ -245,6 +253,9 @@ impl CanonicalParser {
             ));
         }
         out.set_optional_columns(columns[6].is_some(), columns[7].is_some());
+        if columns[10].is_some() {
+            out.with_status();
+        }
         self.columns = Some(columns);
         self.width = names.len();
         Ok(Outcome::Ignored("header"))
@@ -273,7 +284,7 @@ impl super::RecordParser for CanonicalParser {
         let Some(columns) = self.columns else {
             return self.header(line, out);
         };
-        let mut f = [&b""[..]; 10];
+        let mut f = [&b""[..]; 11];
         let fields = if columns[8].is_some() || columns[9].is_some() {
             lex::split_quoted(line, b',', &mut f)
         } else {
@@ -325,6 +336,11 @@ impl super::RecordParser for CanonicalParser {
                 ));
             }
         }
+        if columns[10].is_some() {
+            let code = lex::u64_field(col(10), "status")?;
+            r.status = u8::try_from(code)
+                .map_err(|_| LineError::new("number_too_large", format!("status {code} is not 0..=255")))?;
+        }
         let outcome = out.push(r)?;
         if !self.v1 {
             learn(&mut self.volume_names, volume, columns[8].map(|i| f[i]));
@@ -371,16 +387,18 @@ mod tests {
     }
 
     prop_compose! {
-        fn any_trace()(n in 0usize..40, with_latency in any::<bool>(), with_file in any::<bool>(), names in prop::collection::vec("[a-z\\\\\n\x00\x1f ,é]{0,6}", 1..4))
+        fn any_trace()(n in 0usize..40, with_latency in any::<bool>(), with_file in any::<bool>(), with_status in any::<bool>(), names in prop::collection::vec("[a-z\\\\\n\x00\x1f ,é]{0,6}", 1..4))
             (ts in prop::collection::vec(any::<u64>(), n), offset in prop::collection::vec(0u64..(1 << 62), n),
              size in prop::collection::vec(1u32.., n), op in prop::collection::vec(0u8..3, n),
              volume in prop::collection::vec(0..names.len() as u32, n), stream in prop::collection::vec(any::<u32>(), n),
              latency in prop::collection::vec(any::<u64>(), n), file in prop::collection::vec(0u32..2, n),
+             status in prop::collection::vec(any::<u8>(), n), with_status in Just(with_status),
              names in Just(names), with_latency in Just(with_latency), with_file in Just(with_file)) -> Trace {
             Trace {
                 ts_ns: ts, offset, size, op, volume, stream,
                 latency_ns: with_latency.then_some(latency),
                 file: with_file.then_some(file),
+                status: with_status.then_some(status),
                 volumes: names,
                 files: if with_file { vec!["f0".into(), "f\n1".into()] } else { vec![] },
             }

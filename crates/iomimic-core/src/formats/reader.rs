@@ -341,11 +341,13 @@ impl TraceReader {
         {
             trace.latency_ns = None;
         }
-        // response times that are all zero were not recorded (MSR files from some tools)
-        if trace
-            .latency_ns
-            .as_ref()
-            .is_some_and(|l| l.iter().all(|&v| v == 0 || v == crate::trace::LATENCY_UNKNOWN))
+        // response times that are all zero were not recorded (MSR files from some tools); iomimic's
+        // own files say what they mean
+        if self.format.name() != super::canonical::FORMAT.name
+            && trace
+                .latency_ns
+                .as_ref()
+                .is_some_and(|l| l.iter().all(|&v| v == 0 || v == crate::trace::LATENCY_UNKNOWN))
         {
             trace.latency_ns = None;
             report

@@ -197,6 +197,10 @@ pub struct RunResult {
     pub elapsed_ns: u64,
     /// Which requests ran (all of them unless the run was stopped).
     pub ran: Vec<bool>,
+    /// With `record`: each request's status (0, or the errno it failed with).
+    pub status: Vec<u8>,
+    /// The first few failed requests, as messages (all are counted in `summary.failed`).
+    pub first_errors: Vec<String>,
     pub completed: usize,
     /// `--verify`: sectors checked (during the run and after it) and what was wrong.
     pub verified_sectors: u64,
@@ -305,7 +309,8 @@ pub fn run_on(
     if opts.verify && shared.moves_data {
         shared.check_written();
     }
-    shared.first_error()?;
+    shared.fail_if_nothing_worked(&summary)?;
+    let first_errors = shared.first_errors();
     let completed = usize::try_from(summary.completed)
         .unwrap_or(usize::MAX)
         .min(issued_count);
@@ -318,6 +323,8 @@ pub fn run_on(
         size: Vec::new(),
         elapsed_ns,
         ran: Vec::new(),
+        status: Vec::new(),
+        first_errors,
         completed,
         verified_sectors: shared.verified.load(Ordering::Relaxed),
         verify_failures: Vec::new(),

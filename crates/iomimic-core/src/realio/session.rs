@@ -23,6 +23,15 @@ pub struct Fold {
     pub factor: f64,
 }
 
+/// Requests that ended in an error: how many, by errno, and the first few as messages.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failed {
+    pub requests: u64,
+    /// errno → requests (255: an error with no errno).
+    pub by_errno: BTreeMap<u8, u64>,
+    pub first: Vec<String>,
+}
+
 /// The folds of volumes `needed[i]` bytes long placed on targets `targets[i]` at `paths[i]`.
 pub fn folds(paths: &[String], needed: &[u64], targets: &[Target]) -> Vec<Fold> {
     paths
@@ -54,6 +63,8 @@ pub struct Session {
     cpu_start_ns: Option<u64>,
     /// Volumes folded into targets smaller than they are ([`folds`]), told in the figures.
     folded: Vec<Fold>,
+    /// The first failed requests, as messages.
+    first_errors: Vec<String>,
 }
 
 impl Session {
@@ -70,6 +81,7 @@ impl Session {
             kernel_submits: false,
             cpu_start_ns: None,
             folded: Vec::new(),
+            first_errors: Vec::new(),
         }
     }
 
@@ -102,6 +114,8 @@ impl Session {
         self.verified_sectors += result.verified_sectors;
         self.verify_failures.append(&mut result.verify_failures);
         self.kernel_submits |= result.kernel_submits;
+        let room = super::shared::FIRST_ERRORS.saturating_sub(self.first_errors.len());
+        self.first_errors.extend(result.first_errors.drain(..).take(room));
         let stopped = control.stop.load(std::sync::atomic::Ordering::Relaxed);
         let over = stopped
             || self.opts.deadline_ns.is_some_and(|d| result.elapsed_ns >= d)
@@ -167,6 +181,11 @@ impl Session {
                 "system call"
             }),
             folded: self.folded.clone(),
+            failed: (!s.failed.is_empty()).then(|| Failed {
+                requests: s.failed.values().sum(),
+                by_errno: s.failed.iter().map(|(&code, &n)| (code, n)).collect(),
+                first: self.first_errors.clone(),
+            }),
             verify: self.opts.verify.then(|| Verify {
                 sectors_checked: self.verified_sectors,
                 failures: self.verify_failures.len(),
@@ -310,6 +329,9 @@ pub struct RunFigures {
     pub over_time: OverTime,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub submission: Option<&'static str>,
+    /// Requests that failed (an I/O error from the target), when any did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<Failed>,
     /// Volumes folded into targets smaller than their reach (empty: none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub folded: Vec<Fold>,

@@ -2,7 +2,7 @@
 //! schedule, where each request lands, what happened to each, and the verification ledger.
 
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,9 @@ pub(super) struct Shared<'a> {
     /// With `record`: per request, issue and completion times (0: did not run).
     issue: Vec<AtomicU64>,
     done: Vec<AtomicU64>,
+    /// With `record`: per request, the errno it failed with (0: it did not fail).
+    status: Vec<AtomicU8>,
+    /// The first few failed requests (every failure is counted in the summaries).
     errors: Mutex<Vec<(usize, std::io::Error)>>,
     ledger: verify::Ledger,
     pub verified: AtomicU64,
@@ -53,6 +56,11 @@ impl<'a> Shared<'a> {
             on_schedule: opts.iodepth.is_none() && !opts.no_stall,
             issue: per_request(opts.record, t.len()),
             done: per_request(opts.record, t.len()),
+            status: if opts.record {
+                (0..t.len()).map(|_| AtomicU8::new(0)).collect()
+            } else {
+                Vec::new()
+            },
             errors: Mutex::new(Vec::new()),
             ledger: verify::Ledger::default(),
             verified: AtomicU64::new(0),
@@ -169,7 +177,21 @@ impl Shared<'_> {
                 }
             }
             Ok(()) => {}
-            Err(e) => self.errors.lock().expect("error list").push((i, e)),
+            Err(e) => {
+                // the errno, as the status column keeps it (255: none, or past a byte)
+                let code = e
+                    .raw_os_error()
+                    .and_then(|c| u8::try_from(c).ok())
+                    .unwrap_or(u8::MAX);
+                *summary.failed.entry(code).or_insert(0) += 1;
+                if let Some(slot) = self.status.get(i) {
+                    slot.store(code, Ordering::Relaxed);
+                }
+                let mut errors = self.errors.lock().expect("error list");
+                if errors.len() < FIRST_ERRORS {
+                    errors.push((i, e));
+                }
+            }
         }
         // a request that moves no data does nothing between issue and completion: one clock
         // read (of the two its whole cost is mostly made of) does for both
@@ -240,21 +262,31 @@ impl Shared<'_> {
         }
     }
 
-    /// The run's first failed request as the run's error, if one failed.
-    pub fn first_error(&self) -> Result<()> {
-        let errors = std::mem::take(&mut *self.errors.lock().expect("error list"));
-        if let Some((i, e)) = errors.into_iter().next() {
-            let (offset, size) = self.placed(i);
-            let hint = if e.raw_os_error() == Some(libc::EINVAL) && self.align > 1 {
-                " (O_DIRECT needs offsets and sizes aligned to the device's block size)"
-            } else {
-                ""
-            };
-            return Err(Error::Usage(format!(
-                "request {} ({} bytes at {offset}): {e}{hint}",
-                i + 1,
-                size
-            )));
+    /// The first failed requests, as messages.
+    pub fn first_errors(&self) -> Vec<String> {
+        let errors = self.errors.lock().expect("error list");
+        errors
+            .iter()
+            .map(|(i, e)| {
+                let (offset, size) = self.placed(*i);
+                let hint = if e.raw_os_error() == Some(libc::EINVAL) && self.align > 1 {
+                    " (O_DIRECT needs offsets and sizes aligned to the device's block size)"
+                } else {
+                    ""
+                };
+                format!("request {} ({size} bytes at {offset}): {e}{hint}", i + 1)
+            })
+            .collect()
+    }
+
+    /// A run where requests failed and none succeeded is a mistake, not a measurement (the
+    /// wrong target, O_DIRECT on a device that wants other alignment): its first failure is
+    /// the run's error. Otherwise failures are counted and the run goes on, as a disk's
+    /// errors are what some studies look for.
+    pub fn fail_if_nothing_worked(&self, summary: &Summary) -> Result<()> {
+        let failed: u64 = summary.failed.values().sum();
+        if failed > 0 && failed >= summary.completed {
+            return Err(Error::Usage(self.first_errors().swap_remove(0)));
         }
         Ok(())
     }
@@ -284,8 +316,12 @@ impl Shared<'_> {
             })
             .unzip();
         result.issue_ns = issue_ns;
+        result.status = self.status.iter().map(|s| s.load(Ordering::Relaxed)).collect();
     }
 }
+
+/// Failed requests quoted in the figures (all are counted).
+pub const FIRST_ERRORS: usize = 10;
 
 /// A time slot per request when the run records them (else none: memory does not grow with
 /// the run's length).

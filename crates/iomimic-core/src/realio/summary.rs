@@ -29,6 +29,8 @@ pub struct Summary {
     pub bytes: u64,
     /// Requests issued during the warm-up: run, not counted anywhere else.
     pub warmup: u64,
+    /// Requests that failed, by errno (255: no errno); they are counted in `completed` too.
+    pub failed: std::collections::BTreeMap<u8, u64>,
     /// Width of each window, ns.
     pub window_ns: u64,
     /// (requests, bytes) issued in each window, from the start of the run.
@@ -50,6 +52,7 @@ impl Default for Summary {
             completed: 0,
             bytes: 0,
             warmup: 0,
+            failed: std::collections::BTreeMap::new(),
             window_ns: FIRST_WINDOW_NS,
             windows: Vec::new(),
             last_lag_ns: None,
@@ -149,6 +152,9 @@ impl Summary {
         self.completed += other.completed;
         self.bytes += other.bytes;
         self.warmup += other.warmup;
+        for (code, count) in &other.failed {
+            *self.failed.entry(*code).or_insert(0) += count;
+        }
         self.last_lag_ns = self.last_lag_ns.or(other.last_lag_ns);
         if other.windows.len() > self.windows.len() {
             self.windows.resize(other.windows.len(), (0, 0));

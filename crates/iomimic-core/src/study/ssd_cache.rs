@@ -263,6 +263,7 @@ fn to_trace(t: &TraceView<'_>) -> Trace {
         stream: t.stream.to_vec(),
         latency_ns: None,
         file: None,
+        status: None,
         volumes: t.volumes.to_vec(),
         files: t.files.to_vec(),
     }

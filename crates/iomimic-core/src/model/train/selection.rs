@@ -79,19 +79,7 @@ fn relative_transition_probability(t: &TraceView<'_>, k: u32, spans: &[u64]) -> 
 
 /// The first `n` requests of a trace (choices are made on a sample of a large trace).
 fn head<'a>(t: &TraceView<'a>, n: usize) -> TraceView<'a> {
-    let n = t.len().min(n);
-    TraceView {
-        ts_ns: &t.ts_ns[..n],
-        offset: &t.offset[..n],
-        size: &t.size[..n],
-        op: &t.op[..n],
-        volume: &t.volume[..n],
-        stream: &t.stream[..n],
-        latency_ns: t.latency_ns.map(|l| &l[..n]),
-        file: t.file.map(|f| &f[..n]),
-        volumes: t.volumes,
-        files: t.files,
-    }
+    t.rows(0..t.len().min(n))
 }
 
 fn choose_states(t: &TraceView<'_>) -> u32 {
