@@ -156,3 +156,78 @@ def test_cli_studies(tmp_path: Path) -> None:
     assert r.returncode == 2 and "--policy" in r.stderr
     r = run_cli("study", "--help")
     assert r.returncode == 0 and "ssd-cache" in r.stdout and "defrag" in r.stdout
+
+
+def random_reads(n: int, iops: float, seed: int = 5) -> iomimic.Trace:
+    """8 KiB random reads over 4 GiB at ``iops``: a load a disk keeps up with."""
+    rng = np.random.default_rng(seed)
+    ts = (np.arange(n) * (1e9 / iops)).astype(np.uint64)
+    return iomimic.Trace(
+        ts_ns=ts, offset=rng.integers(0, 1 << 19, n) * 8192, size=np.full(n, 8192), op=np.zeros(n)
+    )
+
+
+def test_early_errors_find_the_faulty_devices_sooner_at_higher_intensity(tmp_path: Path) -> None:
+    trace = tmp_path / "reads.parquet"
+    iomimic.write_trace(random_reads(2400, 20), trace)
+    r = run_cli(
+        "study", "early-errors", str(trace), "--devices", "10", "--faulty", "2",
+        "--fault", "slow-sectors:0.01", "--intensity", "1,4",
+        "--json", str(tmp_path / "e.json"), "--plot", str(tmp_path / "e.png"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "e.json").read_text())
+    slow, fast = report["intensities"]
+    assert len(report["faulty"]) == 2
+    for o in (slow, fast):
+        assert (o["true_positives"], o["false_positives"], o["overloaded"]) == (2, 0, False)
+    assert fast["time_to_detect_all_s"] < slow["time_to_detect_all_s"] / 2
+    assert (tmp_path / "e.png").stat().st_size > 1000
+    # failed sectors fail requests with EIO and flag by errors
+    r = run_cli(
+        "study", "early-errors", str(trace), "--devices", "6", "--fault", "failed-sectors:0.005",
+        "--intensity", "1", "--json", "-",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    o = json.loads(r.stdout)["intensities"][0]
+    assert o["failed_requests"] > 0 and {f["by"] for f in o["flags"]} == {"errors"}
+    for bad, named in (("--fault", "hot-sectors:0.1"), ("--intensity", "1,x"), ("--faulty", "10")):
+        r = run_cli(
+            "study",
+            "early-errors",
+            str(trace),
+            "--devices",
+            "10",
+            bad,
+            named.split(",")[0] if bad == "--faulty" else named,
+        )
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_simulated_failed_sector_fails_its_request(tmp_path: Path) -> None:
+    t = random_reads(200, 50)
+    from iomimic.sim import simulate
+
+    device = tmp_path / "bad.toml"
+    device.write_text(device_config("hdd-7200") + "\n[faults]\nfailed_sector_rate = 1.0\nfail_ms = 2.0\n")
+    out, figures = simulate(t, config=device)
+    assert figures["failed_ios"] == 200
+    assert out.status is not None and set(out.status.tolist()) == {5}  # EIO
+    healthy, _ = simulate(t, "hdd-7200")
+    assert healthy.status is None
+
+
+def test_early_errors_on_real_targets_judges_measured_latencies(tmp_path: Path) -> None:
+    from iomimic.study import early_errors_on_targets
+
+    targets = [str(tmp_path / f"disk{i}.dat") for i in range(3)]
+    report = early_errors_on_targets(
+        random_reads(300, 2000), targets, intensities=[1.0, 2.0], size=4 << 30, engine="psync"
+    )
+    assert [o["intensity"] for o in report["intensities"]] == [1.0, 2.0]
+    for o in report["intensities"]:
+        # three healthy files: every request ran, nothing failed, no device flagged by errors
+        assert o["run"]["requests"] == 900 and o["failed_requests"] == 0
+        assert all(f["by"] == "latency" for f in o["flags"])
+    with pytest.raises(iomimic.InputError, match="at least two"):
+        early_errors_on_targets(random_reads(10, 100), targets[:1], intensities=[1.0], size=1 << 20)

@@ -186,6 +186,7 @@ class SimFiguresDict(TypedDict, total=False):
 class SimResult(TypedDict):
     latency_ns: npt.NDArray[np.uint64]
     issue_ns: npt.NDArray[np.uint64]
+    status: npt.NDArray[np.uint8]
     figures: SimFiguresDict
 
 class PresetDict(TypedDict):
@@ -397,6 +398,17 @@ def check_device(config_toml: str) -> dict[str, Any]: ...
 def study_table() -> list[tuple[str, str]]: ...
 def run_study(
     name: str, columns: Columns, volumes: Sequence[str], files: Sequence[str], options: str
+) -> dict[str, Any]: ...
+def fleet_workload(
+    columns: Columns, volumes: Sequence[str], files: Sequence[str], devices: int, intensity: float
+) -> TraceColumns: ...
+def judge_fleet(
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    intensity: float,
+    checkpoints: int,
+    rule: str,
 ) -> dict[str, Any]: ...
 
 class RunSession:

@@ -54,7 +54,8 @@ def simulate(
 
     Open loop by default (requests arrive at their trace times, divided by ``intensity``);
     ``iodepth`` makes it closed loop with that many outstanding. Returns the trace with
-    ``latency_ns`` filled in (times as simulated) and the run's figures.
+    ``latency_ns`` filled in (times as simulated), a ``status`` column when injected failed
+    sectors failed requests (``EIO``), and the run's figures.
 
     >>> t = Trace(ts_ns=[0, 10**6], offset=[0, 1 << 30], size=[4096, 4096], op=[0, 0])
     >>> out, figures = simulate(t, "hdd-7200")
@@ -72,6 +73,10 @@ def simulate(
     cols = dict(trace.columns)
     cols["ts_ns"] = d["issue_ns"]
     cols["latency_ns"] = d["latency_ns"]
+    # the simulated outcome replaces any recorded one; a status column only where faults failed some
+    cols.pop("status", None)
+    if d["status"].any():
+        cols["status"] = d["status"]
     out = Trace(**cols, volumes=trace.volumes, files=trace.files)
     out.report = {**trace.report, "simulated_on": d["figures"]["device"]}
     return out, d["figures"]

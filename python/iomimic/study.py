@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from iomimic import _core
+from iomimic.errors import InputError
 from iomimic.trace import Trace
 
 
@@ -52,3 +54,43 @@ def workload(
     if text.lower().endswith(".json"):
         return Model.load(text).generate(requests, seed=seed), "model"
     return read_trace(text, **read_options), "trace"
+
+
+def early_errors_on_targets(
+    trace: Trace,
+    targets: list[str],
+    *,
+    intensities: list[float],
+    checkpoints: int = 100,
+    rule: dict[str, Any] | None = None,
+    progress: Callable[[int, float, float | None], None] | None = None,
+    **run_settings: Any,
+) -> dict[str, Any]:
+    """The early-error rule on real devices: at each intensity, every target runs the
+    workload (each from its own point of it, all at once, through the engine), and the rule
+    judges their measured latencies and errors. ``run_settings`` are :func:`iomimic.run`'s
+    (``size``, ``engine``, ``allow_device``, ``overwrite``, ...); no fault is injected, so every
+    flag is a finding."""
+    from iomimic.realio import run as run_io
+
+    if len(targets) < 2:
+        raise InputError("--targets: the rule compares devices with each other, give at least two")
+    outcomes = []
+    for level, k in enumerate(intensities):
+        fleet = Trace._from_reader(_core.fleet_workload(*trace._core_args(), len(targets), float(k)))
+        # one count over every run: requests done in earlier intensities come first
+        base = level * len(fleet)
+        step = None if progress is None else lambda done, t, lag, base=base: progress(base + done, t, lag)
+        done, figures = run_io(fleet, targets, progress=step, **run_settings)
+        outcome = _core.judge_fleet(*done._core_args(), float(k), checkpoints, json.dumps(rule or {}))
+        outcome["run"] = {key: figures[key] for key in ("requests", "iops", "failed") if key in figures}
+        outcomes.append(outcome)
+    return {
+        "device": "real targets",
+        "targets": list(targets),
+        "devices": len(targets),
+        "faulty": [],
+        "requests_per_device": len(trace),
+        "rule": rule or {},
+        "intensities": outcomes,
+    }

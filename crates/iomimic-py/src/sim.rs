@@ -45,6 +45,7 @@ pub fn simulate<'py>(
     let d = PyDict::new(py);
     d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
     d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
+    d.set_item("status", PyArray1::from_vec(py, result.status))?;
     d.set_item("figures", to_py(py, &result.figures)?)?;
     Ok(d)
 }

@@ -1,10 +1,11 @@
 //! What-if studies: every study through one function, options and report as plain data.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-use iomimic_core::study;
+use iomimic_core::study::{self, early_errors};
 
-use crate::boundary::{to_py, with_checked_view, Columns};
+use crate::boundary::{to_py, trace_to_py, with_checked_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
 
 /// [(name, description)] of every study.
@@ -34,4 +35,54 @@ pub fn run_study(
         py.detach(|| s.run(view, &options)).map_err(err_to_py)
     })?;
     to_py(py, &report)
+}
+
+/// The workload of a fleet of `devices` real targets at `intensity`: one volume per device,
+/// each the workload started at its own point (see the core's `early_errors::fleet_workload`).
+#[pyfunction]
+pub fn fleet_workload<'py>(
+    py: Python<'py>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    devices: usize,
+    intensity: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    if devices == 0 || !(intensity.is_finite() && intensity > 0.0) {
+        return Err(InputError::new_err(
+            "a fleet needs devices and a positive intensity",
+        ));
+    }
+    let t = with_checked_view(&columns, &volumes, &files, "study", |view| {
+        Ok(py.detach(|| early_errors::fleet_workload(view, devices, intensity)))
+    })?;
+    trace_to_py(py, t)
+}
+
+/// The early-error rule's verdict on a real run of a fleet workload (`rule`: JSON text of the
+/// rule's fields).
+#[pyfunction]
+pub fn judge_fleet(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    intensity: f64,
+    checkpoints: usize,
+    rule: &str,
+) -> PyResult<Py<PyAny>> {
+    let rule: early_errors::detector::Rule = serde_json::from_str(rule)
+        .map_err(|e| InputError::new_err(format!("study early-errors: rule: {e}")))?;
+    let outcome = with_checked_view(&columns, &volumes, &files, "study", |view| {
+        let completions = early_errors::completions_of(view);
+        Ok(early_errors::judge(
+            completions,
+            volumes.len(),
+            &[],
+            intensity,
+            checkpoints.max(1),
+            &rule,
+        ))
+    })?;
+    to_py(py, &outcome)
 }

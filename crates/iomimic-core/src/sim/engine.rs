@@ -13,7 +13,10 @@ use super::raid::{DevIo, Layout};
 use super::{Config, Controller, Faults, Scheduler};
 use crate::error::{Error, Result};
 use crate::random::unit_hash2;
-use crate::trace::{Op, TraceView};
+use crate::trace::{Op, TraceView, STATUS_OK};
+
+/// The granule of injected sector faults.
+const FAULT_BLOCK: u64 = 4096;
 
 #[derive(Debug, Clone)]
 pub struct SimOptions {
@@ -39,8 +42,14 @@ pub struct SimResult {
     /// Issue time (ns, as simulated) and latency of every request, in trace order.
     pub issue_ns: Vec<u64>,
     pub latency_ns: Vec<u64>,
+    /// [`STATUS_OK`] or `EIO` for a request an injected failed sector failed (after the
+    /// drive's retries, which `fail_ms` stands for).
+    pub status: Vec<u8>,
     pub figures: SimFigures,
 }
+
+/// The errno of a request that failed on a bad sector.
+pub const EIO: u8 = 5;
 
 #[derive(Default)]
 struct Req {
@@ -52,6 +61,8 @@ struct Req {
     background: bool,
     /// array range to cache once the device reads complete (request plus prefetch)
     fill: Option<(u64, u64)>,
+    /// one of its device I/Os hit a failed sector
+    failed: bool,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -99,6 +110,7 @@ struct Run<'t, 'v> {
     turn: usize,
     issue_ns: Vec<u64>,
     latency_ns: Vec<u64>,
+    status: Vec<u8>,
     service_sum: f64,
     device_ios: u64,
     cache_hits: u64,
@@ -152,6 +164,7 @@ impl<'t, 'v> Run<'t, 'v> {
             turn: 0,
             issue_ns: vec![0; n],
             latency_ns: vec![0; n],
+            status: vec![STATUS_OK; n],
             service_sum: 0.0,
             device_ios: 0,
             cache_hits: 0,
@@ -176,24 +189,36 @@ impl<'t, 'v> Run<'t, 'v> {
         }
     }
 
-    /// Extra time an I/O takes from injected faults.
-    fn fault_delay(&mut self, id: usize, write: bool) -> f64 {
-        let Some(f) = &self.faults else { return 0.0 };
-        // each fault draws apart: 1 failed sector, 2 slow sector, 3 slow write
-        let draw = |kind: u64| unit_hash2(f.seed, id as u64, kind);
-        let mut extra = 0.0;
-        if draw(1) < f.failed_sector_rate {
+    /// Extra time I/O `io` on `device` takes from injected faults, and whether it fails.
+    ///
+    /// Sector faults belong to places: each 4 KiB block of each device is bad or not, the same
+    /// every time it is touched (as a real bad sector is); intermittent slow writes draw anew
+    /// for each I/O.
+    fn fault(&mut self, device: usize, io: &Io) -> (f64, bool) {
+        let Some(f) = &self.faults else {
+            return (0.0, false);
+        };
+        let seed = f.seed ^ (device as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let first = io.offset / FAULT_BLOCK;
+        let last = (io.offset + u64::from(io.size.max(1)) - 1) / FAULT_BLOCK;
+        // kinds draw apart: 1 failed sector, 2 slow sector, 3 slow write
+        let any = |kind: u64, rate: f64| {
+            rate > 0.0 && (first..=last).any(|block| unit_hash2(seed, block, kind) < rate)
+        };
+        let (mut extra, mut failed) = (0.0, false);
+        if any(1, f.failed_sector_rate) {
             self.failed_ios += 1;
             extra += f.fail_ms * 1e6;
-        } else if draw(2) < f.slow_sector_rate {
+            failed = true;
+        } else if any(2, f.slow_sector_rate) {
             self.slow_ios += 1;
             extra += f.slow_ms * 1e6;
         }
-        if write && draw(3) < f.slow_write_rate {
+        if io.write && unit_hash2(seed, io.id as u64, 3) < f.slow_write_rate {
             self.slow_ios += 1;
             extra += f.slow_write_ms * 1e6;
         }
-        extra
+        (extra, failed)
     }
 
     /// Device I/O `id` as its device sees it.
@@ -220,7 +245,11 @@ impl<'t, 'v> Run<'t, 'v> {
     /// `device` started `io` at `now` and will be done with it at `served`: the array adds
     /// faults and the bus, and the completion is scheduled.
     fn started(&mut self, device: usize, io: &Io, now: f64, served: f64) {
-        let delay = self.fault_delay(io.id, io.write);
+        let (delay, failed) = self.fault(device, io);
+        if failed {
+            let r = self.ios[io.id].0;
+            self.reqs[r].failed = true;
+        }
         let done = self.on_bus(served + delay, io.size);
         self.slots[device].busy_ns += done - now;
         self.service_sum += done - now;
@@ -255,6 +284,7 @@ impl<'t, 'v> Run<'t, 'v> {
             outstanding: 0,
             background,
             fill,
+            failed: false,
         };
         self.launch(r, first, now);
     }
@@ -383,6 +413,9 @@ impl<'t, 'v> Run<'t, 'v> {
                     };
                     let Some(r) = finished else { continue };
                     self.latency_ns[r] = (now - self.reqs[r].arrival).max(0.0) as u64;
+                    if self.reqs[r].failed {
+                        self.status[r] = EIO;
+                    }
                     done_count += 1;
                     if closed.is_some() && next < n {
                         self.issue(next, now);
@@ -434,6 +467,7 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     Ok(SimResult {
         issue_ns: run.issue_ns,
         latency_ns: run.latency_ns,
+        status: run.status,
         figures,
     })
 }

@@ -28,7 +28,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Io, Report};
-pub use engine::{simulate, SimOptions, SimResult};
+pub use engine::{simulate, SimOptions, SimResult, EIO};
 pub use figures::{DeviceFigures, SimFigures};
 pub use hdd::HddParams;
 pub use raid::Level;

@@ -244,6 +244,8 @@ fn injected_faults_add_their_delays() {
     let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
     assert_eq!(r.latency_ns, [1_011_000_000]);
     assert_eq!((r.figures.failed_ios, r.figures.slow_ios), (1, 0));
+    // the request fails, after the drive's retries
+    assert_eq!(r.status, [super::EIO]);
 
     let f = config.faults.as_mut().unwrap();
     f.failed_sector_rate = 0.0;
@@ -253,11 +255,14 @@ fn injected_faults_add_their_delays() {
     assert_eq!(r.latency_ns, [61_000_000]);
     assert_eq!((r.figures.failed_ios, r.figures.slow_ios), (0, 1));
 
-    // at a rate of a quarter, about a quarter of 4,000 I/Os are slow, the same ones each run
+    assert_eq!(r.status, [crate::trace::STATUS_OK]);
+
+    // at a rate of a quarter, about a quarter of 4,000 one-block I/Os are slow, the same ones
+    // each run
     let f = config.faults.as_mut().unwrap();
     f.slow_write_rate = 0.0;
     f.slow_sector_rate = 0.25;
-    let offsets: Vec<u64> = (0..4000u64).map(|i| i * 100_000).collect();
+    let offsets: Vec<u64> = (0..4000u64).map(|i| i * 102_400).collect();
     let ts: Vec<u64> = (0..4000u64).map(|i| i * 100_000_000).collect();
     let t = trace(&ts, &offsets, 4096, 0);
     let first = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
@@ -265,6 +270,15 @@ fn injected_faults_add_their_delays() {
     assert_eq!(first.latency_ns, again.latency_ns);
     let slow = first.figures.slow_ios;
     assert!((900..1100).contains(&slow), "{slow}");
+
+    // a bad sector is a place: reading the same blocks again is slow exactly where it was
+    let twice: Vec<u64> = offsets.iter().chain(&offsets).copied().collect();
+    let ts: Vec<u64> = (0..8000u64).map(|i| i * 100_000_000).collect();
+    let t = trace(&ts, &twice, 4096, 0);
+    let r = simulate(&t.view(), &config, &SimOptions::default()).unwrap();
+    let slow_at = |i: usize| r.latency_ns[i] > 50_000_000;
+    assert!((0..4000).all(|i| slow_at(i) == slow_at(i + 4000)));
+    assert_eq!(r.figures.slow_ios, 2 * slow);
 }
 
 #[test]

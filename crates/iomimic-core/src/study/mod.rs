@@ -9,6 +9,7 @@
 //! the options' seed.
 
 pub mod defrag;
+pub mod early_errors;
 pub mod ssd_cache;
 pub mod tiers;
 
@@ -28,7 +29,7 @@ pub trait Study: Sync {
 }
 
 /// The built-in studies.
-pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY, &defrag::STUDY];
+pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY, &defrag::STUDY, &early_errors::STUDY];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).
 pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study> {
