@@ -491,3 +491,20 @@ def test_failed_requests_are_recorded_and_the_run_goes_on(tmp_path: Path) -> Non
     assert (done.status[reads] == 0).all()
     assert set(done.status[writes].tolist()) == {0, 28}
     assert int((done.status == 28).sum()) == failed["requests"]
+
+
+@pytest.mark.skipif(_private_tmpfs_reason() is not None, reason=str(_private_tmpfs_reason()))
+def test_a_target_size_past_the_free_space_is_refused_before_writing(tmp_path: Path) -> None:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = (
+        f"mount -t tmpfs -o size=4m tmpfs {mnt} && "
+        f'{sys.executable} -m iomimic.cli run --pattern "write seq 64k" -n 10 --target {mnt}/t.dat --size 64M; '
+        f"echo rc=$?; ls -a {mnt}"
+    )
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    if "mount" in r.stderr and "permission" in r.stderr.lower():
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    assert "rc=2" in r.stdout, r.stdout + r.stderr
+    assert "free" in r.stderr and "--size" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "t.dat" not in r.stdout, "nothing is left behind"

@@ -299,6 +299,8 @@ def test_ctrl_c_while_reading_a_large_trace_exits_130_promptly(tmp_path: Path) -
         (["run", "{model}", "--target", "{tmp}/f.dat", "--size", "1M", "--workers", "-1"], "--workers"),
         (["simulate", "{trace}", "--device", "hdd-7200", "--iodepth", "-1"], "--iodepth"),
         (["characterize", "{trace}", "--ranges", "-1"], "--ranges"),
+        (["characterize", "{trace}", "--ranges", "1000000000"], "--ranges"),
+        (["simulate", "{trace}", "--device", "hdd-7200", "--intensity", "1e-300"], "--intensity"),
         (["generate", "{model}", "-o", "{tmp}/x.parquet", "-n", "0"], "--requests"),
     ],
 )

@@ -69,6 +69,26 @@ pub struct Trace {
     pub files: Vec<String>,
 }
 
+/// Checks that `span_ns` divided by `intensity` stays on the nanosecond clock (2^62 ns, about
+/// 146 years): a tiny intensity would otherwise stretch times until they saturate.
+pub fn check_time_scale(span_ns: u64, intensity: f64) -> crate::error::Result<()> {
+    if !(intensity.is_finite() && intensity > 0.0) {
+        return Err(crate::error::Error::Usage(format!(
+            "`intensity` must be a positive number, found {intensity}"
+        )));
+    }
+    let limit = (1u64 << 62) as f64;
+    if span_ns as f64 / intensity > limit {
+        return Err(crate::error::Error::Usage(format!(
+            "`intensity` {intensity:e} stretches this {:.3} s workload past the {:.0} years a trace's \
+             clock holds",
+            span_ns as f64 / 1e9,
+            limit / 3.156e16
+        )));
+    }
+    Ok(())
+}
+
 /// A borrowed, read-only view of a trace's columns (from a [`Trace`] or from foreign arrays).
 #[derive(Debug, Clone, Copy)]
 pub struct TraceView<'a> {

@@ -113,6 +113,27 @@ impl Profile {
 /// Most fluctuation windows a trace may be cut into (each group keeps a counter per window).
 pub const MAX_WINDOWS: u64 = 1_000_000;
 
+/// Most spatial ranges of a volume's span a profile keeps (a heat map row each).
+pub const MAX_RANGES: usize = 65_536;
+
+/// Bytes of counters a profile may hold (per window and per range, for every group), so that
+/// a window or range count that cannot fit is refused up front, not met by the allocator.
+const COUNTER_BUDGET: u64 = 4 << 30;
+
+fn check_counters(groups: usize, windows: usize, ranges: usize) -> Result<()> {
+    // a u32 per window and three u64 per range, in each group
+    let bytes = groups as u64 * (windows as u64 * 4 + ranges as u64 * 24);
+    if bytes > COUNTER_BUDGET {
+        return Err(Error::Usage(format!(
+            "{groups} volumes and streams × {windows} windows and {ranges} ranges need {:.1} GiB of \
+             counters (at most {} GiB): use a longer --window or fewer --ranges",
+            bytes as f64 / f64::from(1u32 << 30),
+            COUNTER_BUDGET >> 30
+        )));
+    }
+    Ok(())
+}
+
 /// The fluctuation window for a trace spanning `span_ns`: the one requested, else
 /// min(60 s, span / 100) but at least 1 ms.
 pub fn window_for(span_ns: u64, requested: Option<u64>) -> Result<u64> {
@@ -141,11 +162,17 @@ pub fn window_for(span_ns: u64, requested: Option<u64>) -> Result<u64> {
 /// that cannot apply to this trace (a window too small for its span).
 pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
     let ranges = opts.ranges.max(1);
+    if ranges > MAX_RANGES {
+        return Err(Error::Usage(format!(
+            "`ranges` {ranges} is more than the {MAX_RANGES} spatial ranges a profile keeps"
+        )));
+    }
     let start = t.ts_ns.first().copied().unwrap_or(0);
     let span = t.ts_ns.last().map_or(0, |&last| last - start);
     let window_ns = window_for(span, opts.window_ns)?;
     let n_windows = (span / window_ns + 1) as usize;
     let streams = StreamIds::of(t);
+    check_counters(1 + t.volumes.len() + streams.several(), n_windows, ranges)?;
     let mut groups = Groups::new(t.volumes.len(), streams.several(), n_windows, ranges);
     let max_end = groups.observe(t, &streams, start, window_ns);
     groups.observe_ranges(t, &streams, ranges, &max_end);

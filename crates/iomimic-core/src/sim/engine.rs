@@ -432,12 +432,8 @@ impl<'t, 'v> Run<'t, 'v> {
 
 /// Replays `t` against the device or array of `config`.
 pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result<SimResult> {
-    if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
-        return Err(Error::Usage(format!(
-            "`intensity` must be a positive number, found {}",
-            opts.intensity
-        )));
-    }
+    let span = t.ts_ns.last().map_or(0, |last| last - t.ts_ns[0]);
+    crate::trace::check_time_scale(span, opts.intensity)?;
     if opts.iodepth == Some(0) {
         return Err(Error::Usage("`iodepth` must be at least 1".into()));
     }
