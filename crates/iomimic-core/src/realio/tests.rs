@@ -137,7 +137,8 @@ fn io_uring_on_a_schedule_submits_by_kernel_thread_or_not_as_asked() {
                 clock,
             )
             .unwrap();
-            assert_eq!(r.kernel_submits, sqpoll && kernel_allows, "sqpoll {sqpoll}");
+            // the kernel thread only when asked for, allowed, and a CPU is idle for it
+            assert!(!r.kernel_submits || (sqpoll && kernel_allows), "sqpoll {sqpoll}");
             assert_eq!(r.completed, rows.len(), "sqpoll {sqpoll}");
             assert!(r.verify_failures.is_empty(), "{:?}", r.verify_failures);
             for (&issued, &due) in r.issue_ns.iter().zip(&ts[rows]) {
