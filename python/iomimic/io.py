@@ -108,14 +108,28 @@ def read_trace(
     return Trace._from_reader(reader.finish())
 
 
+def _read_ahead(read: Callable[[int], Any], count: int) -> Iterator[Any]:
+    """``read(0)``, ``read(1)``, ... with the next one under way in a thread while the caller
+    works on the current one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(read, 0) if count else None
+        for i in range(count):
+            piece = ahead.result()
+            ahead = pool.submit(read, i + 1) if i + 1 < count else None
+            yield piece
+
+
 def _read_parquet(path: Path) -> Trace:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
-        # a row group at a time: the file's columns are never held twice
-        pieces = (pf.read_row_group(i) for i in range(pf.num_row_groups))
+        # a row group at a time, so the file's columns are never held twice; the next group is
+        # read (pyarrow lets go of the GIL) while this one is copied into the Trace's columns
+        pieces = _read_ahead(pf.read_row_group, pf.num_row_groups)
         trace = Trace.from_arrow_pieces(pf.schema_arrow, pieces, pf.metadata.num_rows)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(f"{path}: not a readable Parquet file: {e}") from None

@@ -370,7 +370,11 @@ class Trace:
             if at + n > rows:
                 raise InputError(f"the file holds more than the {rows:,} rows its metadata says")
             for c in present:
-                cols[c][at : at + n] = _arrow_to_numpy(c, piece.column(c))
+                # chunk by chunk: a chunk without nulls is a view of Arrow's buffer, copied once
+                into = at
+                for chunk in piece.column(c).chunks:
+                    cols[c][into : into + len(chunk)] = _arrow_to_numpy(c, chunk)
+                    into += len(chunk)
             at += n
         if at != rows:
             raise InputError(f"the file holds {at:,} rows where its metadata says {rows:,}")
