@@ -70,7 +70,7 @@ def characterize(
     mrc
         Miss-ratio curves for ``"all"`` groups, the whole ``"trace"`` only, or ``"none"``.
     mrc_sampling
-        Force a SHARDS sampling rate in (0, 1]; default exact up to 10 M requests.
+        Force a SHARDS sampling rate in (0, 1]; default exact up to 20 M block accesses.
     """
     window_ns = None if window is None else parse_duration_ns(window, "window")
     figures = _core.characterize(

@@ -9,7 +9,7 @@
 //! every block, as Bennett & Kruskal). The histogram of distances then
 //! gives the miss ratio at every size: misses(C) = cold misses + accesses with distance ≥ C.
 //!
-//! Above a request count the caller chooses, blocks are sampled spatially as in SHARDS: a block
+//! Above a count of block accesses the caller chooses, blocks are sampled spatially as in SHARDS: a block
 //! is tracked when a hash of its address falls below rate × 2^24, and each sampled distance is
 //! scaled by 1/rate.
 //!
@@ -66,6 +66,14 @@ fn mix(volume: u32, block: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// The 4 KiB block accesses of a trace's reads and writes (what an exact curve holds).
+pub fn block_accesses(t: &TraceView<'_>) -> u64 {
+    (0..t.len())
+        .filter(|&i| (t.op[i] == Op::Read as u8 || t.op[i] == Op::Write as u8) && t.size[i] > 0)
+        .map(|i| (t.offset[i] + u64::from(t.size[i]) - 1) / BLOCK - t.offset[i] / BLOCK + 1)
+        .sum()
 }
 
 /// The miss-ratio curve of the requests `rows` (indices into `t`, in time order), sampling
