@@ -231,3 +231,33 @@ def test_generic_columns_by_header_name(tmp_path: Path) -> None:
         assert r.returncode == 2
         assert f'{path}:1: --columns: ts=when, but the header has no column "when"' in r.stderr
         assert "(it has time, dev, rw, lba, len)" in r.stderr and "skip" not in r.stderr
+
+
+def test_a_directory_or_glob_of_files_is_one_trace_in_time_order(tmp_path: Path) -> None:
+    # MSR ships one CSV per volume, with absolute times: the files interleave on one clock
+    d = tmp_path / "msr"
+    d.mkdir()
+    (d / "hm_0.csv.gz").write_bytes(
+        gzip.compress(b"128166372000000000,hm,0,Read,0,4096,10\n128166372000000010,hm,0,Write,4096,4096,20\n")
+    )
+    (d / "hm_1.csv").write_text("128166372000000005,hm,1,Read,8192,4096,30\n")
+    (d / ".hidden").write_text("not a trace")
+    for source in (d, str(d / "hm_*")):
+        t = iomimic.read_trace(source)
+        assert t.ts_ns.tolist() == [0, 500, 1000]  # 100 ns ticks
+        assert [t.volumes[v] for v in t.volume] == ["hm_0", "hm_1", "hm_0"]
+        assert t.latency_ns.tolist() == [1000, 3000, 2000]
+        assert t.report["format"] == "msr" and len(t.report["files"]) == 2
+    # files of one device each whose records do not name it: --volume-names file keeps them apart
+    for name in ("sda", "sdb"):
+        (tmp_path / f"{name}.disksim").write_text("0.0 0 100 8 1\n1.0 0 200 8 1\n")
+    t = iomimic.read_trace(tmp_path / "*.disksim", volume_names="file")
+    assert sorted(t.volumes) == ["sda:0", "sdb:0"] and len(t) == 4
+    assert iomimic.read_trace(tmp_path / "*.disksim").volumes == ["0"]
+    r = run_cli("info", str(tmp_path / "*.disksim"), "--volume-names", "file", "--json", "-")
+    assert r.returncode == 0 and len(json.loads(r.stdout)["volumes"]) == 2, r.stdout + r.stderr
+    r = run_cli("info", str(tmp_path / "none*.csv"))
+    assert r.returncode == 2 and "no file matches" in r.stderr
+    r = run_cli("convert", str(d / "*.csv*"), "-o", str(tmp_path / "all.parquet"))
+    assert r.returncode == 0, r.stderr
+    assert len(iomimic.read_trace(tmp_path / "all.parquet")) == 3

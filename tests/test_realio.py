@@ -499,7 +499,8 @@ def test_a_target_size_past_the_free_space_is_refused_before_writing(tmp_path: P
     mnt.mkdir()
     script = (
         f"mount -t tmpfs -o size=4m tmpfs {mnt} && "
-        f'{sys.executable} -m iomimic.cli run --pattern "write seq 64k" -n 10 --target {mnt}/t.dat --size 64M; '
+        f'{sys.executable} -m iomimic.cli run --pattern "write seq 64k" -n 10 '
+        f"--target {mnt}/t.dat --size 64M; "
         f"echo rc=$?; ls -a {mnt}"
     )
     r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)

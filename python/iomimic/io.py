@@ -47,13 +47,15 @@ def read_trace(
     columns: str | None = None,
     delimiter: str | None = None,
     progress: ProgressCallback | None = None,
+    volume_names: str = "records",
 ) -> Trace:
     """Reads a trace file of any supported format (gzip and zstd are undone transparently).
 
     Parameters
     ----------
     path
-        The trace file.
+        The trace file; or a directory or a glob (``msr/*.csv.gz``) of files read as one trace,
+        in time order (each file's times on one clock by its first request).
     format
         A format name from :func:`formats`; detected from the content when omitted.
     skip_bad
@@ -68,6 +70,11 @@ def read_trace(
         ``generic`` only: the column mapping (e.g. ``ts=0:us,offset=1,size=2,op=3``) and separator.
     progress
         Called as ``progress(bytes_done, bytes_total)`` while reading.
+    volume_names
+        Several files only: ``records`` (default) names volumes as the records do, so a volume
+        of one name in several files is one volume (a trace split by time); ``file`` prefixes
+        each file's volume names with the file's name (``sda:0``), for files of one device each
+        whose records do not say which.
 
     Returns
     -------
@@ -87,6 +94,12 @@ def read_trace(
     path = Path(path)
     if columns is not None and format is None:
         format = "generic"  # a column mapping describes a generic CSV
+    parts = trace_parts(path)
+    if parts is not None:
+        options = dict(
+            skip_bad=skip_bad, time_unit=time_unit, event=event, columns=columns, delimiter=delimiter
+        )
+        return _read_parts(path, parts, format, volume_names, progress, options)
     if format == "parquet" or (format is None and path.is_file() and _is_parquet(path)):
         return _read_parquet(path)
     reader = _core.TraceReader(
@@ -106,6 +119,76 @@ def read_trace(
     if progress is not None:
         progress(*reader.progress())
     return Trace._from_reader(reader.finish())
+
+
+GLOB_CHARS = frozenset("*?[")
+
+
+def trace_parts(path: Path) -> list[Path] | None:
+    """The files a directory or a glob names, in name order; None for one file."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise InputError(f"{path}: the directory holds no trace files")
+        return files
+    text = str(path)
+    if path.exists() or not GLOB_CHARS & set(text):
+        return None
+    import glob
+
+    files = sorted(Path(p) for p in glob.glob(text) if Path(p).is_file())
+    if not files:
+        raise InputError(f"{text}: no file matches")
+    return files
+
+
+def _read_parts(
+    path: Path,
+    files: list[Path],
+    format: str | None,
+    volume_names: str,
+    progress: ProgressCallback | None,
+    options: dict[str, Any],
+) -> Trace:
+    """The files as one trace (see :func:`iomimic.read_trace`)."""
+    if volume_names not in ("records", "file"):
+        raise InputError(f"`volume_names` must be records or file, found {volume_names!r}")
+    sizes = [f.stat().st_size for f in files]
+    total, done = sum(sizes), 0
+    parts, reports = [], []
+    for file, size in zip(files, sizes, strict=True):
+        step = None if progress is None else lambda d, _t, base=done: progress(base + d, total)
+        t = read_trace(file, format, progress=step, **options)
+        done += size
+        prefix = file.name.split(".")[0] if volume_names == "file" else None
+        parts.append((*t._core_args(), int(t.report.get("start_ns") or 0), prefix))
+        reports.append(t.report)
+    merged = Trace._from_reader(_core.merge_traces(parts))
+    formats = sorted({r["format"] for r in reports})
+    merged.report = {
+        "path": str(path),
+        "format": formats[0] if len(formats) == 1 else ",".join(formats),
+        "compression": None,
+        "files": [str(f) for f in files],
+        "records": sum(r.get("records", 0) for r in reports),
+        "requests": len(merged),
+        "out_of_order": 0,
+        "start_ns": min(int(r.get("start_ns") or 0) for r in reports),
+        "skipped": _sum_counts([r.get("skipped", []) for r in reports]),
+        "skipped_examples": [e for r in reports for e in r.get("skipped_examples", [])][:10],
+        "ignored": _sum_counts([r.get("ignored", []) for r in reports]),
+        "notes": [f"{len(files)} files read as one trace", *sorted({n for r in reports for n in r["notes"]})],
+    }
+    return merged
+
+
+def _sum_counts(lists: list[list]) -> list:
+    """[(key, count), ...] lists added up by key, in first-seen order."""
+    out: dict[Any, int] = {}
+    for pairs in lists:
+        for key, count in pairs:
+            out[key] = out.get(key, 0) + count
+    return [[k, v] for k, v in out.items()]
 
 
 def _read_ahead(read: Callable[[int], Any], count: int) -> Iterator[Any]:

@@ -9,6 +9,7 @@ pub mod error;
 pub mod formats;
 pub mod latency;
 pub mod limits;
+pub mod merge;
 pub mod model;
 pub mod offload;
 pub mod random;

@@ -81,6 +81,15 @@ pub fn with_view<R>(
     files: &[String],
     f: impl FnOnce(&TraceView<'_>) -> PyResult<R>,
 ) -> PyResult<R> {
+    f(&view_of(c, volumes, files)?)
+}
+
+/// A view of the columns (borrowed as long as they are).
+pub fn view_of<'a>(
+    c: &'a Columns<'_>,
+    volumes: &'a [String],
+    files: &'a [String],
+) -> PyResult<TraceView<'a>> {
     let latency = c
         .latency_ns
         .as_ref()
@@ -101,7 +110,7 @@ pub fn with_view<R>(
         volumes,
         files,
     };
-    f(&view)
+    Ok(view)
 }
 
 /// As [`with_view`], for a trace that must hold its invariants and at least one request.

@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<trace::PyTraceReader>()?;
     m.add_function(wrap_pyfunction!(trace::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::merge_traces, m)?)?;
     m.add_function(wrap_pyfunction!(trace::write_csv, m)?)?;
     m.add_function(wrap_pyfunction!(trace::summarize, m)?)?;
     m.add_function(wrap_pyfunction!(trace::format_table, m)?)?;

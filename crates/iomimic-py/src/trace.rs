@@ -8,8 +8,9 @@ use pyo3::types::PyDict;
 
 use iomimic_core::analyze::summary;
 use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
+use iomimic_core::merge;
 
-use crate::boundary::{parse_opt, to_py, trace_to_py, with_view, Columns};
+use crate::boundary::{parse_opt, to_py, trace_to_py, view_of, with_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
 
 /// A trace file being read incrementally, so Python can show progress and stay interruptible.
@@ -191,4 +192,26 @@ pub fn summarize(
 #[pyfunction]
 pub fn format_table() -> Vec<(&'static str, &'static str)> {
     Format::all().map(|f| (f.name(), f.description())).collect()
+}
+
+/// Several traces as one, in time order: each part is (columns, volumes, files, its start in
+/// its source's clock in ns, a prefix for its volume names or None).
+#[pyfunction]
+#[allow(clippy::type_complexity)] // the parts as Python hands them over
+pub fn merge_traces<'py>(
+    py: Python<'py>,
+    parts: Vec<(Columns<'_>, Vec<String>, Vec<String>, u64, Option<String>)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let views = parts
+        .iter()
+        .map(|(c, volumes, files, start_ns, prefix)| {
+            Ok(merge::Part {
+                trace: view_of(c, volumes, files)?,
+                start_ns: *start_ns,
+                prefix: prefix.as_deref(),
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let merged = py.detach(|| merge::merge(&views)).map_err(err_to_py)?;
+    trace_to_py(py, merged)
 }

@@ -102,6 +102,14 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
         "ts=0:us,offset=4:bytes,size=5:bytes,op=3 or ts=time:s,offset=lba:sectors,size=len,op=rw",
     )
     g.add_argument("--delimiter", help="generic format: field separator (default: detected)")
+    g.add_argument(
+        "--volume-names",
+        choices=["records", "file"],
+        default="records",
+        help="a directory or glob of files: name volumes as the records do (default; one name in "
+        "several files is one volume, as in traces split by time) or prefix them with each file's "
+        "name (files of one device each)",
+    )
     g = p.add_argument_group("choosing requests (times from the trace's first request)")
     g.add_argument(
         "--start", metavar="TIME", help="only requests issued at or after this time, e.g. 10m, 90s"
@@ -203,6 +211,7 @@ def read(args: argparse.Namespace):
             columns=args.columns,
             delimiter=args.delimiter,
             progress=progress,
+            volume_names=args.volume_names,
         )
     finally:
         close()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from iomimic.errors import InputError
 
 #: Files smaller than this read too fast for a progress bar to help.
 PROGRESS_MIN_BYTES = 32 << 20
@@ -30,10 +31,13 @@ def _live_bar(description: str, total: int, *columns, **fields):
 
 def reading(path: str) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
     """A progress callback for big files on a terminal, and a function that closes the bar."""
+    from iomimic.io import trace_parts
+
     try:
-        size = os.path.getsize(path)
-    except OSError:
-        size = 0
+        parts = trace_parts(Path(path)) or [Path(path)]
+        size = sum(p.stat().st_size for p in parts)
+    except (OSError, InputError):
+        size = 0  # the reader says what is wrong
     if not sys.stderr.isatty() or size < PROGRESS_MIN_BYTES:
         return None, lambda: None
     from rich.progress import DownloadColumn, TimeRemainingColumn, TransferSpeedColumn

@@ -185,7 +185,10 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
         let mut groups = Groups::new(t.volumes.len(), streams.several(), n_windows, ranges);
         let max_end = groups.observe(t, &streams, start, window_ns);
         groups.observe_ranges(t, &streams, ranges, &max_end);
-        (groups, curves.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        (
+            groups,
+            curves.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        )
     });
     let figures = groups.finish(&curves, &streams, span, window_ns);
     let (threads, thread_thresholds) = match opts.by {
@@ -401,7 +404,11 @@ impl<'v, 'a> Curves<'v, 'a> {
     fn new(t: &'v TraceView<'a>, opts: &Options, streams: &StreamIds) -> Self {
         let n = t.len();
         let rate = opts.mrc_sampling.unwrap_or_else(|| {
-            let accesses = if opts.mrc == MrcScope::None { 0 } else { mrc::block_accesses(t) };
+            let accesses = if opts.mrc == MrcScope::None {
+                0
+            } else {
+                mrc::block_accesses(t)
+            };
             if accesses > EXACT_MRC_ACCESSES {
                 EXACT_MRC_ACCESSES as f64 / accesses as f64
             } else {

@@ -51,6 +51,7 @@ def workload(args: argparse.Namespace):
         event=args.event,
         columns=args.columns,
         delimiter=args.delimiter,
+        volume_names=args.volume_names,
     )
     if kind == "trace":
         report_reading(summary(trace))
