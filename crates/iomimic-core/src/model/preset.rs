@@ -220,6 +220,7 @@ impl Preset {
             rate: RateProfile {
                 window_ns: duration_ns,
                 shares: vec![1.0],
+                arrivals: None,
             },
             selection: Some(serde_json::json!({ "preset": self.name, "assumptions": self.assumptions })),
         };
@@ -242,6 +243,7 @@ fn thread(spec: &ThreadSpec, stream: u32, weight: f64, volume: u32, span: u64, g
             start: (u128::from(span) * j as u128 / k as u128) as u64,
             end: (u128::from(span) * (j + 1) as u128 / k as u128) as u64,
             children: None,
+            fine: None,
         })
         .collect();
     let stats = |r: f64| stats(spec, r, gap_ns);
@@ -263,6 +265,7 @@ fn thread(spec: &ThreadSpec, stream: u32, weight: f64, volume: u32, span: u64, g
         weight,
         alignment: 4096,
         defaults: stats(read),
+        volumes: Vec::new(),
         chain: Chain {
             states,
             initial: occupancy,
@@ -296,7 +299,8 @@ fn stats(spec: &ThreadSpec, r: f64, gap_ns: f64) -> Stats {
             bytes: sizes.keys().copied().collect(),
             p: sizes.values().map(|p| p / sum).collect(),
         },
-        interarrival: Dist::Exponential { mean_ns: gap_ns },
+        interarrival: Some(Dist::Exponential { mean_ns: gap_ns }),
+        by_op: Vec::new(),
     }
 }
 

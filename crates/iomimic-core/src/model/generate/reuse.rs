@@ -1,0 +1,138 @@
+//! The reuse extension while generating: which earlier request a re-use repeats.
+//!
+//! ## Algorithm
+//! Requests are kept on one LRU stack per class (op × size class, as training keeps them); a
+//! request touched again moves to the stack of its new class. A re-use by an op draws the class
+//! it re-uses (by that op's shares), a depth from that class's histogram (a quarter-octave
+//! bucket, then log-uniform inside it), and repeats the request at that depth of that class's
+//! stack. A depth past what the stack holds yet (early in a run) is drawn again; after
+//! [`REUSE_DRAWS`] draws the request is placed afresh. Version 1 models (one histogram of
+//! start-block depths) use one stack for all requests.
+//!
+//! ## Complexity
+//! O(log n) a request (a Fenwick tree per stack), 12 bytes a request.
+//!
+//! ## References
+//! Thiébaut, Wolf & Stone, "Synthetic traces for trace-driven simulation of cache memories"
+//! (1992): generating by LRU stack depth.
+
+use super::super::sample::{Alias, Prng, ReuseSampler};
+use crate::analyze::lru_stack::GenStack;
+use crate::model::{request_class, size_class, Reuse, REQUEST_CLASSES, SIZE_CLASSES};
+
+/// Draws of a reuse depth before a reuse gives up and places its request afresh.
+pub const REUSE_DRAWS: usize = 8;
+
+/// One op's re-use classes: which to re-use, and each one's stack and depth sampler.
+struct OpClasses {
+    pick: Alias,
+    classes: Vec<(usize, ReuseSampler)>,
+}
+
+/// A thread's reuse extension made ready to sample from.
+pub(super) struct ReuseRt {
+    per_op: [Option<OpClasses>; 2],
+    /// One stack per request class (version 2), or one for all (version 1).
+    classed: bool,
+    /// Share of fresh placements kept past the trained length.
+    pub tail_fresh: f64,
+}
+
+impl ReuseRt {
+    pub fn new(r: &Reuse) -> Self {
+        let classed = !r.classes.is_empty();
+        let per_op = [0u8, 1].map(|op| {
+            if !classed {
+                // version 1: both ops re-use from the one stack by the one histogram
+                return Some(OpClasses {
+                    pick: Alias::new(&[1.0]),
+                    classes: vec![(0, ReuseSampler::from_buckets(&r.buckets))],
+                });
+            }
+            let mine: Vec<_> = r.classes.iter().filter(|c| c.op == op).collect();
+            (!mine.is_empty()).then(|| OpClasses {
+                pick: Alias::new(&mine.iter().map(|c| c.p).collect::<Vec<_>>()),
+                classes: mine
+                    .iter()
+                    .map(|c| {
+                        let stack = usize::from(c.last_op.min(1)) * SIZE_CLASSES.len() + size_class(c.max_size);
+                        (stack, ReuseSampler::from_buckets(&c.buckets))
+                    })
+                    .collect(),
+            })
+        });
+        Self {
+            per_op,
+            classed,
+            tail_fresh: r.tail_fresh.unwrap_or(1.0),
+        }
+    }
+
+    fn stacks(&self) -> usize {
+        if self.classed {
+            REQUEST_CLASSES
+        } else {
+            1
+        }
+    }
+
+    #[inline]
+    fn stack_of(&self, op: u8, size: u32) -> usize {
+        if self.classed {
+            usize::from(request_class(op, size))
+        } else {
+            0
+        }
+    }
+}
+
+/// The stacks of one walk.
+pub(super) struct ReuseState {
+    stacks: Vec<GenStack>,
+    /// Per stack: the request (its index in the walk) of each of its touch times.
+    requests: Vec<Vec<u32>>,
+    /// Per request: its stack and its touch time there.
+    slot: Vec<(u8, u32)>,
+}
+
+impl ReuseState {
+    pub fn new(rt: &ReuseRt, count: u64) -> Self {
+        let n = usize::try_from(count).unwrap_or(0);
+        let k = rt.stacks();
+        Self {
+            stacks: (0..k).map(|_| GenStack::new(n / k)).collect(),
+            requests: (0..k).map(|_| Vec::with_capacity(n / k)).collect(),
+            slot: Vec::with_capacity(n),
+        }
+    }
+
+    /// The earlier request (its index in the walk) a re-use by `op` repeats, if a depth is
+    /// found within what the stacks hold.
+    #[inline]
+    pub fn pick(&self, rt: &ReuseRt, op: u8, rng: &mut Prng) -> Option<usize> {
+        let classes = rt.per_op[usize::from(op.min(1))].as_ref()?;
+        for _ in 0..REUSE_DRAWS {
+            let (stack, depth) = &classes.classes[classes.pick.draw(rng)];
+            let d = depth.draw(rng);
+            if let Some(at) = self.stacks[*stack].at_depth(d) {
+                return Some(self.requests[*stack][at] as usize);
+            }
+        }
+        None
+    }
+
+    /// The next request of the walk, of `op` and `size`, re-touching request `retouch` if it
+    /// repeats one.
+    #[inline]
+    pub fn record(&mut self, rt: &ReuseRt, op: u8, size: u32, retouch: Option<usize>) {
+        if let Some(p) = retouch {
+            let (stack, time) = self.slot[p];
+            self.stacks[usize::from(stack)].forget(time as usize);
+        }
+        let s = rt.stack_of(op, size);
+        let time = self.stacks[s].push(None);
+        debug_assert_eq!(time, self.requests[s].len());
+        self.requests[s].push(u32::try_from(self.slot.len()).unwrap_or(u32::MAX));
+        self.slot.push((s as u8, u32::try_from(time).unwrap_or(u32::MAX)));
+    }
+}
