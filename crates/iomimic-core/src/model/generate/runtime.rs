@@ -147,7 +147,7 @@ impl ThreadRt {
             defaults: Ready::new(&thread.defaults),
             volumes,
             reuse: if reuse {
-                thread.reuse.as_ref().map(ReuseRt::new)
+                thread.reuse.as_ref().map(|r| ReuseRt::new(r, thread.chain.states.len()))
             } else {
                 None
             },

@@ -331,7 +331,7 @@ impl ThreadState {
             }
             Pick::Reuse => {
                 let picked = match (&rt.reuse, &self.reuse) {
-                    (Some(r), Some(state)) => state.pick(r, op, &mut self.rng),
+                    (Some(r), Some(state)) => state.pick(r, op, self.path[0], &mut self.rng),
                     _ => None,
                 };
                 if let Some(at) = picked {
@@ -374,7 +374,7 @@ impl ThreadState {
         }
         ends.push_back(offset + u64::from(size));
         if let (Some(r), Some(state)) = (&rt.reuse, &mut self.reuse) {
-            state.record(r, op, size, follow.retouch);
+            state.record(r, op, size, rt.root.locate(volume, offset), follow.retouch);
         }
         self.u += gap;
         self.left -= 1;

@@ -89,6 +89,11 @@ impl Hierarchy {
         }
     }
 
+    /// The top level's states: `(volume, start, end)`, sorted.
+    pub fn top_states(&self) -> Vec<(u32, u64, u64)> {
+        self.chains[0].states.clone()
+    }
+
     /// A request placed afresh at `offset`, in the leaf at the end of `path`.
     #[inline]
     pub fn fresh(&mut self, path: &[(usize, usize)], offset: u64) {
@@ -180,9 +185,37 @@ impl Hierarchy {
     /// The finished chains. An edge has stats of its own from [`MIN_STATS`] requests, where
     /// they differ from the stats it would otherwise take (`fallback` of the volume it leads
     /// into).
-    pub fn build(&self, fallback: &Fallback<'_>) -> Chain {
-        build_chain(&self.chains, 0, fallback)
+    ///
+    /// Returns the chain and, per volume, the stats of the requests over edges without their
+    /// own: those edges take these, so every op, placement and size share of the volume holds
+    /// as the trace had it (falling back to the volume's whole stats would count the edges
+    /// with their own twice).
+    pub fn build(&self, fallback: &Fallback<'_>) -> (Chain, FxHashMap<u32, Stats>) {
+        let mut rest: FxHashMap<u32, StatsAcc> = FxHashMap::default();
+        for acc in &self.chains {
+            for edges in &acc.edges {
+                for (&to, st) in edges {
+                    let volume = acc.states[to as usize].0;
+                    if own_stats(st, fallback.of(volume)).is_none() {
+                        rest.entry(volume).or_default().merge(st);
+                    }
+                }
+            }
+        }
+        let rest = rest
+            .into_iter()
+            .filter(|(_, acc)| acc.count > 0)
+            .map(|(v, acc)| (v, acc.finish(None)))
+            .collect();
+        (build_chain(&self.chains, 0, fallback), rest)
     }
+}
+
+/// An edge's stats, when it has requests enough for them and they differ from its fallback.
+fn own_stats(st: &StatsAcc, fallback: &Stats) -> Option<Stats> {
+    (st.count >= MIN_STATS)
+        .then(|| st.finish(None))
+        .filter(|s| differs(s, fallback))
 }
 
 /// The stats an edge without its own takes: its volume's, else the thread's.
@@ -221,9 +254,7 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
             let mut out: Vec<(u32, u64, Option<Stats>)> = edges
                 .iter()
                 .map(|(&to, st)| {
-                    let own = (st.count >= MIN_STATS)
-                        .then(|| st.finish(None))
-                        .filter(|s| differs(s, fallback.of(acc.states[to as usize].0)));
+                    let own = own_stats(st, fallback.of(acc.states[to as usize].0));
                     (to, st.count, own)
                 })
                 .collect();

@@ -22,22 +22,25 @@ pub(super) fn reuse_bounds() -> Vec<u64> {
 }
 
 /// A request touched before: its depth in the LRU stack of the requests of its previous
-/// touch's class (1 = the most recently used of them), and that class.
+/// touch's class and its top-level state (1 = the most recently used of them), and that class.
 pub(super) type Seen = Option<(u64, u8)>;
 
-/// Each request's [`Seen`], in row order: one LRU stack per class, a request moving to the
-/// stack of its new class when touched again. The stacks are the costliest part of training
-/// and need nothing else, so they run on a core of their own, a chunk ahead of the loop that
-/// reads them.
+/// Each request's [`Seen`], in row order: one LRU stack per top-level state of `top` and class,
+/// a request moving to the stack of its new class when touched again. Stacks are kept per
+/// state so that a re-use, generated where the chain is, re-uses what that state re-used (a
+/// journal never re-read stays so beside a hot set re-read often). The stacks are the costliest
+/// part of training and need nothing else, so they run on a core of their own, a chunk ahead of
+/// the loop that reads them.
 pub(super) fn reuse_depths<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     t: &'scope TraceView<'_>,
     rows: &'scope [usize],
+    top: &'scope [(u32, u64, u64)],
 ) -> impl Iterator<Item = Seen> + 'scope {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Seen>>(8);
     scope.spawn(move || {
         use crate::analyze::lru_stack::Stack;
-        let mut stacks: Vec<Stack> = (0..CLASSES).map(|_| Stack::new(rows.len() / CLASSES)).collect();
+        let mut stacks: Vec<Option<Stack>> = (0..top.len() * CLASSES).map(|_| None).collect();
         let mut class: FxHashMap<(u32, u64), u8> = FxHashMap::default();
         class.reserve(rows.len().min(1 << 24));
         for chunk in rows.chunks(DEPTH_CHUNK) {
@@ -45,12 +48,14 @@ pub(super) fn reuse_depths<'scope>(
                 .iter()
                 .map(|&i| {
                     let key = (t.volume[i], t.offset[i]);
+                    let group = state_of(top, key.0, key.1) * CLASSES;
                     let now = class_of(t.op[i], t.size[i]);
                     let seen = class.insert(key, now).map(|before| {
-                        let (depth, _) = stacks[before as usize].remove(key).expect("a classed key is stacked");
+                        let stack = stacks[group + usize::from(before)].as_mut().expect("a classed key is stacked");
+                        let (depth, _) = stack.remove(key).expect("a classed key is stacked");
                         (depth, before)
                     });
-                    stacks[now as usize].touch(key);
+                    stacks[group + usize::from(now)].get_or_insert_with(|| Stack::new(0)).touch(key);
                     seen
                 })
                 .collect();
@@ -60,6 +65,14 @@ pub(super) fn reuse_depths<'scope>(
         }
     });
     rx.into_iter().flatten()
+}
+
+/// The state of `states` (sorted, covering their volumes) holding `offset` of `volume`.
+#[inline]
+pub(crate) fn state_of(states: &[(u32, u64, u64)], volume: u32, offset: u64) -> usize {
+    states
+        .partition_point(|&(v, start, _)| (v, start) <= (volume, offset))
+        .saturating_sub(1)
 }
 
 /// Re-uses counted by the bucket of their depth, overall and by class; and fresh touches.

@@ -112,6 +112,17 @@ impl StatsAcc {
         }
     }
 
+    /// Adds what `other` counted (its gaps are not kept).
+    pub fn merge(&mut self, other: &StatsAcc) {
+        self.count += other.count;
+        for (a, b) in self.ops.iter_mut().zip(&other.ops) {
+            *a += b;
+        }
+        for (a, b) in self.by_op.iter_mut().zip(&other.by_op) {
+            a.merge(b);
+        }
+    }
+
     /// The stats; `gap` is the thread's gap distribution where one is kept.
     pub fn finish(&self, gap: Option<Dist>) -> Stats {
         let n = self.count.max(1) as f64;

@@ -16,7 +16,7 @@ pub(super) struct Learnt {
     pub chain: Chain,
     /// The thread's own stats, for edges with too few requests for theirs.
     pub defaults: Stats,
-    /// Each volume's stats, when the thread uses more than one.
+    /// Per volume, the stats of its requests over edges without their own (what those take).
     pub volumes: Vec<VolumeStats>,
     pub reuse: Option<Reuse>,
     pub streams: Streams,
@@ -50,10 +50,11 @@ pub(super) fn train_thread(
         cur: Vec::new(),
     };
     let tail_from = rows.len() - rows.len() / 4;
+    let top = pass.hierarchy.top_states();
     std::thread::scope(|scope| {
         // with reuse off no depth is needed: an endless run of `None`
         let mut depths: Box<dyn Iterator<Item = Seen>> = if reuse_on {
-            Box::new(reuse_depths(scope, t, rows))
+            Box::new(reuse_depths(scope, t, rows, &top))
         } else {
             Box::new(std::iter::repeat(None))
         };
@@ -137,11 +138,11 @@ impl ThreadPass<'_> {
         } else {
             FxHashMap::default()
         };
-        let chain = self.hierarchy.build(&Fallback {
+        let (chain, rest) = self.hierarchy.build(&Fallback {
             volumes: &by_volume,
             thread: &defaults,
         });
-        let mut volumes: Vec<VolumeStats> = by_volume
+        let mut volumes: Vec<VolumeStats> = rest
             .into_iter()
             .map(|(volume, stats)| VolumeStats { volume, stats })
             .collect();
