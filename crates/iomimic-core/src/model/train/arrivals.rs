@@ -2,9 +2,10 @@
 //! window, and how requests arrive inside a window, learnt by how busy the window is.
 //!
 //! ## Algorithm
-//! The fine window is the coarse (fluctuation) window divided by a whole number m, at most a
-//! second and at most a tenth of the coarse window, coarser on sparse traces (at most one window
-//! per [`REQUESTS_PER_WINDOW`] requests). Each window's requests are counted. Inside a window with
+//! The fine window is a round length (1, 2 or 5 × a power of ten ns), at most a second and at
+//! most a tenth of the coarse (fluctuation) window, longer on sparse traces (at most one window
+//! per [`REQUESTS_PER_WINDOW`] requests); a block is the whole number of fine windows nearest a
+//! coarse window. Each window's requests are counted. Inside a window with
 //! c ≥ 2 requests, its *spread* (first to last request, as a share of the window) and its
 //! gaps relative to their mean there, x = gap × (c − 1) / (last − first), are kept: the gaps
 //! as a first-order Markov chain over octave classes of x (the class of each gap given the
@@ -49,12 +50,8 @@ pub(super) fn learn(t: &TraceView<'_>, coarse_ns: u64) -> Option<Arrivals> {
     if n < 64 || span == 0 {
         return None;
     }
-    let windows_for = |m: u64| span / coarse_ns.div_ceil(m).max(1) + 1;
-    let mut m = coarse_ns.div_ceil(FINE_MAX_NS).max(10);
-    while m > 1 && (windows_for(m) > (n / REQUESTS_PER_WINDOW).max(1) || windows_for(m) > MAX_WINDOWS) {
-        m /= 2;
-    }
-    let window_ns = coarse_ns.div_ceil(m).max(1);
+    let window_ns = fine_window(n, span, coarse_ns);
+    let m = (coarse_ns / window_ns).max(1);
     let w = usize::try_from(span / window_ns + 1).ok()?;
     let mut counts = vec![0u32; w];
     for &ts in t.ts_ns {
@@ -69,6 +66,30 @@ pub(super) fn learn(t: &TraceView<'_>, coarse_ns: u64) -> Option<Arrivals> {
         period_blocks,
         classes,
     })
+}
+
+/// Fine windows are round lengths (1, 2, 5 × a power of ten ns): one-second bins, and any
+/// round bins a user counts in, then hold whole windows (a window of 0.9999 s drifts a burst
+/// across a one-second bin's edge within an hour).
+fn round_windows() -> impl Iterator<Item = u64> {
+    (0..19).flat_map(|e| [1, 2, 5].map(|d| d * 10u64.pow(e)))
+}
+
+/// The fine window of a trace of `n` requests over `span` ns: the longest round length up to a
+/// second and a tenth of the coarse window, longer (up to the coarse window) while there would
+/// be more than one window per [`REQUESTS_PER_WINDOW`] requests or [`MAX_WINDOWS`] windows.
+fn fine_window(n: u64, span: u64, coarse_ns: u64) -> u64 {
+    let first = (coarse_ns / 10).clamp(1, FINE_MAX_NS);
+    let mut w = round_windows().take_while(|&w| w <= first).last().unwrap_or(1);
+    let too_many = |w: u64| span / w + 1 > (n / REQUESTS_PER_WINDOW).max(1) || span / w + 1 > MAX_WINDOWS;
+    let start = w;
+    for next in round_windows().skip_while(|&x| x <= start) {
+        if !too_many(w) || next > coarse_ns {
+            break;
+        }
+        w = next;
+    }
+    w
 }
 
 /// What one rate class accumulates.
@@ -216,6 +237,19 @@ mod tests {
         // a steady decline is no period either
         let ramp: Vec<u32> = (0..200).map(|i| 1000 - 4 * i).collect();
         assert_eq!(period(&ramp, 1), None);
+    }
+
+    #[test]
+    fn fine_windows_are_round_lengths() {
+        // an hour of 100 k requests, coarse windows of 36 s: one second (not 0.9999 s)
+        assert_eq!(fine_window(100_000, 3_600_000_000_000, 35_996_466_732), 1_000_000_000);
+        // a minute, coarse windows of 0.6 s: 50 ms, the longest round length up to 60 ms
+        assert_eq!(fine_window(24_783, 60_000_000_000, 600_552_000), 50_000_000);
+        // a sparse hour (1000 requests): at most 250 windows, so 20 s, the first round length
+        // giving no more
+        assert_eq!(fine_window(1000, 3_600_000_000_000, 36_000_000_000), 20_000_000_000);
+        // sparser still: never past the coarse window (36 s), so the longest round length in it
+        assert_eq!(fine_window(100, 3_600_000_000_000, 36_000_000_000), 20_000_000_000);
     }
 
     #[test]
