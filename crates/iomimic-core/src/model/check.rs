@@ -2,8 +2,8 @@
 //! distributions), each refusal naming the field's path.
 
 use super::{
-    Arrivals, Chain, Dist, Model, OpStats, Reuse, ReuseBucket, Sizes, State, Stats, Thread, FORMAT, GAP_CLASSES,
-    READS,
+    Arrivals, Chain, Dist, Model, OpStats, Reuse, ReuseBucket, Sizes, State, Stats, Thread, FORMAT,
+    GAP_CLASSES, READS,
 };
 use crate::error::{Error, Result};
 
@@ -181,7 +181,14 @@ impl Model {
 
     /// State `s` of chain `c`: its volume, its range (inside its parent's, after the state
     /// before it) and its fine placement counts.
-    fn check_state(&self, sp: &str, c: &Chain, s: usize, state: &State, parent: Option<&State>) -> Result<()> {
+    fn check_state(
+        &self,
+        sp: &str,
+        c: &Chain,
+        s: usize,
+        state: &State,
+        parent: Option<&State>,
+    ) -> Result<()> {
         let Some(volume) = self.volumes.get(state.volume as usize) else {
             return Err(invalid(
                 &format!("{sp}.volume"),
@@ -212,7 +219,8 @@ impl Model {
             }
         }
         if let Some(fine) = &state.fine {
-            if fine.is_empty() || fine.iter().all(|&c| c == 0) || fine.len() as u64 > state.end - state.start {
+            if fine.is_empty() || fine.iter().all(|&c| c == 0) || fine.len() as u64 > state.end - state.start
+            {
                 return Err(invalid(
                     &format!("{sp}.fine"),
                     "needs at least one non-zero count and no more sub-ranges than bytes",
@@ -225,7 +233,10 @@ impl Model {
 
 fn check_sizes(path: &str, sizes: &Sizes) -> Result<()> {
     if sizes.bytes.is_empty() || sizes.bytes.len() != sizes.p.len() {
-        return Err(invalid(path, "needs as many probabilities as sizes, at least one"));
+        return Err(invalid(
+            path,
+            "needs as many probabilities as sizes, at least one",
+        ));
     }
     check_probabilities(&format!("{path}.p"), &sizes.p)?;
     if let Some(j) = sizes.bytes.iter().position(|&b| b == 0) {
@@ -367,7 +378,9 @@ fn check_arrivals(path: &str, a: &Arrivals) -> Result<()> {
     }
     for (j, c) in a.classes.iter().enumerate() {
         let cp = format!("{path}.classes[{j}]");
-        if c.spread.is_empty() || c.spread.windows(2).any(|w| w[1] < w[0]) || c.spread.iter().any(|&x| !(0.0..=1.0).contains(&x))
+        if c.spread.is_empty()
+            || c.spread.windows(2).any(|w| w[1] < w[0])
+            || c.spread.iter().any(|&x| !(0.0..=1.0).contains(&x))
         {
             return Err(invalid(
                 &format!("{cp}.spread"),

@@ -354,7 +354,10 @@ pub const REQUEST_CLASSES: usize = 2 * SIZE_CLASSES.len();
 /// The size class (an index of [`SIZE_CLASSES`]) of a request of `size` bytes.
 #[inline]
 pub fn size_class(size: u32) -> usize {
-    SIZE_CLASSES.iter().position(|&m| size <= m).unwrap_or(SIZE_CLASSES.len() - 1)
+    SIZE_CLASSES
+        .iter()
+        .position(|&m| size <= m)
+        .unwrap_or(SIZE_CLASSES.len() - 1)
 }
 
 /// The class of a request as a re-use target: `op × 4 + size class` (reads 0, the rest 1).

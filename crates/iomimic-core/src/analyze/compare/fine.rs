@@ -59,7 +59,8 @@ impl FineSpec {
         }
         let footprint: u64 = objects.values().map(|&s| u64::from(s)).sum();
         let mut cache_bytes = vec![FIRST_CACHE];
-        while cache_bytes.len() < 40 && *cache_bytes.last().expect("non-empty") < footprint.saturating_mul(2) {
+        while cache_bytes.len() < 40 && *cache_bytes.last().expect("non-empty") < footprint.saturating_mul(2)
+        {
             cache_bytes.push(cache_bytes.last().expect("non-empty") * 2);
         }
         FineSpec {
@@ -156,7 +157,14 @@ fn footprint(t: &TraceView<'_>) -> (u64, f64) {
     }
     let again = touches.values().filter(|&&c| c > 1).count();
     let n = touches.len();
-    (n as u64, if n == 0 { 0.0 } else { 100.0 * again as f64 / n as f64 })
+    (
+        n as u64,
+        if n == 0 {
+            0.0
+        } else {
+            100.0 * again as f64 / n as f64
+        },
+    )
 }
 
 /// The request-keyed LRU curve: every read and write an object keyed by its volume and start
@@ -176,7 +184,8 @@ fn request_curve(t: &TraceView<'_>, sizes: &[u64]) -> Vec<RequestPoint> {
     for i in data {
         let key = (t.volume[i], t.offset[i]);
         if rate < 1.0
-            && crate::random::splitmix(t.offset[i] ^ (u64::from(t.volume[i]) << 52)) % SHARDS_MODULUS >= threshold
+            && crate::random::splitmix(t.offset[i] ^ (u64::from(t.volume[i]) << 52)) % SHARDS_MODULUS
+                >= threshold
         {
             continue;
         }
@@ -262,11 +271,15 @@ fn curve_error(a: &[RequestPoint], b: &[RequestPoint], field: fn(&RequestPoint) 
     if a.is_empty() {
         return 0.0;
     }
-    a.iter().zip(b).map(|(x, y)| (field(x) - field(y)).abs()).sum::<f64>() / a.len() as f64
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (field(x) - field(y)).abs())
+        .sum::<f64>()
+        / a.len() as f64
 }
 
 /// The fine rows comparing `s` with `o`.
-pub(super) fn compare_fine(o: &Fine, s: &Fine) -> Vec<Row> {
+pub fn compare_fine(o: &Fine, s: &Fine) -> Vec<Row> {
     let sub_ms = o.sub_ns as f64 / 1e6;
     vec![
         Row::new(

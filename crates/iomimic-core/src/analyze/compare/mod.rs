@@ -39,7 +39,7 @@ use super::{characterize, MrcScope, Options};
 use crate::error::Result;
 use crate::trace::TraceView;
 
-pub use fine::{Fine, FineSpec, RequestPoint};
+pub use fine::{compare_fine, Fine, FineSpec, RequestPoint};
 pub use rows::{compare, mrc_error};
 
 /// Targets of the scored rows.

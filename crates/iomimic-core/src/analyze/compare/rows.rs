@@ -136,8 +136,14 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
         .sum::<f64>()
         / 2.0;
     let mut rows = vec![
-        Row::new("read fraction", Kind::Scalar, fo.read_fraction, fs.read_fraction, Some(SCALAR_TARGET))
-            .shown(mix_shown(fo), mix_shown(fs)),
+        Row::new(
+            "read fraction",
+            Kind::Scalar,
+            fo.read_fraction,
+            fs.read_fraction,
+            Some(SCALAR_TARGET),
+        )
+        .shown(mix_shown(fo), mix_shown(fs)),
         Row::new(
             "random %",
             Kind::Scalar,
@@ -183,7 +189,13 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
             Some(SCALAR_TARGET),
         ),
         Row::new("IOPS", Kind::Scalar, fo.iops, fs.iops, Some(SCALAR_TARGET)),
-        Row::new("P(sequential)", Kind::Info, qo.p_sequential, qs.p_sequential, None),
+        Row::new(
+            "P(sequential)",
+            Kind::Info,
+            qo.p_sequential,
+            qs.p_sequential,
+            None,
+        ),
         Row::new("run count", Kind::Info, qo.run_count, qs.run_count, None),
         Row::new(
             "detangled run count",
@@ -199,8 +211,14 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
             qs.relaxed_detangled_run_count,
             None,
         ),
-        Row::new("spatial histogram (L1/2)", Kind::Spatial, 0.0, spatial, Some(SPATIAL_TARGET))
-            .shown(spatial_shown(fo), spatial_shown(fs)),
+        Row::new(
+            "spatial histogram (L1/2)",
+            Kind::Spatial,
+            0.0,
+            spatial,
+            Some(SPATIAL_TARGET),
+        )
+        .shown(spatial_shown(fo), spatial_shown(fs)),
         Row::new(
             "IOPS over time (mean |Δ|/mean)",
             Kind::Distance,
@@ -220,11 +238,16 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
     }
     rows.extend(worst_volume(o, s));
     if let (Some(a), Some(b)) = (&fo.latency, &fs.latency) {
-        rows.push(Row::new("mean latency (µs)", Kind::Info, a.mean_us, b.mean_us, None));
+        rows.push(Row::new(
+            "mean latency (µs)",
+            Kind::Info,
+            a.mean_us,
+            b.mean_us,
+            None,
+        ));
     }
     rows
 }
-
 
 /// The worst volume's read share and sequential share, in points: of the volumes with at least
 /// [`VOLUME_MIN_REQUESTS`] requests in the original (matched by name), the one whose share moved
@@ -249,10 +272,8 @@ fn worst_volume(o: &Profile, s: &Profile) -> Vec<Row> {
             .max_by(|a, b| (a.2 - a.1).abs().total_cmp(&(b.2 - b.1).abs()));
         if let Some((name, original, synthetic)) = worst {
             rows.push(
-                Row::new(metric, Kind::Points, original, synthetic, Some(POINTS_TARGET)).shown(
-                    format!("{original:.2}% ({name})"),
-                    format!("{synthetic:.2}%"),
-                ),
+                Row::new(metric, Kind::Points, original, synthetic, Some(POINTS_TARGET))
+                    .shown(format!("{original:.2}% ({name})"), format!("{synthetic:.2}%")),
             );
         }
     }

@@ -78,7 +78,11 @@ fn spec_of(t: &Trace) -> FineSpec {
 fn bursts_by_hand() {
     // two requests in second 0, none in second 1, one in second 2: a third of seconds idle, the
     // peak second twice the mean; gaps 0.1 s and 2.3 s
-    let t = reads(&[100_000_000, 200_000_000, 2_500_000_000], &[0, 8192, 16384], 4096);
+    let t = reads(
+        &[100_000_000, 200_000_000, 2_500_000_000],
+        &[0, 8192, 16384],
+        4096,
+    );
     let f = Fine::of(&t.view(), &spec_of(&t));
     assert_eq!(f.per_second, [2, 0, 1]);
     assert!((f.idle_pct - 100.0 / 3.0).abs() < 1e-12);
@@ -132,7 +136,10 @@ fn fine_rows_of_a_trace_against_itself_and_a_shifted_one() {
         *o /= 128;
     }
     let rows = fine::compare_fine(&f, &Fine::of(&low.view(), &spec));
-    let spatial = rows.iter().find(|r| r.metric.starts_with("spatial histogram, 64")).unwrap();
+    let spatial = rows
+        .iter()
+        .find(|r| r.metric.starts_with("spatial histogram, 64"))
+        .unwrap();
     assert!(spatial.variation.unwrap() > 0.9, "{spatial:?}");
     assert_eq!(spatial.ok, Some(false));
 }

@@ -120,12 +120,21 @@ impl<'a> Extension<'a> {
 
 /// The schedule for `requests` (exactly that many) or for `span_ns` of model time, at the
 /// model's rate of `rate` requests per trace request counted (1 for a trained model).
-pub(super) fn schedule(a: &Arrivals, requests: Option<u64>, span_ns: Option<u64>, rate: f64, seed: u64) -> Schedule {
+pub(super) fn schedule(
+    a: &Arrivals,
+    requests: Option<u64>,
+    span_ns: Option<u64>,
+    rate: f64,
+    seed: u64,
+) -> Schedule {
     let mut rng = Prng::new(splitmix(seed ^ 0xa771_5a15));
     let scaled: Vec<u32> = if (rate - 1.0).abs() < 1e-12 {
         a.counts.clone()
     } else {
-        a.counts.iter().map(|&c| round_random(f64::from(c) * rate, &mut rng)).collect()
+        a.counts
+            .iter()
+            .map(|&c| round_random(f64::from(c) * rate, &mut rng))
+            .collect()
     };
     let scaled_arrivals = Arrivals {
         counts: scaled,
@@ -242,7 +251,13 @@ pub(super) fn times(a: &Arrivals, s: &Schedule, seed: u64) -> Vec<u64> {
             }
             let mut rng = Prng::new(splitmix(seed ^ splitmix(j as u64)));
             let class = &classes[mins.partition_point(|&m| m as usize <= c).saturating_sub(1)];
-            window(class, j as u64 * s.window_ns, s.window_ns, &mut slots[k..k + c], &mut rng);
+            window(
+                class,
+                j as u64 * s.window_ns,
+                s.window_ns,
+                &mut slots[k..k + c],
+                &mut rng,
+            );
             if j == 0 {
                 // the trace's windows start at its first request: so do the generated ones
                 let lead = slots[0];
@@ -313,7 +328,11 @@ mod tests {
         assert_eq!(&s.counts[..6], &[1, 2, 3, 4, 5, 6]);
         assert_eq!(s.total(), 30);
         // then whole blocks of the trace, [1, 2], [3, 4] or [5, 6]
-        assert!(matches!(&s.counts[6..8], [1, 2] | [3, 4] | [5, 6]), "{:?}", s.counts);
+        assert!(
+            matches!(&s.counts[6..8], [1, 2] | [3, 4] | [5, 6]),
+            "{:?}",
+            s.counts
+        );
         // by span: 10 windows of 1000 ns
         let s = schedule(&a, None, Some(9_999), 1.0, 1);
         assert_eq!(s.counts.len(), 10);
@@ -336,7 +355,9 @@ mod tests {
         let t = times(&a, &s, 9);
         assert_eq!(t.len(), 9);
         assert!(t.windows(2).all(|w| w[0] <= w[1]));
-        let per_window: Vec<usize> = (0..4).map(|j| t.iter().filter(|&&x| x / 1000 == j).count()).collect();
+        let per_window: Vec<usize> = (0..4)
+            .map(|j| t.iter().filter(|&&x| x / 1000 == j).count())
+            .collect();
         assert_eq!(per_window, [3, 0, 5, 1]);
         // spread 0.5: a window's requests lie within half of it
         let w2: Vec<u64> = t.iter().copied().filter(|&x| x / 1000 == 2).collect();

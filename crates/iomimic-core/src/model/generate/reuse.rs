@@ -57,7 +57,8 @@ impl ReuseRt {
                 classes: mine
                     .iter()
                     .map(|c| {
-                        let stack = usize::from(c.last_op.min(1)) * SIZE_CLASSES.len() + size_class(c.max_size);
+                        let stack =
+                            usize::from(c.last_op.min(1)) * SIZE_CLASSES.len() + size_class(c.max_size);
                         (stack, ReuseSampler::from_buckets(&c.buckets))
                     })
                     .collect(),
@@ -152,6 +153,7 @@ impl ReuseState {
         let time = self.stacks[s].get_or_insert_with(|| GenStack::new(0)).push(None);
         debug_assert_eq!(time, self.requests[s].len());
         self.requests[s].push(u32::try_from(self.slot.len()).unwrap_or(u32::MAX));
-        self.slot.push((s as u32, u32::try_from(time).unwrap_or(u32::MAX)));
+        self.slot
+            .push((s as u32, u32::try_from(time).unwrap_or(u32::MAX)));
     }
 }

@@ -46,7 +46,8 @@ impl Ready {
         Self {
             ops: Alias::new(&s.ops),
             all: Placement::new(s.sequential, s.continuation, s.near, s.reuse, &s.sizes),
-            by_op: (s.by_op.len() == 2).then(|| [Placement::of_op(&s.by_op[0]), Placement::of_op(&s.by_op[1])]),
+            by_op: (s.by_op.len() == 2)
+                .then(|| [Placement::of_op(&s.by_op[0]), Placement::of_op(&s.by_op[1])]),
             gap: s.interarrival.as_ref().map(Sampler::new),
         }
     }
@@ -147,7 +148,10 @@ impl ThreadRt {
             defaults: Ready::new(&thread.defaults),
             volumes,
             reuse: if reuse {
-                thread.reuse.as_ref().map(|r| ReuseRt::new(r, thread.chain.states.len()))
+                thread
+                    .reuse
+                    .as_ref()
+                    .map(|r| ReuseRt::new(r, thread.chain.states.len()))
             } else {
                 None
             },

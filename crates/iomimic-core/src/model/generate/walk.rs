@@ -24,7 +24,14 @@ pub(super) struct Request {
 
 /// The `count` requests of one walk of `thread` (a whole thread, or a segment of a long one
 /// that starts `first` requests into it), in model time.
-pub(super) fn walk(model: &Model, thread: &Thread, seed: u64, first: u64, count: u64, reuse: bool) -> Vec<Request> {
+pub(super) fn walk(
+    model: &Model,
+    thread: &Thread,
+    seed: u64,
+    first: u64,
+    count: u64,
+    reuse: bool,
+) -> Vec<Request> {
     let rt = ThreadRt::new(model, thread, reuse);
     let mut st = ThreadState::new(&rt, model, thread, seed, count);
     st.index = first;
@@ -120,7 +127,13 @@ fn head(ends: &VecDeque<u64>, depth: usize) -> Option<u64> {
 /// continuations and near requests stay where the state diagram put them, so streams cannot
 /// drift off its map (a depth past the heads the state has takes its oldest).
 #[inline]
-fn head_in(ends: &VecDeque<u64>, start: u64, end: u64, depth: usize, skip_latest: bool) -> Option<(usize, u64)> {
+fn head_in(
+    ends: &VecDeque<u64>,
+    start: u64,
+    end: u64,
+    depth: usize,
+    skip_latest: bool,
+) -> Option<(usize, u64)> {
     let mut found = None;
     let mut count = 0;
     for (i, &h) in ends.iter().enumerate().rev() {
@@ -322,7 +335,8 @@ impl ThreadState {
                 if let Some((p, gaps)) = &rt.near {
                     let depth = pick(p.iter().copied(), &mut self.rng) + 1;
                     let hole = u64::from(gaps.draw(&mut self.rng));
-                    if let Some((at, e)) = head_in(ends, start, end, depth, false).filter(|&(_, e)| e + hole < span)
+                    if let Some((at, e)) =
+                        head_in(ends, start, end, depth, false).filter(|&(_, e)| e + hole < span)
                     {
                         follow.placed = Some((volume, e + hole));
                         follow.consumed = Some(at);
@@ -363,7 +377,16 @@ impl ThreadState {
     /// head it followed is used up), it goes on its reuse stack, and the thread's model time
     /// moves on by `gap`.
     #[inline]
-    fn record(&mut self, rt: &ThreadRt, volume: u32, offset: u64, size: u32, op: u8, gap: f64, follow: &Follow) {
+    fn record(
+        &mut self,
+        rt: &ThreadRt,
+        volume: u32,
+        offset: u64,
+        size: u32,
+        op: u8,
+        gap: f64,
+        follow: &Follow,
+    ) {
         self.used.insert_request(volume, offset, size);
         let ends = &mut self.ends[volume as usize];
         if let Some(depth) = follow.consumed {

@@ -111,7 +111,8 @@ fn rate_classes(t: &TraceView<'_>, window_ns: u64, counts: &[u32]) -> Vec<RateCl
         let (first, last) = (t.ts_ns[i], t.ts_ns[i + c - 1]);
         let acc = &mut accs[c.ilog2() as usize];
         if c >= 2 {
-            acc.spreads.push(((last - first) as f64 / window_ns as f64) as f32);
+            acc.spreads
+                .push(((last - first) as f64 / window_ns as f64) as f32);
             let mean = (last - first) as f64 / (c - 1) as f64;
             let mut from = GAP_CLASSES;
             for j in i + 1..i + c {
@@ -208,7 +209,9 @@ pub(super) fn period(counts: &[u32], m: usize) -> Option<u32> {
         return None;
     }
     let acf = |lag: usize| -> f64 { (0..b - lag).map(|i| centred[i] * centred[i + lag]).sum::<f64>() / var };
-    let r: Vec<f64> = (0..=b / 2 + 1).map(|lag| if lag < b { acf(lag) } else { 0.0 }).collect();
+    let r: Vec<f64> = (0..=b / 2 + 1)
+        .map(|lag| if lag < b { acf(lag) } else { 0.0 })
+        .collect();
     (2..=b / 2)
         .filter(|&lag| r[lag] >= PERIOD_ACF && r[lag] >= r[lag - 1] && r[lag] >= r[lag + 1])
         .max_by(|&a, &c| r[a].total_cmp(&r[c]))
@@ -242,14 +245,23 @@ mod tests {
     #[test]
     fn fine_windows_are_round_lengths() {
         // an hour of 100 k requests, coarse windows of 36 s: one second (not 0.9999 s)
-        assert_eq!(fine_window(100_000, 3_600_000_000_000, 35_996_466_732), 1_000_000_000);
+        assert_eq!(
+            fine_window(100_000, 3_600_000_000_000, 35_996_466_732),
+            1_000_000_000
+        );
         // a minute, coarse windows of 0.6 s: 50 ms, the longest round length up to 60 ms
         assert_eq!(fine_window(24_783, 60_000_000_000, 600_552_000), 50_000_000);
         // a sparse hour (1000 requests): at most 250 windows, so 20 s, the first round length
         // giving no more
-        assert_eq!(fine_window(1000, 3_600_000_000_000, 36_000_000_000), 20_000_000_000);
+        assert_eq!(
+            fine_window(1000, 3_600_000_000_000, 36_000_000_000),
+            20_000_000_000
+        );
         // sparser still: never past the coarse window (36 s), so the longest round length in it
-        assert_eq!(fine_window(100, 3_600_000_000_000, 36_000_000_000), 20_000_000_000);
+        assert_eq!(
+            fine_window(100, 3_600_000_000_000, 36_000_000_000),
+            20_000_000_000
+        );
     }
 
     #[test]
@@ -274,6 +286,10 @@ mod tests {
         let first: Vec<&[u32; 3]> = busy.transitions.iter().filter(|t| t[0] == GAP_CLASSES).collect();
         assert_eq!(first.len(), 1);
         assert_eq!(first[0][1], gap_class(0.5 / 0.005_05));
-        assert!(busy.spread.iter().all(|&s| (s - 0.50099).abs() < 1e-3), "{:?}", busy.spread);
+        assert!(
+            busy.spread.iter().all(|&s| (s - 0.50099).abs() < 1e-3),
+            "{:?}",
+            busy.spread
+        );
     }
 }

@@ -6,7 +6,9 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{request_class as class_of, Reuse, ReuseBucket, ReuseClass, REQUEST_CLASSES as CLASSES, SIZE_CLASSES};
+use crate::model::{
+    request_class as class_of, Reuse, ReuseBucket, ReuseClass, REQUEST_CLASSES as CLASSES, SIZE_CLASSES,
+};
 use crate::trace::TraceView;
 
 /// Requests per chunk the reuse-depth pass hands over.
@@ -51,11 +53,15 @@ pub(super) fn reuse_depths<'scope>(
                     let group = state_of(top, key.0, key.1) * CLASSES;
                     let now = class_of(t.op[i], t.size[i]);
                     let seen = class.insert(key, now).map(|before| {
-                        let stack = stacks[group + usize::from(before)].as_mut().expect("a classed key is stacked");
+                        let stack = stacks[group + usize::from(before)]
+                            .as_mut()
+                            .expect("a classed key is stacked");
                         let (depth, _) = stack.remove(key).expect("a classed key is stacked");
                         (depth, before)
                     });
-                    stacks[group + usize::from(now)].get_or_insert_with(|| Stack::new(0)).touch(key);
+                    stacks[group + usize::from(now)]
+                        .get_or_insert_with(|| Stack::new(0))
+                        .touch(key);
                     seen
                 })
                 .collect();
@@ -117,7 +123,9 @@ impl<'b> ReuseAcc<'b> {
         let b = self.bounds.partition_point(|&b| b <= depth) - 1;
         self.counts[b] += 1;
         let key = (op.min(1), class);
-        self.classes.entry(key).or_insert_with(|| vec![0; self.bounds.len()])[b] += 1;
+        self.classes
+            .entry(key)
+            .or_insert_with(|| vec![0; self.bounds.len()])[b] += 1;
     }
 
     fn buckets(&self, counts: &[u64]) -> Vec<ReuseBucket> {

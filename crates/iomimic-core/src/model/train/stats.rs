@@ -152,15 +152,22 @@ impl StatsAcc {
 pub(super) fn differs(edge: &Stats, fallback: &Stats) -> bool {
     let far = |a: f64, b: f64| (a - b).abs() > DIFFERENT;
     let placement = |s: &Stats, op: usize| -> [f64; 4] {
-        s.by_op.get(op).map_or([s.sequential, s.continuation, s.near, s.reuse], |o| {
-            [o.sequential, o.continuation, o.near, o.reuse]
-        })
+        s.by_op
+            .get(op)
+            .map_or([s.sequential, s.continuation, s.near, s.reuse], |o| {
+                [o.sequential, o.continuation, o.near, o.reuse]
+            })
     };
-    let sizes_of = |s: &Stats, op: usize| -> Sizes { s.by_op.get(op).map_or_else(|| s.sizes.clone(), |o| o.sizes.clone()) };
+    let sizes_of = |s: &Stats, op: usize| -> Sizes {
+        s.by_op
+            .get(op)
+            .map_or_else(|| s.sizes.clone(), |o| o.sizes.clone())
+    };
     edge.ops.iter().zip(&fallback.ops).any(|(&a, &b)| far(a, b))
         || (0..2).any(|op| {
             let (a, b) = (placement(edge, op), placement(fallback, op));
-            a.iter().zip(&b).any(|(&x, &y)| far(x, y)) || sizes_l1_half(&sizes_of(edge, op), &sizes_of(fallback, op)) > DIFFERENT
+            a.iter().zip(&b).any(|(&x, &y)| far(x, y))
+                || sizes_l1_half(&sizes_of(edge, op), &sizes_of(fallback, op)) > DIFFERENT
         })
 }
 

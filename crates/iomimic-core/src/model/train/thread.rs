@@ -90,15 +90,7 @@ impl ThreadPass<'_> {
     /// `before` the depth and class of the request it touches again (`None` on a first touch or
     /// with reuse off).
     #[inline]
-    fn observe(
-        &mut self,
-        volume: u32,
-        offset: u64,
-        size: u32,
-        op: u8,
-        gap: Option<f64>,
-        before: Seen,
-    ) {
+    fn observe(&mut self, volume: u32, offset: u64, size: u32, op: u8, gap: Option<f64>, before: Seen) {
         self.hierarchy.path(volume, offset, &mut self.cur);
         let heads = self.heads.entry(volume).or_default();
         let follows = heads.follows(offset);
@@ -115,7 +107,10 @@ impl ThreadPass<'_> {
             self.reuse.add(op, depth, class);
         }
         self.stats.add(op, size, kind, gap);
-        self.by_volume.entry(volume).or_default().add(op, size, kind, None);
+        self.by_volume
+            .entry(volume)
+            .or_default()
+            .add(op, size, kind, None);
         if gap.is_none() {
             self.hierarchy.start(&self.cur);
         } else {
@@ -134,7 +129,10 @@ impl ThreadPass<'_> {
         };
         let defaults = self.stats.finish(Some(overall_gap));
         let by_volume: FxHashMap<u32, Stats> = if self.by_volume.len() > 1 {
-            self.by_volume.iter().map(|(&v, acc)| (v, acc.finish(None))).collect()
+            self.by_volume
+                .iter()
+                .map(|(&v, acc)| (v, acc.finish(None)))
+                .collect()
         } else {
             FxHashMap::default()
         };
