@@ -289,6 +289,11 @@ pub struct ReuseClass {
     /// The re-used request's size class: at most this many bytes (and more than the class
     /// below's).
     pub max_size: u32,
+    /// The re-used request had been touched before (it was itself a re-use): re-uses of
+    /// requests touched once are what make blocks re-accessed, so keeping them apart holds the
+    /// share of the footprint that comes back, not only the miss-ratio curve.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub again: bool,
     /// Share of `op`'s re-uses.
     pub p: f64,
     pub buckets: Vec<ReuseBucket>,
@@ -348,8 +353,9 @@ pub struct RateClass {
 
 /// Size classes of re-used requests: at most this many bytes (and more than the class below).
 pub const SIZE_CLASSES: [u32; 4] = [4096, 16384, 65536, u32::MAX];
-/// Request classes ([`request_class`]): an op (reads, the rest) and a size class.
-pub const REQUEST_CLASSES: usize = 2 * SIZE_CLASSES.len();
+/// Request classes ([`request_class`]): an op (reads, the rest), a size class, and whether the
+/// request was touched before.
+pub const REQUEST_CLASSES: usize = 4 * SIZE_CLASSES.len();
 
 /// The size class (an index of [`SIZE_CLASSES`]) of a request of `size` bytes.
 #[inline]
@@ -360,10 +366,13 @@ pub fn size_class(size: u32) -> usize {
         .unwrap_or(SIZE_CLASSES.len() - 1)
 }
 
-/// The class of a request as a re-use target: `op × 4 + size class` (reads 0, the rest 1).
+/// The class of a request as a re-use target: `again × 8 + op × 4 + size class` (reads 0, the
+/// rest 1; `again`: it re-touched an earlier request).
 #[inline]
-pub fn request_class(op: u8, size: u32) -> u8 {
-    op.min(1) * SIZE_CLASSES.len() as u8 + size_class(size) as u8
+pub fn request_class(op: u8, size: u32, again: bool) -> u8 {
+    u8::from(again) * 2 * SIZE_CLASSES.len() as u8
+        + op.min(1) * SIZE_CLASSES.len() as u8
+        + size_class(size) as u8
 }
 
 /// Gap classes: 0 is a gap of 0; class k ≥ 1 holds relative gaps in [2^(k−21), 2^(k−20)),

@@ -18,7 +18,7 @@
 
 use super::super::sample::{Alias, Prng, ReuseSampler};
 use crate::analyze::lru_stack::GenStack;
-use crate::model::{request_class, size_class, Reuse, REQUEST_CLASSES, SIZE_CLASSES};
+use crate::model::{request_class, Reuse, REQUEST_CLASSES};
 
 /// Draws of a reuse depth before a reuse gives up and places its request afresh.
 pub const REUSE_DRAWS: usize = 8;
@@ -57,8 +57,7 @@ impl ReuseRt {
                 classes: mine
                     .iter()
                     .map(|c| {
-                        let stack =
-                            usize::from(c.last_op.min(1)) * SIZE_CLASSES.len() + size_class(c.max_size);
+                        let stack = usize::from(request_class(c.last_op, c.max_size, c.again));
                         (stack, ReuseSampler::from_buckets(&c.buckets))
                     })
                     .collect(),
@@ -82,9 +81,9 @@ impl ReuseRt {
 
     /// The stack of a request of `op` and `size` in top-level state `group`.
     #[inline]
-    fn stack_of(&self, op: u8, size: u32, group: usize) -> usize {
+    fn stack_of(&self, op: u8, size: u32, again: bool, group: usize) -> usize {
         if self.classed {
-            group * REQUEST_CLASSES + usize::from(request_class(op, size))
+            group * REQUEST_CLASSES + usize::from(request_class(op, size, again))
         } else {
             0
         }
@@ -149,7 +148,7 @@ impl ReuseState {
                 st.forget(time as usize);
             }
         }
-        let s = rt.stack_of(op, size, group);
+        let s = rt.stack_of(op, size, retouch.is_some(), group);
         let time = self.stacks[s].get_or_insert_with(|| GenStack::new(0)).push(None);
         debug_assert_eq!(time, self.requests[s].len());
         self.requests[s].push(u32::try_from(self.slot.len()).unwrap_or(u32::MAX));

@@ -51,7 +51,8 @@ pub(super) fn reuse_depths<'scope>(
                 .map(|&i| {
                     let key = (t.volume[i], t.offset[i]);
                     let group = state_of(top, key.0, key.1) * CLASSES;
-                    let now = class_of(t.op[i], t.size[i]);
+                    let again = class.contains_key(&key);
+                    let now = class_of(t.op[i], t.size[i], again);
                     let seen = class.insert(key, now).map(|before| {
                         let stack = stacks[group + usize::from(before)]
                             .as_mut()
@@ -164,8 +165,9 @@ impl<'b> ReuseAcc<'b> {
                 let n = SIZE_CLASSES.len() as u8;
                 ReuseClass {
                     op,
-                    last_op: class / n,
+                    last_op: (class / n) % 2,
                     max_size: SIZE_CLASSES[usize::from(class % n)],
+                    again: class >= 2 * n,
                     p: counts.iter().sum::<u64>() as f64 / per_op(op) as f64,
                     buckets: self.buckets(counts),
                 }
