@@ -151,13 +151,10 @@ pub(super) fn schedule(
         if windows_wanted.is_some_and(|w| counts.len() as u64 >= w) || requests.is_some_and(|n| total >= n) {
             break;
         }
-        let c = match pending.pop_front() {
-            Some(c) => c,
-            None => {
-                pending.extend(ext.block(next_block, &mut rng));
-                next_block += 1;
-                continue;
-            }
+        let Some(c) = pending.pop_front() else {
+            pending.extend(ext.block(next_block, &mut rng));
+            next_block += 1;
+            continue;
         };
         counts.push(c);
         total += u64::from(c);
