@@ -158,8 +158,8 @@ def test_workloads_that_cannot_be_held_are_refused_before_any_allocation(tmp_pat
             "--requests: 1000000000000 requests are more than one in-memory workload holds",
         ),
         (
-            ["-n", "1000", "--intensity", "1e-300"],
-            "--intensity 1e-300 stretches 1000 requests over unbounded time",
+            ["-n", "1000", "--intensity", "1e-305"],
+            "--intensity 1e-305 stretches 1000 requests over unbounded time",
         ),
         (["-n", "1000", "--intensity", "1e-12"], "a trace spans at most 146 years"),
         (["-n", "5000000000"], "more than one in-memory workload holds"),

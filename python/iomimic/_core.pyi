@@ -147,6 +147,7 @@ class ValidationRowDict(TypedDict, total=False):
     synthetic_shown: str | None
     baseline: float
     baseline_variation: float | None
+    baseline_ok: bool | None
 
 class ValidationDict(TypedDict, total=False):
     rows: list[ValidationRowDict]
@@ -157,8 +158,11 @@ class ValidationDict(TypedDict, total=False):
     curves: dict[str, Any]
     iops_over_time: dict[str, Any]
     spatial: dict[str, list[float]]
+    iops_per_second: dict[str, Any]
+    request_curves: dict[str, Any]
     passed: int
     checked: int
+    baseline_passed: int | None
 
 class SimFiguresDict(TypedDict, total=False):
     device: str

@@ -12,11 +12,16 @@ from iomimic.report import table
 
 
 def _target(r: dict[str, Any]) -> str:
-    """The target column: the limit each row carries (relative for scalar rows)."""
+    """The target column: the limit each row carries (relative for scalar rows, in points for
+    shares)."""
     t = r.get("target")
     if t is None:
         return ""
-    return f"±{t:.0%}" if r["kind"] == "scalar" else f"≤ {t}"
+    if r["kind"] == "scalar":
+        return f"±{t:.0%}"
+    if r["kind"] == "points":
+        return f"±{t:g} points"
+    return f"≤ {t}"
 
 
 def validation_cells(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -39,6 +44,8 @@ def validation_cells(result: dict[str, Any]) -> tuple[list[str], list[list[str]]
     def var(kind: str, v: float | None) -> str:
         if v is None:
             return "-"
+        if kind == "points":
+            return f"{v:+.2f} pt"
         return f"{100 * v:+.2f}%" if kind in ("scalar", "info") else f"{v:.4f}"
 
     rows = []
@@ -48,8 +55,10 @@ def validation_cells(result: dict[str, Any]) -> tuple[list[str], list[list[str]]
         row.append(_target(r))
         if has_base:
             b = r.get("baseline")
-            shown = "" if b is None or r["kind"] not in ("scalar", "info") else f"{b:,.4g}"
-            row += [shown, var(r["kind"], r.get("baseline_variation"))]
+            shown = "" if b is None or r["kind"] not in ("scalar", "info", "points") else f"{b:,.4g}"
+            base_ok = r.get("baseline_ok")
+            base_mark = "" if base_ok is None else (" ✓" if base_ok else " ✗")
+            row += [shown, var(r["kind"], r.get("baseline_variation")) + base_mark]
         rows.append(row)
     return header, rows
 
@@ -61,8 +70,11 @@ def render_validation(result: dict[str, Any], console: Console) -> None:
     for row in rows:
         t.add_row(*row)
     console.print(t)
+    base = ""
+    if result.get("baseline_passed") is not None:
+        base = f"; the locality-free baseline meets {result['baseline_passed']} of {result['checked']}"
     console.print(
-        f"  {result['passed']} of {result['checked']} targets met "
+        f"  {result['passed']} of {result['checked']} targets met{base} "
         f"({result['original']['requests']:,} original requests, "
         f"{result['synthetic']['requests']:,} synthetic)"
     )

@@ -111,16 +111,30 @@ impl Stack {
     /// Touches `key` at the next time. Returns the key's stack depth before this touch, 1 being
     /// the most recently used key, or `None` on a first touch.
     pub fn touch(&mut self, key: Key) -> Option<u64> {
+        self.touch_prev(key).map(|(depth, _)| depth)
+    }
+
+    /// As [`Stack::touch`], with the time of the key's previous touch (touches count from 0).
+    pub fn touch_prev(&mut self, key: Key) -> Option<(u64, usize)> {
         let now = self.marks.len();
         let depth = self.last.insert(key, now as u32).map(|prev| {
             let prev = prev as usize;
             // marks after prev: all marks but those up to and including prev
             let between = self.marks.count - self.marks.before(prev + 1);
             self.marks.unmark(prev);
-            between as u64 + 1
+            (between as u64 + 1, prev)
         });
         self.marks.push();
         depth
+    }
+
+    /// Takes `key` off the stack: its depth before (1 = most recent) and its latest touch
+    /// time, or `None` if it is not on it.
+    pub fn remove(&mut self, key: Key) -> Option<(u64, usize)> {
+        let prev = self.last.remove(&key)? as usize;
+        let between = self.marks.count - self.marks.before(prev + 1);
+        self.marks.unmark(prev);
+        Some((between as u64 + 1, prev))
     }
 
     /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
@@ -158,13 +172,23 @@ impl GenStack {
     }
 
     /// Adds the next touch; `prev` is the time this key was touched before, if it was.
-    pub fn push(&mut self, prev: Option<usize>) {
-        if let Some(p) = prev.filter(|&p| self.latest.get(p) == Some(&true)) {
-            self.latest[p] = false;
-            self.marks.unmark(p);
+    /// Returns the new touch's time.
+    pub fn push(&mut self, prev: Option<usize>) -> usize {
+        if let Some(p) = prev {
+            self.forget(p);
         }
         self.marks.push();
         self.latest.push(true);
+        self.latest.len() - 1
+    }
+
+    /// Takes the key last touched at `time` off the stack (it moved to another stack); a time
+    /// that is not its key's latest touch is ignored.
+    pub fn forget(&mut self, time: usize) {
+        if self.latest.get(time) == Some(&true) {
+            self.latest[time] = false;
+            self.marks.unmark(time);
+        }
     }
 
     /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
@@ -198,6 +222,11 @@ mod tests {
         }
         assert_eq!(s.at_depth(90), Some(6)); // the oldest of the 90 new keys, touched at 6
         assert_eq!(s.touch(b), Some(91));
+        // b is on top; taking the oldest new key off leaves b's depth alone
+        assert_eq!(s.remove((1, 10)), Some((91, 6)));
+        assert_eq!(s.remove((1, 10)), None);
+        assert_eq!(s.touch(b), Some(1));
+        assert_eq!(s.touch((1, 11)), Some(90));
     }
 
     #[test]
@@ -213,5 +242,7 @@ mod tests {
         assert_eq!(g.at_depth(1), Some(3));
         g.push(Some(0)); // a stale previous time is ignored: a new key d at 4
         assert_eq!(g.depth(), 4);
+        g.forget(3); // a moved to another stack: d c b
+        assert_eq!((g.depth(), g.at_depth(3)), (3, Some(1)));
     }
 }

@@ -63,6 +63,7 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
         rate = RateProfile {
             window_ns: duration,
             shares: vec![1.0],
+            arrivals: None,
         };
         for t in &mut threads {
             t.activity = None;

@@ -17,6 +17,7 @@
     clippy::float_cmp
 )]
 
+mod check;
 mod generate;
 mod mix;
 pub mod preset;
@@ -35,14 +36,18 @@ pub use train::{HEADS, NEAR_GAP};
 use crate::error::{Error, Result};
 
 pub const FORMAT: &str = "iomimic-model";
-pub const VERSION: u32 = 1;
+/// The schema this build writes. Version 1 files (before the arrival process, per-op stats,
+/// per-volume stats, fine placement and request-keyed reuse) load and generate as they did.
+pub const VERSION: u32 = 2;
+/// The schema versions this build reads.
+pub const READS: [u32; 2] = [1, 2];
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Model {
     /// Always `iomimic-model`.
     pub format: String,
-    /// Schema version, 1.
+    /// Schema version ([`VERSION`]; [`READS`] are read).
     pub version: u32,
     pub name: String,
     #[serde(default)]
@@ -79,8 +84,12 @@ pub struct Thread {
     pub weight: f64,
     /// Random offsets are multiples of this many bytes.
     pub alignment: u64,
-    /// Stats for edges seen too rarely to carry their own.
+    /// Stats for edges seen too rarely to carry their own (and no volume stats apply).
     pub defaults: Stats,
+    /// The stats of the requests on each volume the thread uses, for edges into that volume
+    /// without their own: a log volume keeps its writes and runs beside a data volume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<VolumeStats>,
     pub chain: Chain,
     /// Temporal-locality extension: LRU depths of re-used blocks.
     #[serde(default)]
@@ -93,6 +102,14 @@ pub struct Thread {
     /// the first half stays there). Absent: it follows the workload's profile.
     #[serde(default)]
     pub activity: Option<Vec<f64>>,
+}
+
+/// One volume's stats within a thread.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeStats {
+    pub volume: u32,
+    pub stats: Stats,
 }
 
 /// How interleaved streams continue (Keeton's detangled runs).
@@ -126,6 +143,10 @@ pub struct State {
     pub end: u64,
     #[serde(default)]
     pub children: Option<Box<Chain>>,
+    /// A leaf's fresh placements counted over equal sub-ranges: new requests land by these
+    /// counts rather than uniformly, so where they fall holds below the leaf's width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fine: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -158,8 +179,27 @@ pub struct Stats {
     #[serde(default)]
     pub near: f64,
     pub sizes: Sizes,
-    /// Gap before the request, in ns at the workload's mean rate.
-    pub interarrival: Dist,
+    /// Gap before the request, in ns at the workload's mean rate. Version 2 models with an
+    /// arrival process keep it only in a thread's defaults (it orders the threads' requests;
+    /// the arrival process times them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interarrival: Option<Dist>,
+    /// Placement and sizes of reads and of writes apart (`[read, write]`), when both were seen
+    /// often enough; the fields above then describe both together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_op: Vec<OpStats>,
+}
+
+/// How requests of one op are placed and sized.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OpStats {
+    pub sequential: f64,
+    pub reuse: f64,
+    pub continuation: f64,
+    pub near: f64,
+    /// Sizes of the requests not re-used (a re-use repeats its earlier request's size).
+    pub sizes: Sizes,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -222,8 +262,40 @@ impl Dist {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Reuse {
-    /// Depth of the re-used block in the thread's LRU stack of distinct 4 KiB blocks (where
-    /// requests start; 1 is the most recently used), `[from, to)`, and its probability.
+    /// Version 1: depth of the re-used block in the thread's LRU stack of distinct 4 KiB blocks
+    /// where requests start. Version 2: depth of the re-used request in the LRU stack of
+    /// distinct requests (keyed by volume and start offset). `[from, to)` and its probability;
+    /// 1 is the most recently used.
+    pub buckets: Vec<ReuseBucket>,
+    /// Version 2: the depths again, by the re-using request's op and the re-used request's op
+    /// and size class, so writes re-read and reads re-read each come back as soon as they did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ReuseClass>,
+    /// Version 2: how much less often the last quarter of the thread placed requests afresh
+    /// than the whole thread did (1: as often). Past the trained length, fresh placements are
+    /// scaled by it (the rest re-use), so the footprint grows as the trace's did at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_fresh: Option<f64>,
+}
+
+/// Re-uses by one op of requests of one class.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReuseClass {
+    /// The re-using request's op (0 read, 1 write).
+    pub op: u8,
+    /// The op of the request re-used.
+    pub last_op: u8,
+    /// The re-used request's size class: at most this many bytes (and more than the class
+    /// below's).
+    pub max_size: u32,
+    /// The re-used request had been touched before (it was itself a re-use): re-uses of
+    /// requests touched once are what make blocks re-accessed, so keeping them apart holds the
+    /// share of the footprint that comes back, not only the miss-ratio curve.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub again: bool,
+    /// Share of `op`'s re-uses.
+    pub p: f64,
     pub buckets: Vec<ReuseBucket>,
 }
 
@@ -241,27 +313,87 @@ pub struct RateProfile {
     pub window_ns: u64,
     /// Share of requests in each window, in order.
     pub shares: Vec<f64>,
+    /// Version 2: when requests arrive, at a finer grain than `shares` (which then only orders
+    /// the threads' requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
 }
 
-/// Probabilities are accepted when they sum to 1 within this.
-const SUM_TOLERANCE: f64 = 1e-6;
-
-fn invalid(path: &str, what: impl std::fmt::Display) -> Error {
-    Error::Usage(format!("model field {path}: {what}"))
+/// The arrival process: requests per fine window, and how they arrive inside a window, by
+/// how busy the window is (see `docs/model.md`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Arrivals {
+    pub window_ns: u64,
+    /// Requests in each window of the trace.
+    pub counts: Vec<u32>,
+    /// Windows per block: blocks are the units the profile is extended by past the trace.
+    pub block: u32,
+    /// The profile's period in blocks, when the trace shows one (extension follows its shape).
+    #[serde(default)]
+    pub period_blocks: Option<u32>,
+    /// By how busy a window is, from the quietest.
+    pub classes: Vec<RateClass>,
 }
 
-fn check_probabilities(path: &str, p: &[f64]) -> Result<()> {
-    if let Some(i) = p.iter().position(|x| !(0.0..=1.0).contains(x)) {
-        return Err(invalid(
-            &format!("{path}[{i}]"),
-            format!("{} is not a probability", p[i]),
-        ));
+/// How requests arrive inside windows with at least `min_count` requests (and fewer than the
+/// next class's).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RateClass {
+    pub min_count: u32,
+    /// Quantiles (equally spaced, from 0 to 1) of the share of the window between its first and
+    /// last request.
+    pub spread: Vec<f64>,
+    /// Gap-class transitions `[from, to, count]` between consecutive gaps inside a window; `from`
+    /// = [`GAP_CLASSES`] counts a window's first gap. Gaps are relative to the window's mean gap
+    /// (see [`gap_class`]).
+    pub transitions: Vec<[u32; 3]>,
+}
+
+/// Size classes of re-used requests: at most this many bytes (and more than the class below).
+pub const SIZE_CLASSES: [u32; 4] = [4096, 16384, 65536, u32::MAX];
+/// Request classes ([`request_class`]): an op (reads, the rest), a size class, and whether the
+/// request was touched before.
+pub const REQUEST_CLASSES: usize = 4 * SIZE_CLASSES.len();
+
+/// The size class (an index of [`SIZE_CLASSES`]) of a request of `size` bytes.
+#[inline]
+pub fn size_class(size: u32) -> usize {
+    SIZE_CLASSES
+        .iter()
+        .position(|&m| size <= m)
+        .unwrap_or(SIZE_CLASSES.len() - 1)
+}
+
+/// The class of a request as a re-use target: `again × 8 + op × 4 + size class` (reads 0, the
+/// rest 1; `again`: it re-touched an earlier request).
+#[inline]
+pub fn request_class(op: u8, size: u32, again: bool) -> u8 {
+    u8::from(again) * 2 * SIZE_CLASSES.len() as u8
+        + op.min(1) * SIZE_CLASSES.len() as u8
+        + size_class(size) as u8
+}
+
+/// Gap classes: 0 is a gap of 0; class k ≥ 1 holds relative gaps in [2^(k−21), 2^(k−20)),
+/// the first and last also holding what lies below and above.
+pub const GAP_CLASSES: u32 = 32;
+
+/// The class of relative gap `x` (a gap over its window's mean gap).
+#[inline]
+pub fn gap_class(x: f64) -> u32 {
+    if x <= 0.0 {
+        return 0;
     }
-    let sum: f64 = p.iter().sum();
-    if (sum - 1.0).abs() > SUM_TOLERANCE {
-        return Err(invalid(path, format!("probabilities sum to {sum}, not 1")));
-    }
-    Ok(())
+    let k = x.log2().floor() + 21.0;
+    k.clamp(1.0, f64::from(GAP_CLASSES - 1)) as u32
+}
+
+/// The bounds `[lo, hi)` of gap class `k` ≥ 1.
+#[inline]
+pub fn gap_bounds(k: u32) -> (f64, f64) {
+    let lo = (f64::from(k) - 21.0).exp2();
+    (lo, 2.0 * lo)
 }
 
 impl Model {
@@ -274,7 +406,7 @@ impl Model {
             if path == "." {
                 Error::Usage(format!("model: {inner}"))
             } else {
-                invalid(&path, inner)
+                check::invalid(&path, inner)
             }
         })?;
         model.validate()?;
@@ -283,224 +415,5 @@ impl Model {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("models hold only serialisable values")
-    }
-
-    /// Checks what the types cannot: probabilities, ranges, ids and distributions.
-    pub fn validate(&self) -> Result<()> {
-        if self.format != FORMAT {
-            return Err(invalid(
-                "format",
-                format!("expected {FORMAT:?}, found {:?}", self.format),
-            ));
-        }
-        if self.version != VERSION {
-            return Err(invalid(
-                "version",
-                format!("this iomimic reads version {VERSION}, found {}", self.version),
-            ));
-        }
-        if self.threads.is_empty() {
-            return Err(invalid("threads", "a model needs at least one thread"));
-        }
-        if self.volumes.is_empty() {
-            return Err(invalid("volumes", "a model needs at least one volume"));
-        }
-        check_probabilities(
-            "threads[].weight",
-            &self.threads.iter().map(|t| t.weight).collect::<Vec<_>>(),
-        )?;
-        if self.rate.window_ns == 0 {
-            return Err(invalid("rate.window_ns", "must be positive"));
-        }
-        check_probabilities("rate.shares", &self.rate.shares)?;
-        for (i, t) in self.threads.iter().enumerate() {
-            let path = format!("threads[{i}]");
-            if t.alignment == 0 {
-                return Err(invalid(&format!("{path}.alignment"), "must be positive"));
-            }
-            check_stats(&format!("{path}.defaults"), &t.defaults)?;
-            if let Some(a) = &t.activity {
-                if a.len() != self.rate.shares.len() {
-                    return Err(invalid(
-                        &format!("{path}.activity"),
-                        format!(
-                            "{} windows, but rate.shares has {}",
-                            a.len(),
-                            self.rate.shares.len()
-                        ),
-                    ));
-                }
-                check_probabilities(&format!("{path}.activity"), a)?;
-            }
-            self.check_chain(&format!("{path}.chain"), &t.chain, None)?;
-            if let Some(st) = &t.streams {
-                for (name, p) in [
-                    ("continuation_depth", &st.continuation_depth),
-                    ("near_depth", &st.near_depth),
-                ] {
-                    if !p.is_empty() {
-                        check_probabilities(&format!("{path}.streams.{name}"), p)?;
-                    }
-                }
-                if !st.near_gap.bytes.is_empty() {
-                    check_probabilities(&format!("{path}.streams.near_gap.p"), &st.near_gap.p)?;
-                }
-            }
-            if let Some(r) = &t.reuse {
-                check_probabilities(
-                    &format!("{path}.reuse.buckets[].p"),
-                    &r.buckets.iter().map(|b| b.p).collect::<Vec<_>>(),
-                )?;
-                if let Some(j) = r.buckets.iter().position(|b| b.from == 0 || b.to <= b.from) {
-                    return Err(invalid(
-                        &format!("{path}.reuse.buckets[{j}]"),
-                        "needs 1 <= from < to",
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn check_chain(&self, path: &str, c: &Chain, parent: Option<&State>) -> Result<()> {
-        let n = c.states.len();
-        if n == 0 {
-            return Err(invalid(
-                &format!("{path}.states"),
-                "a chain needs at least one state",
-            ));
-        }
-        if c.initial.len() != n || c.transitions.len() != n {
-            return Err(invalid(
-                path,
-                format!(
-                    "{n} states but {} initial probabilities and {} transition rows",
-                    c.initial.len(),
-                    c.transitions.len()
-                ),
-            ));
-        }
-        check_probabilities(&format!("{path}.initial"), &c.initial)?;
-        for (s, state) in c.states.iter().enumerate() {
-            let sp = format!("{path}.states[{s}]");
-            let Some(volume) = self.volumes.get(state.volume as usize) else {
-                return Err(invalid(
-                    &format!("{sp}.volume"),
-                    format!("no volume {}", state.volume),
-                ));
-            };
-            if state.start >= state.end || state.end > volume.span_bytes.max(1) {
-                return Err(invalid(
-                    &sp,
-                    format!(
-                        "range [{}, {}) is empty or past the volume span {}",
-                        state.start, state.end, volume.span_bytes
-                    ),
-                ));
-            }
-            if let Some(p) = parent {
-                if state.volume != p.volume || state.start < p.start || state.end > p.end {
-                    return Err(invalid(&sp, "a child state must lie inside its parent"));
-                }
-            }
-            if s > 0 {
-                let prev = &c.states[s - 1];
-                if (prev.volume, prev.end) > (state.volume, state.start) {
-                    return Err(invalid(
-                        &sp,
-                        "states must be sorted by volume and start and must not overlap",
-                    ));
-                }
-            }
-            let edges = &c.transitions[s];
-            if !edges.is_empty() {
-                check_probabilities(
-                    &format!("{path}.transitions[{s}][].p"),
-                    &edges.iter().map(|e| e.p).collect::<Vec<_>>(),
-                )?;
-            }
-            for (e, edge) in edges.iter().enumerate() {
-                let ep = format!("{path}.transitions[{s}][{e}]");
-                if edge.to as usize >= n {
-                    return Err(invalid(
-                        &format!("{ep}.to"),
-                        format!("no state {} ({n} states)", edge.to),
-                    ));
-                }
-                if let Some(st) = &edge.stats {
-                    check_stats(&format!("{ep}.stats"), st)?;
-                }
-            }
-            if let Some(children) = &state.children {
-                self.check_chain(&format!("{sp}.children"), children, Some(state))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn check_stats(path: &str, s: &Stats) -> Result<()> {
-    check_probabilities(&format!("{path}.ops"), &s.ops)?;
-    for (name, p) in [("sequential", s.sequential), ("reuse", s.reuse)] {
-        if !(0.0..=1.0).contains(&p) {
-            return Err(invalid(
-                &format!("{path}.{name}"),
-                format!("{p} is not a probability"),
-            ));
-        }
-    }
-    for (name, p) in [("continuation", s.continuation), ("near", s.near)] {
-        if !(0.0..=1.0).contains(&p) {
-            return Err(invalid(
-                &format!("{path}.{name}"),
-                format!("{p} is not a probability"),
-            ));
-        }
-    }
-    if s.sequential + s.reuse + s.continuation + s.near > 1.0 + SUM_TOLERANCE {
-        return Err(invalid(
-            path,
-            "sequential + continuation + near + reuse exceeds 1",
-        ));
-    }
-    if s.sizes.bytes.is_empty() || s.sizes.bytes.len() != s.sizes.p.len() {
-        return Err(invalid(
-            &format!("{path}.sizes"),
-            "needs as many probabilities as sizes, at least one",
-        ));
-    }
-    check_probabilities(&format!("{path}.sizes.p"), &s.sizes.p)?;
-    if let Some(j) = s.sizes.bytes.iter().position(|&b| b == 0) {
-        // a read or write of no bytes is no request (the readers refuse one too)
-        return Err(invalid(
-            &format!("{path}.sizes.bytes[{j}]"),
-            "a size must be at least 1 byte",
-        ));
-    }
-    let bad = |what: &str| Err(invalid(&format!("{path}.interarrival"), what.to_string()));
-    let ok = |x: f64| x.is_finite() && x >= 0.0;
-    match &s.interarrival {
-        Dist::Fixed { value_ns } if !ok(*value_ns) => bad("value_ns must be >= 0"),
-        Dist::Normal { mean_ns, sd_ns } if !ok(*mean_ns) || !ok(*sd_ns) => {
-            bad("mean_ns and sd_ns must be >= 0")
-        }
-        Dist::Exponential { mean_ns } if !(ok(*mean_ns) && *mean_ns > 0.0) => bad("mean_ns must be > 0"),
-        Dist::Poisson { lambda_ns } if !(ok(*lambda_ns) && *lambda_ns > 0.0) => bad("lambda_ns must be > 0"),
-        Dist::Gamma { shape, scale_ns }
-            if !(ok(*shape) && *shape > 0.0 && ok(*scale_ns) && *scale_ns > 0.0) =>
-        {
-            bad("shape and scale_ns must be > 0")
-        }
-        Dist::Lognormal { mu, sigma } if !(mu.is_finite() && ok(*sigma)) => {
-            bad("mu must be finite and sigma >= 0")
-        }
-        Dist::Empirical { quantiles_ns }
-            if quantiles_ns.is_empty()
-                || quantiles_ns.windows(2).any(|w| w[1] < w[0])
-                || !quantiles_ns.iter().all(|&q| ok(q)) =>
-        {
-            bad("quantiles_ns must be non-empty, non-negative and non-decreasing")
-        }
-        _ => Ok(()),
     }
 }

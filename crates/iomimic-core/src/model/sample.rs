@@ -4,7 +4,7 @@ use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal, Poisson};
 
 pub use crate::random::Prng;
 
-use super::{Dist, Reuse, Sizes};
+use super::{Dist, ReuseBucket, Sizes};
 
 /// Index drawn from probabilities `p` (summing to 1) by a linear scan; lists are short.
 #[inline]
@@ -148,10 +148,10 @@ pub struct ReuseSampler {
 }
 
 impl ReuseSampler {
-    pub fn new(r: &Reuse) -> Self {
+    pub fn from_buckets(buckets: &[ReuseBucket]) -> Self {
         Self {
-            buckets: r.buckets.iter().map(|b| (b.from, b.to)).collect(),
-            p: r.buckets.iter().map(|b| b.p).collect(),
+            buckets: buckets.iter().map(|b| (b.from, b.to)).collect(),
+            p: buckets.iter().map(|b| b.p).collect(),
         }
     }
 

@@ -20,8 +20,10 @@
 //! memory: the output columns, plus 40 bytes a request while generating, the used-block filter
 //! (about a byte a block, [`super::used`]) and, with reuse, the LRU stack.
 
+mod arrivals;
 mod columns;
 mod parallel;
+mod reuse;
 mod runtime;
 mod walk;
 mod warp;
@@ -99,10 +101,15 @@ fn check_span(model: &Model, total: u64, intensity: f64) -> Result<()> {
     Ok(())
 }
 
-/// Generates a synthetic trace from `model`.
-pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
-    check(opts)?;
-    let total = match (opts.requests, opts.duration_ns) {
+/// How many requests to generate and, with an arrival process, when they arrive (model ns).
+struct Plan {
+    total: u64,
+    times: Option<Vec<u64>>,
+}
+
+/// The requests asked for: by count, by duration (at the model's rate), or the model's own.
+fn plan(model: &Model, opts: &GenerateOptions) -> Result<Plan> {
+    let estimate = match (opts.requests, opts.duration_ns) {
         (Some(n), _) => n,
         (None, Some(d)) => {
             ((d as f64 * opts.intensity / model.duration_ns as f64) * model.requests as f64).ceil() as u64 + 1
@@ -113,40 +120,106 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
         (Some(_), _) | (None, None) => "requests",
         (None, Some(_)) => "duration",
     };
-    crate::limits::check_requests(total, asked_by)?;
-    check_span(model, total, opts.intensity)?;
+    crate::limits::check_requests(estimate, asked_by)?;
+    check_span(model, estimate, opts.intensity)?;
+    let Some(a) = &model.rate.arrivals else {
+        return Ok(Plan {
+            total: estimate,
+            times: None,
+        });
+    };
+    // model time to cover when asked by duration (times are divided by the intensity after)
+    let span = match (opts.requests, opts.duration_ns) {
+        (None, Some(d)) => Some((d as f64 * opts.intensity) as u64),
+        _ => None,
+    };
+    let requests = match (opts.requests, opts.duration_ns) {
+        (Some(n), _) => Some(n),
+        (None, Some(_)) => None,
+        (None, None) => Some(model.requests),
+    };
+    let counted: u64 = a.counts.iter().map(|&c| u64::from(c)).sum();
+    let rate = model.requests as f64 / counted.max(1) as f64;
+    let sched = arrivals::schedule(a, requests, span, rate, opts.seed);
+    crate::limits::check_requests(sched.total(), asked_by)?;
+    let mut times = arrivals::times(a, &sched, opts.seed);
+    if let Some(limit) = span {
+        times.truncate(times.partition_point(|&t| t <= limit));
+    }
+    Ok(Plan {
+        total: times.len() as u64,
+        times: Some(times),
+    })
+}
+
+/// Generates a synthetic trace from `model`.
+pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
+    check(opts)?;
+    let plan = plan(model, opts)?;
+    let total = plan.total;
     let counts = apportion(total, &model.threads.iter().map(|t| t.weight).collect::<Vec<_>>());
-    // each thread onto its own activity where the model keeps one, else the workload's profile
+    let jobs = segments(&counts);
+    let walks = on_all_cores(jobs.clone(), |(t, k, first, n)| {
+        let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
+        walk::walk(model, &model.threads[t], seed, first, n, opts.reuse)
+    });
+    // Without an arrival process the threads' times are the output's; with one they only
+    // order the threads' requests, and the arrival times are given out in that order.
+    let mut columns = place_in_time(model, &counts, &jobs, &walks, total, opts.intensity);
+    drop(walks);
+    if let (None, Some(limit)) = (&plan.times, opts.duration_ns) {
+        // times only grow within a thread, so each is cut where it passes the limit
+        for cols in &mut columns {
+            cols.truncate(cols.ts.partition_point(|&t| t <= limit));
+        }
+    }
+    let mut out = Trace {
+        volumes: model.volumes.iter().map(|v| v.name.clone()).collect(),
+        ..Trace::default()
+    };
+    let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
+    merge_threads(&mut out, columns, &streams);
+    if let Some(times) = plan.times {
+        for (slot, t) in out.ts_ns.iter_mut().zip(times) {
+            *slot = (t as f64 / opts.intensity) as u64;
+        }
+    }
+    out.sort_by_time();
+    out.make_relative();
+    Ok(out)
+}
+
+/// The threads' requests on the output clock: each thread's segments joined end to end in
+/// model time, its times scaled so it spans exactly the generated stretch (gap shapes are kept;
+/// only their scale is pinned: rounding a rare thread's count must not stretch it), then warped
+/// onto its own activity where the model keeps one, else the workload's profile, in parallel
+/// pieces.
+fn place_in_time(
+    model: &Model,
+    counts: &[u64],
+    jobs: &[(usize, u64, u64, u64)],
+    walks: &[Vec<walk::Request>],
+    total: u64,
+    intensity: f64,
+) -> Vec<Columns> {
     let warps: Vec<Warp> = model
         .threads
         .iter()
         .map(|t| Warp::new(model, t.activity.as_deref().unwrap_or(&model.rate.shares)))
         .collect();
-    let mut out = Trace {
-        volumes: model.volumes.iter().map(|v| v.name.clone()).collect(),
-        ..Trace::default()
-    };
-    let jobs = segments(&counts);
-    let walks = on_all_cores(jobs.clone(), |(t, k, n)| {
-        let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
-        walk::walk(model, &model.threads[t], seed, n, opts.reuse)
-    });
-    // Each thread's segments are joined end to end in model time, and the thread's times
-    // scaled so the workload keeps the model's rate exactly (gap shapes are kept; only their
-    // scale is pinned): every thread spans the whole generated stretch, the model's duration
-    // scaled by how many requests are generated (rounding a rare thread's count must not
-    // stretch it). Then model time is warped onto the output clock, in parallel pieces.
-    let target = model.duration_ns as f64 * total as f64 / model.requests.max(1) as f64;
+    // cycles of the profile the workload spans (exactly 1 when as many requests as the model's)
+    let cycles = total as f64 / model.requests.max(1) as f64;
     let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
     let mut fills = Vec::new();
-    let mut walked = jobs.iter().zip(&walks).peekable();
+    let mut walked = jobs.iter().zip(walks).peekable();
     for (t, cols) in columns.iter_mut().enumerate() {
         let mut segments = Vec::new();
-        while let Some((_, seg)) = walked.next_if(|((jt, _, _), _)| *jt == t) {
+        while let Some((_, seg)) = walked.next_if(|((jt, _, _, _), _)| *jt == t) {
             segments.push(seg.as_slice());
         }
         let last: f64 = segments.iter().filter_map(|s| s.last()).map(|r| r.u).sum();
-        let scale = if last > 0.0 { target / last } else { 1.0 };
+        // the thread's last request lands exactly at the end (not a rounding past it)
+        let scale = if last > 0.0 { 1.0 / last } else { 1.0 };
         let mut rest = cols.slots();
         let mut base = 0.0;
         for seg in segments {
@@ -160,7 +233,7 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
     }
     on_all_cores(fills, |(reqs, base, scale, warp, slots)| {
         for (i, r) in reqs.iter().enumerate() {
-            let t = warp.apply((r.u + base) * scale) / opts.intensity;
+            let t = warp.apply(((r.u + base) * scale).min(1.0) * cycles) / intensity;
             slots.ts[i] = t as u64;
             slots.offset[i] = r.offset;
             slots.size[i] = r.size;
@@ -168,24 +241,13 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
             slots.volume[i] = r.volume;
         }
     });
-    drop(walks);
-    if let Some(limit) = opts.duration_ns {
-        // times only grow within a thread, so each is cut where it passes the limit
-        for cols in &mut columns {
-            cols.truncate(cols.ts.partition_point(|&t| t <= limit));
-        }
-    }
-    let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
-    merge_threads(&mut out, columns, &streams);
-    out.sort_by_time();
-    out.make_relative();
-    Ok(out)
+    columns
 }
 
-/// The walks to make, as (thread, segment, requests): long threads are cut into independent
-/// segments generated on all cores and joined in model time; each segment starts its walk
-/// afresh (reuse reaches back within a segment).
-fn segments(counts: &[u64]) -> Vec<(usize, u64, u64)> {
+/// The walks to make, as (thread, segment, requests before it, requests): long threads are cut
+/// into independent segments generated on all cores and joined in model time; each segment
+/// starts its walk afresh (reuse reaches back within a segment).
+fn segments(counts: &[u64]) -> Vec<(usize, u64, u64, u64)> {
     let cores = cores();
     counts
         .iter()
@@ -197,7 +259,19 @@ fn segments(counts: &[u64]) -> Vec<(usize, u64, u64)> {
                 1
             };
             let sizes = apportion(c, &vec![1.0 / parts as f64; usize::try_from(parts).unwrap_or(1)]);
-            sizes.into_iter().enumerate().map(move |(k, n)| (t, k as u64, n))
+            let firsts: Vec<u64> = sizes
+                .iter()
+                .scan(0u64, |before, &n| {
+                    let first = *before;
+                    *before += n;
+                    Some(first)
+                })
+                .collect();
+            sizes
+                .into_iter()
+                .zip(firsts)
+                .enumerate()
+                .map(move |(k, (n, first))| (t, k as u64, first, n))
         })
         .collect()
 }

@@ -1,24 +1,63 @@
 //! A thread of the model made ready to generate from: every distribution turned into its
 //! sampler once, before the walk, and never changed while generating.
 
-use super::super::sample::{Alias, ReuseSampler, Sampler, SizeSampler};
-use crate::model::{Chain, Model, Stats, Thread};
+use super::super::sample::{Alias, Sampler, SizeSampler};
+use super::reuse::ReuseRt;
+use crate::model::{Chain, Model, OpStats, Sizes, Stats, Thread};
 
-/// An edge's (or a thread's) stats with their samplers.
-pub(super) struct Ready {
-    pub stats: Stats,
-    pub ops: Alias,
+/// How requests of one op (or of both) are placed and sized.
+pub(super) struct Placement {
+    /// Cumulative thresholds of sequential, continuation, near and reuse; past the last a
+    /// request is placed afresh.
+    pub sequential: f64,
+    pub continuation: f64,
+    pub near: f64,
+    pub reuse: f64,
     pub sizes: SizeSampler,
-    pub gap: Sampler,
+}
+
+impl Placement {
+    fn new(sequential: f64, continuation: f64, near: f64, reuse: f64, sizes: &Sizes) -> Self {
+        Self {
+            sequential,
+            continuation: sequential + continuation,
+            near: sequential + continuation + near,
+            reuse: sequential + continuation + near + reuse,
+            sizes: SizeSampler::new(sizes),
+        }
+    }
+
+    fn of_op(o: &OpStats) -> Self {
+        Self::new(o.sequential, o.continuation, o.near, o.reuse, &o.sizes)
+    }
+}
+
+/// An edge's (or a thread's, or a volume's) stats with their samplers.
+pub(super) struct Ready {
+    pub ops: Alias,
+    /// Both ops together, and (when the stats keep them apart) reads and writes.
+    pub all: Placement,
+    pub by_op: Option<[Placement; 2]>,
+    pub gap: Option<Sampler>,
 }
 
 impl Ready {
-    fn new(s: &Stats) -> Self {
+    pub fn new(s: &Stats) -> Self {
         Self {
-            stats: s.clone(),
             ops: Alias::new(&s.ops),
-            sizes: SizeSampler::new(&s.sizes),
-            gap: Sampler::new(&s.interarrival),
+            all: Placement::new(s.sequential, s.continuation, s.near, s.reuse, &s.sizes),
+            by_op: (s.by_op.len() == 2)
+                .then(|| [Placement::of_op(&s.by_op[0]), Placement::of_op(&s.by_op[1])]),
+            gap: s.interarrival.as_ref().map(Sampler::new),
+        }
+    }
+
+    /// How a request of `op` is placed.
+    #[inline]
+    pub fn placement(&self, op: u8) -> &Placement {
+        match &self.by_op {
+            Some(p) => &p[usize::from(op.min(1))],
+            None => &self.all,
         }
     }
 }
@@ -29,6 +68,8 @@ pub(super) struct ChainRt {
     pub initial: Alias,
     pub edges: Vec<Row>,
     pub children: Vec<Option<ChainRt>>,
+    /// Leaves with fine placement: the sub-range counts' sampler and how many there are.
+    pub fine: Vec<Option<(Alias, u64)>>,
 }
 
 /// One state's outgoing edges, column by column so a draw scans only the probabilities.
@@ -57,6 +98,16 @@ impl ChainRt {
                 .iter()
                 .map(|s| s.children.as_deref().map(ChainRt::new))
                 .collect(),
+            fine: c
+                .states
+                .iter()
+                .map(|s| {
+                    s.fine.as_ref().map(|counts| {
+                        let p: Vec<f64> = counts.iter().map(|&c| f64::from(c)).collect();
+                        (Alias::new(&p), counts.len() as u64)
+                    })
+                })
+                .collect(),
         }
     }
 
@@ -72,22 +123,35 @@ impl ChainRt {
 pub(super) struct ThreadRt {
     pub root: ChainRt,
     pub defaults: Ready,
-    pub reuse: Option<ReuseSampler>,
+    /// Each volume's stats (for edges without their own), where the thread keeps them.
+    pub volumes: Vec<Option<Ready>>,
+    pub reuse: Option<ReuseRt>,
     /// depth samplers for continuations (from 2) and near requests (from 1), and near holes
     pub continuation_depth: Option<Vec<f64>>,
     pub near: Option<(Vec<f64>, SizeSampler)>,
     pub alignment: u64,
     pub spans: Vec<u64>,
+    /// The thread's requests in the training trace: past them, fresh placements thin out by
+    /// the reuse extension's `tail_fresh`.
+    pub trained: u64,
 }
 
 impl ThreadRt {
     /// `thread` of `model`, with its reuse extension when `reuse` asks for it.
     pub fn new(model: &Model, thread: &Thread, reuse: bool) -> Self {
+        let mut volumes: Vec<Option<Ready>> = (0..model.volumes.len()).map(|_| None).collect();
+        for v in &thread.volumes {
+            volumes[v.volume as usize] = Some(Ready::new(&v.stats));
+        }
         Self {
             root: ChainRt::new(&thread.chain),
             defaults: Ready::new(&thread.defaults),
+            volumes,
             reuse: if reuse {
-                thread.reuse.as_ref().map(ReuseSampler::new)
+                thread
+                    .reuse
+                    .as_ref()
+                    .map(|r| ReuseRt::new(r, thread.chain.states.len()))
             } else {
                 None
             },
@@ -103,6 +167,7 @@ impl ThreadRt {
                 .map(|s| (s.near_depth.clone(), SizeSampler::new(&s.near_gap))),
             alignment: thread.alignment,
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
+            trained: (thread.weight * model.requests as f64).round() as u64,
         }
     }
 
@@ -114,5 +179,11 @@ impl ThreadRt {
             c = c.children[s].as_ref().expect("the path follows children");
         }
         c
+    }
+
+    /// The stats a request into `volume` takes when its edge has none of its own.
+    #[inline]
+    pub fn fallback(&self, volume: u32) -> &Ready {
+        self.volumes[volume as usize].as_ref().unwrap_or(&self.defaults)
     }
 }

@@ -5,13 +5,10 @@ use std::collections::VecDeque;
 
 use super::super::sample::{pick, Prng};
 use super::super::used::Used;
-use super::runtime::{Ready, ThreadRt};
-use crate::model::{Model, Sizes, Stats, Thread};
+use super::reuse::ReuseState;
+use super::runtime::{ChainRt, Ready, ThreadRt};
+use crate::model::{Model, Sizes, Thread};
 
-/// Draws of a reuse depth before a reuse gives up and places its request afresh.
-const REUSE_DRAWS: usize = 8;
-/// Stack positions below the drawn depth searched for a block in the chosen state.
-const REUSE_PROBES: u64 = 16;
 /// Tries at placing a new request on an unused offset before accepting a used one.
 const NEW_OFFSET_TRIES: usize = 8;
 
@@ -23,15 +20,21 @@ pub(super) struct Request {
     pub size: u32,
     pub op: u8,
     pub volume: u32,
-    /// Top-level state it was placed in (for the reuse extension; fits the struct's padding).
-    top: u32,
 }
 
-/// The `count` requests of one walk of `thread` (a whole thread, or a segment of a long one),
-/// in model time.
-pub(super) fn walk(model: &Model, thread: &Thread, seed: u64, count: u64, reuse: bool) -> Vec<Request> {
+/// The `count` requests of one walk of `thread` (a whole thread, or a segment of a long one
+/// that starts `first` requests into it), in model time.
+pub(super) fn walk(
+    model: &Model,
+    thread: &Thread,
+    seed: u64,
+    first: u64,
+    count: u64,
+    reuse: bool,
+) -> Vec<Request> {
     let rt = ThreadRt::new(model, thread, reuse);
     let mut st = ThreadState::new(&rt, model, thread, seed, count);
+    st.index = first;
     while st.left > 0 {
         st.next(&rt);
     }
@@ -44,27 +47,25 @@ struct ThreadState {
     rng: Prng,
     path: Vec<usize>,
     /// The most recent request ends of each volume, newest last.
-    ends: Vec<VecDeque<Head>>,
-    /// When reuse is on: the LRU stack of the blocks requests started in, and those requests.
+    ends: Vec<VecDeque<u64>>,
+    /// When reuse is on: the LRU stacks of the walk's requests.
     reuse: Option<ReuseState>,
     /// The requests generated, in order.
     out: Vec<Request>,
     u: f64,
     left: u64,
+    /// The thread's requests before this one (counting earlier segments).
+    index: u64,
 }
 
-/// Where a recent request ended, and (for the reuse stack) when it was issued and the block it
-/// started in.
-#[derive(Clone, Copy)]
-struct Head {
-    end: u64,
-    time: usize,
-    block: u64,
-}
-
-/// The reuse extension's LRU stack; its times index the thread's requests (`out`).
-struct ReuseState {
-    stack: crate::analyze::lru_stack::GenStack,
+/// How the next request is to be placed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    Sequential,
+    Continuation,
+    Near,
+    Reuse,
+    New,
 }
 
 /// Where a request that follows an earlier one goes.
@@ -74,11 +75,11 @@ struct Follow {
     placed: Option<(u32, u64)>,
     /// How many heads back on the volume is the one it follows (used up by it).
     consumed: Option<usize>,
-    /// The earlier request whose block this one starts in again, when known.
+    /// The earlier request this one repeats, when it is a re-use.
     retouch: Option<usize>,
 }
 
-/// The offsets a new request may start at in its leaf: `first + alignment × k`, k ≤ `room`.
+/// The offsets a new request may start at in a range: `first + alignment × k`, k ≤ `room`.
 #[derive(Clone, Copy)]
 struct Aligned {
     first: u64,
@@ -87,6 +88,18 @@ struct Aligned {
 }
 
 impl Aligned {
+    /// Aligned offsets (to the volume, not to the range's start: range bounds are arbitrary)
+    /// where a request of `size` fits inside `[start, end)`.
+    #[inline]
+    fn within(start: u64, end: u64, alignment: u64, size: u32) -> Self {
+        let first = start.div_ceil(alignment) * alignment;
+        Aligned {
+            first,
+            alignment,
+            room: end.saturating_sub(first).saturating_sub(u64::from(size)) / alignment,
+        }
+    }
+
     #[inline]
     fn draw(self, rng: &mut Prng) -> u64 {
         self.first + self.alignment * rng.below(self.room + 1)
@@ -106,8 +119,8 @@ fn mean_blocks(sizes: &Sizes) -> u64 {
 
 /// The end `depth` requests back on a volume, if there is one.
 #[inline]
-fn head(ends: &VecDeque<Head>, depth: usize) -> Option<u64> {
-    (depth >= 1 && depth <= ends.len()).then(|| ends[ends.len() - depth].end)
+fn head(ends: &VecDeque<u64>, depth: usize) -> Option<u64> {
+    (depth >= 1 && depth <= ends.len()).then(|| ends[ends.len() - depth])
 }
 
 /// The `depth`-th most recent head inside the state `[start, end)` and how far back it is:
@@ -115,7 +128,7 @@ fn head(ends: &VecDeque<Head>, depth: usize) -> Option<u64> {
 /// drift off its map (a depth past the heads the state has takes its oldest).
 #[inline]
 fn head_in(
-    ends: &VecDeque<Head>,
+    ends: &VecDeque<u64>,
     start: u64,
     end: u64,
     depth: usize,
@@ -123,10 +136,10 @@ fn head_in(
 ) -> Option<(usize, u64)> {
     let mut found = None;
     let mut count = 0;
-    for (i, h) in ends.iter().enumerate().rev() {
+    for (i, &h) in ends.iter().enumerate().rev() {
         let at = ends.len() - i;
-        if h.end >= start && h.end < end && !(skip_latest && at == 1) {
-            found = Some((at, h.end));
+        if h >= start && h < end && !(skip_latest && at == 1) {
+            found = Some((at, h));
             count += 1;
             if count >= depth {
                 break;
@@ -145,15 +158,14 @@ impl ThreadState {
             rng: Prng::new(seed),
             path: Vec::new(),
             ends: vec![VecDeque::new(); model.volumes.len()],
-            reuse: rt.reuse.as_ref().map(|_| ReuseState {
-                stack: crate::analyze::lru_stack::GenStack::new(usize::try_from(count).unwrap_or(0)),
-            }),
+            reuse: rt.reuse.as_ref().map(|r| ReuseState::new(r, count)),
             out: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
             u: 0.0,
             left: count,
+            index: 0,
         };
         // start anywhere in the first gap, so threads do not all begin at 0
-        st.u = rt.defaults.gap.draw(&mut st.rng) * st.rng.f64();
+        st.u = rt.defaults.gap.as_ref().map_or(0.0, |g| g.draw(&mut st.rng)) * st.rng.f64();
         st.enter(rt, 0);
         st
     }
@@ -192,8 +204,8 @@ impl ThreadState {
         }
     }
 
-    /// Draws the next move and returns the stats of the edge that decided it.
-    fn step<'r>(&mut self, rt: &'r ThreadRt) -> &'r Ready {
+    /// Draws the next move and returns the stats of the edge that decided it, if it has any.
+    fn step<'r>(&mut self, rt: &'r ThreadRt) -> Option<&'r Ready> {
         let depth = self.path.len();
         for level in 0..depth {
             let chain = rt.chain_at(&self.path[..level]);
@@ -201,7 +213,7 @@ impl ThreadState {
             let row = &chain.edges[s];
             if row.to.is_empty() {
                 self.enter(rt, level);
-                return &rt.defaults;
+                return None;
             }
             let e = row.pick.draw(&mut self.rng);
             let (to, ready) = (row.to[e], &row.ready[e]);
@@ -213,117 +225,139 @@ impl ThreadState {
                         self.enter(rt, level + 1);
                     }
                 }
-                return ready.as_ref().unwrap_or(&rt.defaults);
+                return ready.as_ref();
             }
         }
-        &rt.defaults
+        None
+    }
+
+    /// The leaf the path ends in: its chain and index.
+    #[inline]
+    fn leaf<'r>(&self, rt: &'r ThreadRt) -> (&'r ChainRt, usize) {
+        let (leaf, parents) = self.path.split_last().expect("a path reaches a leaf");
+        (rt.chain_at(parents), *leaf)
     }
 
     /// Generates the next request into `out`.
     #[inline]
     fn next(&mut self, rt: &ThreadRt) {
-        let ready = self.step(rt);
-        let mut size = ready.sizes.draw(&mut self.rng);
-        let kind = self.rng.f64();
-        let leaf = rt.chain_at(&self.path[..self.path.len() - 1]).states[self.path[self.path.len() - 1]];
+        let edge = self.step(rt);
+        let (chain, s) = self.leaf(rt);
+        let leaf = chain.states[s];
         let (volume, start, end) = leaf;
-        let st = &ready.stats;
-        // aligned to the volume, not to the state's start (state bounds are arbitrary)
-        let first = start.div_ceil(rt.alignment) * rt.alignment;
-        let aligned = Aligned {
-            first,
-            alignment: rt.alignment,
-            room: end.saturating_sub(first).saturating_sub(u64::from(size)) / rt.alignment,
+        let ready = edge.unwrap_or_else(|| rt.fallback(volume));
+        let op = ready.ops.draw(&mut self.rng) as u8;
+        let place = ready.placement(op);
+        let mut size = place.sizes.draw(&mut self.rng);
+        let kind = self.rng.f64();
+        let mut pick = if kind < place.sequential {
+            Pick::Sequential
+        } else if kind < place.continuation {
+            Pick::Continuation
+        } else if kind < place.near {
+            Pick::Near
+        } else if kind < place.reuse {
+            Pick::Reuse
+        } else {
+            Pick::New
         };
+        if pick == Pick::New && self.index >= rt.trained {
+            // past the trained length fresh placements thin out as the trace's did at its end
+            if rt.reuse.as_ref().is_some_and(|r| self.rng.f64() >= r.tail_fresh) {
+                pick = Pick::Reuse;
+            }
+        }
+        // the sub-range of the leaf a fresh request lands in, when the leaf keeps them
+        let (lo, hi) = match &chain.fine[s] {
+            Some((alias, m)) => {
+                let j = alias.draw(&mut self.rng) as u64;
+                let w = end - start;
+                (
+                    start + (u128::from(w) * u128::from(j) / u128::from(*m)) as u64,
+                    start + (u128::from(w) * u128::from(j + 1) / u128::from(*m)) as u64,
+                )
+            }
+            None => (start, end),
+        };
+        let aligned = Aligned::within(lo, hi, rt.alignment, size);
         // A request the model places at random gets its first candidate now, so the filter's
-        // line for it loads from memory while the op and the gap are drawn.
-        let candidate = (kind >= st.sequential + st.continuation + st.near + st.reuse).then(|| {
+        // line for it loads from memory while the gap is drawn.
+        let candidate = (pick == Pick::New).then(|| {
             let offset = aligned.draw(&mut self.rng);
             self.used.preload(volume, offset);
             offset
         });
-        let op = ready.ops.draw(&mut self.rng) as u8;
-        let gap = ready.gap.draw(&mut self.rng);
-        let follow = self.follow(rt, st, kind, leaf, &mut size);
+        let gap = ready
+            .gap
+            .as_ref()
+            .or(rt.defaults.gap.as_ref())
+            .map_or(0.0, |g| g.draw(&mut self.rng));
+        let follow = self.follow(rt, op, pick, leaf, &mut size);
         let (volume, offset) = match follow.placed {
             Some((v, off)) => {
-                self.relocate(rt, v, off);
+                // A re-use leaves the walk where the chain put it: the chain's edges already
+                // count the trace's jumps to re-used data, and following the re-used request
+                // too would pull the walk into the states whose requests are re-used most.
+                if follow.retouch.is_none() {
+                    self.relocate(rt, v, off);
+                }
                 (v, off)
             }
             None => (volume, self.place_new(volume, aligned, size, candidate)),
         };
-        self.record(volume, offset, size, op, gap, &follow);
+        self.record(rt, volume, offset, size, op, gap, &follow);
     }
 
-    /// Where the drawn `kind` puts the request against the edge's stats `st`: after its
-    /// volume's previous request, continuing or near a recent run inside the leaf
-    /// `(volume, start, end)`, or on a block the thread used before (taking that request's
-    /// `size`). Nothing placed when the kind is a new request or it has nothing to follow.
+    /// Where `pick` puts the request: after its volume's previous request, continuing or near
+    /// a recent run inside the leaf `(volume, start, end)`, or repeating an earlier request
+    /// (taking its `size`). Nothing placed for a new request or one with nothing to follow.
     #[inline]
-    fn follow(
-        &mut self,
-        rt: &ThreadRt,
-        st: &Stats,
-        kind: f64,
-        leaf: (u32, u64, u64),
-        size: &mut u32,
-    ) -> Follow {
+    fn follow(&mut self, rt: &ThreadRt, op: u8, how: Pick, leaf: (u32, u64, u64), size: &mut u32) -> Follow {
         let (volume, start, end) = leaf;
         let ends = &self.ends[volume as usize];
         let span = rt.spans[volume as usize];
         let mut follow = Follow::default();
-        if kind < st.sequential {
-            follow.placed = head(ends, 1).filter(|&e| e < span).map(|e| (volume, e));
-            follow.consumed = follow.placed.map(|_| 1);
-        } else if kind < st.sequential + st.continuation {
-            if let Some(p) = &rt.continuation_depth {
-                let depth = pick(p.iter().copied(), &mut self.rng) + 2;
-                if let Some((at, e)) = head_in(ends, start, end, depth - 1, true) {
-                    follow.placed = Some((volume, e));
-                    follow.consumed = Some(at);
+        match how {
+            Pick::Sequential => {
+                follow.placed = head(ends, 1).filter(|&e| e < span).map(|e| (volume, e));
+                follow.consumed = follow.placed.map(|_| 1);
+            }
+            Pick::Continuation => {
+                if let Some(p) = &rt.continuation_depth {
+                    let depth = pick(p.iter().copied(), &mut self.rng) + 2;
+                    if let Some((at, e)) = head_in(ends, start, end, depth - 1, true) {
+                        follow.placed = Some((volume, e));
+                        follow.consumed = Some(at);
+                    }
                 }
             }
-        } else if kind < st.sequential + st.continuation + st.near {
-            if let Some((p, gaps)) = &rt.near {
-                let depth = pick(p.iter().copied(), &mut self.rng) + 1;
-                let hole = u64::from(gaps.draw(&mut self.rng));
-                if let Some((at, e)) =
-                    head_in(ends, start, end, depth, false).filter(|&(_, e)| e + hole < span)
-                {
-                    follow.placed = Some((volume, e + hole));
-                    follow.consumed = Some(at);
+            Pick::Near => {
+                if let Some((p, gaps)) = &rt.near {
+                    let depth = pick(p.iter().copied(), &mut self.rng) + 1;
+                    let hole = u64::from(gaps.draw(&mut self.rng));
+                    if let Some((at, e)) =
+                        head_in(ends, start, end, depth, false).filter(|&(_, e)| e + hole < span)
+                    {
+                        follow.placed = Some((volume, e + hole));
+                        follow.consumed = Some(at);
+                    }
                 }
             }
-        } else if kind < st.sequential + st.continuation + st.near + st.reuse {
-            if let Some(at) = self.reused_block(rt) {
-                let t = self.out[at];
-                *size = t.size;
-                follow.placed = Some((t.volume, t.offset));
-                follow.retouch = Some(at);
+            Pick::Reuse => {
+                let picked = match (&rt.reuse, &self.reuse) {
+                    (Some(r), Some(state)) => state.pick(r, op, self.path[0], &mut self.rng),
+                    _ => None,
+                };
+                if let Some(at) = picked {
+                    let t = self.out[at];
+                    *size = t.size;
+                    follow.placed = Some((t.volume, t.offset));
+                    follow.retouch = Some(at);
+                }
             }
+            Pick::New => {}
         }
         follow
-    }
-
-    /// The earlier request (its index in `out`) whose block a reuse takes. The thread's LRU
-    /// stack gives the depth (so the miss-ratio curve follows); the block taken is the first at
-    /// or below that depth that lies in the top-level state the diagram chose (so where
-    /// requests land follows too). A depth past what the stack holds yet (early in a run) is
-    /// drawn again: the trained depths were, at each reuse, at most the stack's size then.
-    #[inline]
-    fn reused_block(&mut self, rt: &ThreadRt) -> Option<usize> {
-        let top = self.path[0];
-        let (Some(r), Some(ReuseState { stack })) = (&rt.reuse, &self.reuse) else {
-            return None;
-        };
-        let history = &self.out;
-        let reach = stack.depth() as u64;
-        let d = (0..REUSE_DRAWS)
-            .map(|_| r.draw(&mut self.rng))
-            .find(|&d| d <= reach)?;
-        (d..=reach.min(d + REUSE_PROBES))
-            .filter_map(|probe| stack.at_depth(probe))
-            .find(|&at| history[at].top as usize == top)
     }
 
     /// An offset for a new request, preferring one whose blocks no request used yet.
@@ -340,42 +374,40 @@ impl ThreadState {
     }
 
     /// Appends the request: its blocks become used, it becomes its volume's newest head (the
-    /// head it followed is used up), it touches its block in the reuse stack, and the thread's
-    /// model time moves on by `gap`.
+    /// head it followed is used up), it goes on its reuse stack, and the thread's model time
+    /// moves on by `gap`.
     #[inline]
-    fn record(&mut self, volume: u32, offset: u64, size: u32, op: u8, gap: f64, follow: &Follow) {
+    fn record(
+        &mut self,
+        rt: &ThreadRt,
+        volume: u32,
+        offset: u64,
+        size: u32,
+        op: u8,
+        gap: f64,
+        follow: &Follow,
+    ) {
         self.used.insert_request(volume, offset, size);
-        let time = self.out.len();
-        let mut retouch = follow.retouch;
         let ends = &mut self.ends[volume as usize];
         if let Some(depth) = follow.consumed {
-            let h = ends.remove(ends.len() - depth).expect("consumed heads exist");
-            // continuing inside the block the followed request started in touches it again
-            if h.block == offset / 4096 {
-                retouch = retouch.or(Some(h.time));
-            }
+            ends.remove(ends.len() - depth).expect("consumed heads exist");
         }
         if ends.len() == crate::model::HEADS {
             ends.pop_front();
         }
-        ends.push_back(Head {
-            end: offset + u64::from(size),
-            time,
-            block: offset / 4096,
-        });
-        if let Some(state) = &mut self.reuse {
-            state.stack.push(retouch);
+        ends.push_back(offset + u64::from(size));
+        if let (Some(r), Some(state)) = (&rt.reuse, &mut self.reuse) {
+            state.record(r, op, size, rt.root.locate(volume, offset), follow.retouch);
         }
         self.u += gap;
         self.left -= 1;
-        let top = u32::try_from(self.path[0]).unwrap_or(u32::MAX);
+        self.index += 1;
         self.out.push(Request {
             u: self.u,
             offset,
             size,
             op,
             volume,
-            top,
         });
     }
 }

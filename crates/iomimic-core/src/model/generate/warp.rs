@@ -25,19 +25,29 @@ impl Warp {
         }
     }
 
+    /// The output time of `x` cycles of the profile (model time / the model's duration). Cycle k
+    /// covers (k, k + 1]: a request at the very end of a cycle is the last of that cycle, in the
+    /// last window with requests, never the first of the next (which would stretch the span of a
+    /// thread whose activity starts late by a whole cycle).
     #[inline]
-    pub fn apply(&self, u: f64) -> f64 {
-        let x = u / self.duration;
-        let cycle = x.floor();
-        let f = x - cycle;
-        let w = self
-            .cumulative
-            .partition_point(|&c| c <= f)
-            .clamp(1, self.cumulative.len() - 1)
-            - 1;
+    pub fn apply(&self, x: f64) -> f64 {
+        let x = x.max(0.0);
+        let mut cycle = x.floor();
+        let mut f = x - cycle;
+        if f == 0.0 && cycle > 0.0 {
+            cycle -= 1.0;
+            f = 1.0;
+        }
+        // the window whose share takes the cumulative share to f (at 0: the first with any)
+        let end = if f > 0.0 {
+            self.cumulative.partition_point(|&c| c < f)
+        } else {
+            self.cumulative.partition_point(|&c| c <= 0.0)
+        };
+        let w = end.clamp(1, self.cumulative.len() - 1) - 1;
         let share = self.cumulative[w + 1] - self.cumulative[w];
         let within = if share > 0.0 {
-            (f - self.cumulative[w]) / share
+            ((f - self.cumulative[w]) / share).clamp(0.0, 1.0)
         } else {
             0.0
         };
@@ -48,5 +58,42 @@ impl Warp {
             self.window
         };
         cycle * self.duration + w as f64 * self.window + within * length
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warp(shares: &[f64]) -> Warp {
+        let mut cumulative = vec![0.0];
+        for s in shares {
+            cumulative.push(cumulative.last().unwrap() + s);
+        }
+        Warp {
+            duration: 100.0,
+            window: 25.0,
+            cumulative,
+        }
+    }
+
+    #[test]
+    fn a_late_thread_ends_in_its_last_window_not_the_next_cycle() {
+        // active only in the third quarter
+        let w = warp(&[0.0, 0.0, 1.0, 0.0]);
+        assert_eq!(w.apply(1.0), 75.0);
+        assert_eq!(w.apply(0.5), 62.5);
+        assert_eq!(w.apply(0.0), 50.0);
+        // the second cycle runs the same way, 100 later
+        assert_eq!(w.apply(1.5), 162.5);
+        assert_eq!(w.apply(2.0), 175.0);
+    }
+
+    #[test]
+    fn an_even_profile_is_the_identity() {
+        let w = warp(&[0.25; 4]);
+        for u in [0.0, 10.0, 25.0, 99.0, 100.0, 130.0] {
+            assert!((w.apply(u / 100.0) - u).abs() < 1e-9, "{u}");
+        }
     }
 }

@@ -6,9 +6,15 @@ use rustc_hash::FxHashMap;
 
 use super::normalise;
 use super::placement::Kind;
-use super::stats::{StatsAcc, MIN_STATS};
-use crate::model::{Chain, Dist, Edge, State, Stats};
+use super::stats::{differs, StatsAcc, MIN_STATS};
+use crate::model::{Chain, Edge, State, Stats};
 use crate::trace::TraceView;
+
+/// Sub-ranges per volume that fresh placements are counted over, spread over its leaves (a
+/// leaf gets this many divided by the leaves a volume has, when that is more than one).
+pub const FINE_PER_VOLUME: u64 = 256;
+/// Fewest fresh placements a leaf needs to keep its fine counts.
+pub const MIN_FINE: u32 = 32;
 
 /// A chain under construction.
 struct ChainAcc {
@@ -18,6 +24,8 @@ struct ChainAcc {
     edges: Vec<FxHashMap<u32, StatsAcc>>,
     /// Self-loop counts that carry no stats (decided at a deeper level).
     passes: Vec<u64>,
+    /// Leaves only: fresh placements per sub-range of each state.
+    fine: Vec<Vec<u32>>,
 }
 
 impl ChainAcc {
@@ -29,6 +37,7 @@ impl ChainAcc {
             initial: vec![0; n],
             edges: (0..n).map(|_| FxHashMap::default()).collect(),
             passes: vec![0; n],
+            fine: vec![Vec::new(); n],
         }
     }
 }
@@ -60,6 +69,8 @@ pub(super) struct Hierarchy {
     levels: u32,
     k: u32,
     chains: Vec<ChainAcc>,
+    /// Sub-ranges per leaf for fresh placements (1: none kept).
+    fine: u64,
 }
 
 impl Hierarchy {
@@ -69,11 +80,36 @@ impl Hierarchy {
             .iter()
             .flat_map(|&v| split(v, 0, spans[v as usize], k))
             .collect();
+        let leaves = u64::from(k).saturating_pow(levels);
         Self {
             levels,
             k,
             chains: vec![ChainAcc::new(top)],
+            fine: FINE_PER_VOLUME.div_ceil(leaves.max(1)),
         }
+    }
+
+    /// The top level's states: `(volume, start, end)`, sorted.
+    pub fn top_states(&self) -> Vec<(u32, u64, u64)> {
+        self.chains[0].states.clone()
+    }
+
+    /// A request placed afresh at `offset`, in the leaf at the end of `path`.
+    #[inline]
+    pub fn fresh(&mut self, path: &[(usize, usize)], offset: u64) {
+        if self.fine <= 1 {
+            return;
+        }
+        let &(c, s) = path.last().expect("a path reaches a leaf");
+        let (_, start, end) = self.chains[c].states[s];
+        let m = self.fine.min(end - start);
+        let counts = &mut self.chains[c].fine[s];
+        if counts.is_empty() {
+            counts.resize(m as usize, 0);
+        }
+        let j = (u128::from(offset.saturating_sub(start)) * u128::from(m) / u128::from(end - start)) as usize;
+        let last = counts.len() - 1;
+        counts[j.min(last)] += 1;
     }
 
     /// (chain, state) at each level for a request, creating children on the way.
@@ -146,24 +182,67 @@ impl Hierarchy {
         top.initial = occ;
     }
 
-    /// The finished chains. An edge has stats of its own from [`MIN_STATS`] requests; one with
-    /// too few gaps to fit takes `fallback_gap` (the thread's).
-    pub fn build(&self, fallback_gap: &Dist) -> Chain {
-        build_chain(&self.chains, 0, fallback_gap)
+    /// The finished chains. An edge has stats of its own from [`MIN_STATS`] requests, where
+    /// they differ from the stats it would otherwise take (`fallback` of the volume it leads
+    /// into).
+    ///
+    /// Returns the chain and, per volume, the stats of the requests over edges without their
+    /// own: those edges take these, so every op, placement and size share of the volume holds
+    /// as the trace had it (falling back to the volume's whole stats would count the edges
+    /// with their own twice).
+    pub fn build(&self, fallback: &Fallback<'_>) -> (Chain, FxHashMap<u32, Stats>) {
+        let mut rest: FxHashMap<u32, StatsAcc> = FxHashMap::default();
+        for acc in &self.chains {
+            for edges in &acc.edges {
+                for (&to, st) in edges {
+                    let volume = acc.states[to as usize].0;
+                    if own_stats(st, fallback.of(volume)).is_none() {
+                        rest.entry(volume).or_default().merge(st);
+                    }
+                }
+            }
+        }
+        let rest = rest
+            .into_iter()
+            .filter(|(_, acc)| acc.count > 0)
+            .map(|(v, acc)| (v, acc.finish(None)))
+            .collect();
+        (build_chain(&self.chains, 0, fallback), rest)
     }
 }
 
-fn build_chain(chains: &[ChainAcc], c: usize, fallback_gap: &Dist) -> Chain {
+/// An edge's stats, when it has requests enough for them and they differ from its fallback.
+fn own_stats(st: &StatsAcc, fallback: &Stats) -> Option<Stats> {
+    (st.count >= MIN_STATS)
+        .then(|| st.finish(None))
+        .filter(|s| differs(s, fallback))
+}
+
+/// The stats an edge without its own takes: its volume's, else the thread's.
+pub(super) struct Fallback<'a> {
+    pub volumes: &'a FxHashMap<u32, Stats>,
+    pub thread: &'a Stats,
+}
+
+impl Fallback<'_> {
+    fn of(&self, volume: u32) -> &Stats {
+        self.volumes.get(&volume).unwrap_or(self.thread)
+    }
+}
+
+fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain {
     let acc = &chains[c];
     let states = acc
         .states
         .iter()
         .zip(&acc.children)
-        .map(|(&(volume, start, end), child)| State {
+        .zip(&acc.fine)
+        .map(|((&(volume, start, end), child), fine)| State {
             volume,
             start,
             end,
-            children: child.map(|ci| Box::new(build_chain(chains, ci, fallback_gap))),
+            children: child.map(|ci| Box::new(build_chain(chains, ci, fallback))),
+            fine: (fine.iter().sum::<u32>() >= MIN_FINE).then(|| fine.clone()),
         })
         .collect();
     let transitions = acc
@@ -175,11 +254,8 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback_gap: &Dist) -> Chain {
             let mut out: Vec<(u32, u64, Option<Stats>)> = edges
                 .iter()
                 .map(|(&to, st)| {
-                    (
-                        to,
-                        st.count,
-                        (st.count >= MIN_STATS).then(|| st.finish(fallback_gap)),
-                    )
+                    let own = own_stats(st, fallback.of(acc.states[to as usize].0));
+                    (to, st.count, own)
                 })
                 .collect();
             if passes > 0 {

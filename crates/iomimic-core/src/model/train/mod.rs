@@ -33,6 +33,7 @@
 //! O(n · levels) with hash maps, plus the fits (on at most 20,000 gaps each), plus O(n log n)
 //! for the reuse depths, which a second core computes alongside the main pass.
 
+mod arrivals;
 mod chain;
 mod placement;
 mod rate;
@@ -45,7 +46,7 @@ use rustc_hash::FxHashMap;
 
 pub use placement::{HEADS, NEAR_GAP};
 
-use super::{Model, Thread, Volume};
+use super::{Model, RateProfile, Thread, Volume};
 use crate::error::{Error, Result};
 use crate::trace::TraceView;
 
@@ -116,6 +117,7 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
                 weight: rows.len() as f64 / n as f64,
                 alignment: learnt.alignment,
                 defaults: learnt.defaults,
+                volumes: learnt.volumes,
                 chain: learnt.chain,
                 reuse: learnt.reuse,
                 streams: Some(learnt.streams),
@@ -143,7 +145,10 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
             })
             .collect(),
         threads,
-        rate: windows.profile(),
+        rate: RateProfile {
+            arrivals: arrivals::learn(t, windows.window_ns),
+            ..windows.profile()
+        },
         selection: None,
     }
 }

@@ -62,6 +62,7 @@ impl Windows {
         RateProfile {
             window_ns: self.window_ns,
             shares: normalise(&self.counts),
+            arrivals: None,
         }
     }
 }

@@ -106,6 +106,11 @@ fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<
         window_ns: original.options.window_ns,
         ..opts_char
     };
+    // the figures characterization leaves to validation (one-second rates, footprint,
+    // request-keyed curves, 64-range locality) on the original's grid: one more level often
+    // shows only there
+    let spec = compare::FineSpec::of(&sample, original.options.window_ns.unwrap_or(1));
+    let fine = compare::Fine::of(&sample, &spec);
     let mut tried = Vec::new();
     let mut previous: Option<f64> = None;
     for levels in 1..=MAX_LEVELS {
@@ -116,7 +121,11 @@ fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<
             ..crate::model::GenerateOptions::default()
         };
         let synth = crate::model::generate(&model, &gen)?;
-        let rows = compare::compare(&original, &analyze::characterize(&synth.view(), &same_window)?);
+        let mut rows = compare::compare(&original, &analyze::characterize(&synth.view(), &same_window)?);
+        rows.extend(compare::compare_fine(
+            &fine,
+            &compare::Fine::of(&synth.view(), &spec),
+        ));
         let worst = compare::worst_deviation(&rows);
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);

@@ -1,73 +1,194 @@
-//! What the requests over one edge (or all of a thread's) looked like, and the [`Stats`] fitted
-//! to it: shares of ops and placements, the commonest sizes and the model-time gap.
+//! What the requests over one edge (or all of a thread's, or a volume's) looked like, and the
+//! [`Stats`] fitted to it: shares of ops, placements and sizes, for reads and writes apart
+//! when both were seen often enough, and (for a thread's own stats) the model-time gap.
 
 use rustc_hash::FxHashMap;
 
 use super::placement::Kind;
 use crate::analyze::distfit;
-use crate::model::{Dist, Sizes, Stats};
+use crate::model::{Dist, OpStats, Sizes, Stats};
 
 pub const MAX_SIZES: usize = 32;
-pub const MIN_STATS: u64 = 8;
+/// Fewest requests an edge needs to carry stats of its own.
+pub const MIN_STATS: u64 = 16;
+/// Fewest requests of each op for reads and writes to be kept apart.
+pub const MIN_BY_OP: u64 = 16;
 pub const PARAMETRIC_KS: f64 = 0.05;
 /// Fewest gaps a parametric fit is tried on; fewer are kept as empirical quantiles.
 pub const MIN_PARAMETRIC: usize = 256;
-/// Gaps an edge's distribution fit is judged on (KS resolution about 1/√2000 ≈ 0.02).
+/// Gaps a distribution fit is judged on (KS resolution about 1/√2000 ≈ 0.02).
 pub const EDGE_KS_SAMPLE: usize = 2000;
 pub const ZERO_GAP_LIMIT: f64 = 0.05;
 pub const QUANTILES: usize = 65;
+/// An edge keeps stats of its own only where they differ from what it would fall back to by
+/// more than this: a share of an op or placement, or the L1/2 distance of the sizes.
+pub const DIFFERENT: f64 = 0.05;
 
-/// What one edge saw.
+/// What one op's requests over an edge looked like.
+#[derive(Default, Clone)]
+struct OpAcc {
+    count: u64,
+    /// sequential, continuation, near, reuse
+    kinds: [u64; 4],
+    /// Sizes of requests placed other than by re-use (a re-use repeats its earlier size).
+    sizes: FxHashMap<u32, u64>,
+    /// Sizes of all of them, for an op with only re-uses.
+    all_sizes: FxHashMap<u32, u64>,
+}
+
+impl OpAcc {
+    #[inline]
+    fn add(&mut self, size: u32, kind: Kind) {
+        self.count += 1;
+        match kind {
+            Kind::Sequential => self.kinds[0] += 1,
+            Kind::Continuation => self.kinds[1] += 1,
+            Kind::Near => self.kinds[2] += 1,
+            Kind::Reuse => self.kinds[3] += 1,
+            Kind::New => {}
+        }
+        if kind != Kind::Reuse {
+            *self.sizes.entry(size).or_default() += 1;
+        }
+        *self.all_sizes.entry(size).or_default() += 1;
+    }
+
+    fn merge(&mut self, other: &OpAcc) {
+        self.count += other.count;
+        for k in 0..4 {
+            self.kinds[k] += other.kinds[k];
+        }
+        for (&s, &c) in &other.sizes {
+            *self.sizes.entry(s).or_default() += c;
+        }
+        for (&s, &c) in &other.all_sizes {
+            *self.all_sizes.entry(s).or_default() += c;
+        }
+    }
+
+    fn finish(&self) -> OpStats {
+        let n = self.count.max(1) as f64;
+        OpStats {
+            sequential: self.kinds[0] as f64 / n,
+            continuation: self.kinds[1] as f64 / n,
+            near: self.kinds[2] as f64 / n,
+            reuse: self.kinds[3] as f64 / n,
+            sizes: sizes(if self.sizes.is_empty() {
+                &self.all_sizes
+            } else {
+                &self.sizes
+            }),
+        }
+    }
+}
+
+/// What one edge (or thread, or volume) saw.
 #[derive(Default)]
 pub(super) struct StatsAcc {
     pub count: u64,
     ops: [u64; 4],
-    sequential: u64,
-    continuation: u64,
-    near: u64,
-    reuse: u64,
-    sizes: FxHashMap<u32, u64>,
-    pub gaps: Vec<f64>,
+    /// reads; writes (and trims, flushes)
+    by_op: [OpAcc; 2],
+    /// Model-time gaps, kept only where a gap distribution is fitted (a thread's own stats).
+    pub gaps: Option<Vec<f64>>,
 }
 
 impl StatsAcc {
+    /// An accumulator that also keeps the gaps.
+    pub fn with_gaps() -> Self {
+        Self {
+            gaps: Some(Vec::new()),
+            ..Self::default()
+        }
+    }
+
     #[inline]
     pub fn add(&mut self, op: u8, size: u32, kind: Kind, gap: Option<f64>) {
         self.count += 1;
         self.ops[usize::from(op.min(3))] += 1;
-        let (sequential, reuse) = (kind == Kind::Sequential, kind == Kind::Reuse);
-        self.continuation += u64::from(kind == Kind::Continuation);
-        self.near += u64::from(kind == Kind::Near);
-        self.sequential += u64::from(sequential);
-        self.reuse += u64::from(reuse);
-        *self.sizes.entry(size).or_default() += 1;
-        if let Some(g) = gap {
-            self.gaps.push(g);
+        self.by_op[usize::from(op.min(1))].add(size, kind);
+        if let (Some(gaps), Some(g)) = (&mut self.gaps, gap) {
+            gaps.push(g);
         }
     }
 
-    /// The stats; an edge with too few gaps to fit takes `fallback_gap` (its thread's).
-    pub fn finish(&self, fallback_gap: &Dist) -> Stats {
+    /// Adds what `other` counted (its gaps are not kept).
+    pub fn merge(&mut self, other: &StatsAcc) {
+        self.count += other.count;
+        for (a, b) in self.ops.iter_mut().zip(&other.ops) {
+            *a += b;
+        }
+        for (a, b) in self.by_op.iter_mut().zip(&other.by_op) {
+            a.merge(b);
+        }
+    }
+
+    /// The stats; `gap` is the thread's gap distribution where one is kept.
+    pub fn finish(&self, gap: Option<Dist>) -> Stats {
         let n = self.count.max(1) as f64;
+        let mut both = self.by_op[0].clone();
+        both.merge(&self.by_op[1]);
+        let all = both.finish();
+        let apart = self.by_op.iter().all(|o| o.count >= MIN_BY_OP);
         Stats {
             ops: self.ops.map(|c| c as f64 / n),
-            sequential: self.sequential as f64 / n,
-            reuse: self.reuse as f64 / n,
-            continuation: self.continuation as f64 / n,
-            near: self.near as f64 / n,
-            sizes: sizes(&self.sizes),
-            interarrival: if self.gaps.len() >= MIN_STATS as usize {
-                gap_dist(&self.gaps)
+            sequential: all.sequential,
+            reuse: all.reuse,
+            continuation: all.continuation,
+            near: all.near,
+            sizes: all.sizes,
+            interarrival: gap,
+            by_op: if apart {
+                self.by_op.iter().map(OpAcc::finish).collect()
             } else {
-                fallback_gap.clone()
+                Vec::new()
             },
         }
     }
 }
 
+/// Whether an edge's stats say something its fallback does not: an op share, a placement
+/// share (of either op) or the sizes differ by more than [`DIFFERENT`].
+pub(super) fn differs(edge: &Stats, fallback: &Stats) -> bool {
+    let far = |a: f64, b: f64| (a - b).abs() > DIFFERENT;
+    let placement = |s: &Stats, op: usize| -> [f64; 4] {
+        s.by_op
+            .get(op)
+            .map_or([s.sequential, s.continuation, s.near, s.reuse], |o| {
+                [o.sequential, o.continuation, o.near, o.reuse]
+            })
+    };
+    let sizes_of = |s: &Stats, op: usize| -> Sizes {
+        s.by_op
+            .get(op)
+            .map_or_else(|| s.sizes.clone(), |o| o.sizes.clone())
+    };
+    edge.ops.iter().zip(&fallback.ops).any(|(&a, &b)| far(a, b))
+        || (0..2).any(|op| {
+            let (a, b) = (placement(edge, op), placement(fallback, op));
+            a.iter().zip(&b).any(|(&x, &y)| far(x, y))
+                || sizes_l1_half(&sizes_of(edge, op), &sizes_of(fallback, op)) > DIFFERENT
+        })
+}
+
+fn sizes_l1_half(a: &Sizes, b: &Sizes) -> f64 {
+    let mut both: FxHashMap<u32, (f64, f64)> = FxHashMap::default();
+    for (&s, &p) in a.bytes.iter().zip(&a.p) {
+        both.entry(s).or_default().0 += p;
+    }
+    for (&s, &p) in b.bytes.iter().zip(&b.p) {
+        both.entry(s).or_default().1 += p;
+    }
+    both.values().map(|(x, y)| (x - y).abs()).sum::<f64>() / 2.0
+}
+
 /// The [`MAX_SIZES`] commonest sizes with their shares, the rarest merged into the nearest kept.
 pub(super) fn sizes(counts: &FxHashMap<u32, u64>) -> Sizes {
     let mut entries: Vec<(u32, u64)> = counts.iter().map(|(&s, &c)| (s, c)).collect();
+    if entries.is_empty() {
+        // nothing seen: one placeholder size (edges without requests carry no stats)
+        entries.push((4096, 1));
+    }
     entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let (kept, rest) = entries.split_at(entries.len().min(MAX_SIZES));
     let mut kept: Vec<(u32, u64)> = kept.to_vec();

@@ -1,13 +1,14 @@
 //! One thread's pass over its requests in order: each request's path of states, how it was
-//! placed, and what it adds to the edge that decided it; then the thread's model.
+//! placed, and what it adds to the edge that decided it, its volume's stats and the thread's;
+//! then the thread's model.
 
 use rustc_hash::FxHashMap;
 
-use super::chain::Hierarchy;
+use super::chain::{Fallback, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
-use super::reuse::{reuse_depths, ReuseAcc};
+use super::reuse::{reuse_depths, ReuseAcc, Seen};
 use super::stats::{gap_dist, StatsAcc};
-use crate::model::{Chain, Dist, Reuse, Stats, Streams};
+use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats};
 use crate::trace::TraceView;
 
 /// What training learnt of one thread.
@@ -15,6 +16,8 @@ pub(super) struct Learnt {
     pub chain: Chain,
     /// The thread's own stats, for edges with too few requests for theirs.
     pub defaults: Stats,
+    /// Per volume, the stats of its requests over edges without their own (what those take).
+    pub volumes: Vec<VolumeStats>,
     pub reuse: Option<Reuse>,
     pub streams: Streams,
     /// Random offsets are multiples of this.
@@ -37,7 +40,8 @@ pub(super) fn train_thread(
     volumes.dedup();
     let mut pass = ThreadPass {
         hierarchy: Hierarchy::new(&volumes, spans, levels, k),
-        stats: StatsAcc::default(),
+        stats: StatsAcc::with_gaps(),
+        by_volume: FxHashMap::default(),
         heads: FxHashMap::default(),
         streams: StreamsAcc::new(),
         reuse: ReuseAcc::new(bounds),
@@ -45,16 +49,19 @@ pub(super) fn train_thread(
         prev: Vec::new(),
         cur: Vec::new(),
     };
+    let tail_from = rows.len() - rows.len() / 4;
+    let top = pass.hierarchy.top_states();
     std::thread::scope(|scope| {
         // with reuse off no depth is needed: an endless run of `None`
-        let mut depths: Box<dyn Iterator<Item = Option<u64>>> = if reuse_on {
-            Box::new(reuse_depths(scope, t, rows))
+        let mut depths: Box<dyn Iterator<Item = Seen>> = if reuse_on {
+            Box::new(reuse_depths(scope, t, rows, &top))
         } else {
             Box::new(std::iter::repeat(None))
         };
         for (j, &i) in rows.iter().enumerate() {
             let seen = depths.next().expect("a depth for every row");
             let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
+            pass.reuse.touch(j >= tail_from, seen.is_none());
             pass.observe(t.volume[i], t.offset[i], t.size[i], t.op[i], gap, seen);
         }
     });
@@ -64,8 +71,10 @@ pub(super) fn train_thread(
 /// What is counted over one thread's requests.
 struct ThreadPass<'b> {
     hierarchy: Hierarchy,
-    /// All of the thread's requests, for its default stats.
+    /// All of the thread's requests, for its default stats (with their gaps).
     stats: StatsAcc,
+    /// The requests on each volume.
+    by_volume: FxHashMap<u32, StatsAcc>,
     /// Per volume: recent request ends, which continuations and near requests follow.
     heads: FxHashMap<u32, Heads>,
     streams: StreamsAcc,
@@ -78,23 +87,30 @@ struct ThreadPass<'b> {
 
 impl ThreadPass<'_> {
     /// Counts the next request; `gap` is its model-time gap (`None` for the thread's first),
-    /// `seen` its LRU stack depth (`None` on a first touch or with reuse off).
+    /// `before` the depth and class of the request it touches again (`None` on a first touch or
+    /// with reuse off).
     #[inline]
-    fn observe(&mut self, volume: u32, offset: u64, size: u32, op: u8, gap: Option<f64>, seen: Option<u64>) {
+    fn observe(&mut self, volume: u32, offset: u64, size: u32, op: u8, gap: Option<f64>, before: Seen) {
         self.hierarchy.path(volume, offset, &mut self.cur);
         let heads = self.heads.entry(volume).or_default();
         let follows = heads.follows(offset);
-        // A re-use starts in a 4 KiB block (the unit of the miss-ratio curve) where an earlier
-        // request of the thread started; its depth in the LRU stack of such blocks is kept.
-        let (kind, consumed) = self.streams.classify(&follows, seen.is_some());
+        // A re-use starts where an earlier request of the thread on its volume started (the
+        // request-keyed unit of libCacheSim's block traces); its depth in the LRU stack of such
+        // requests is kept.
+        let (kind, consumed) = self.streams.classify(&follows, before.is_some());
         heads.advance(consumed, offset + u64::from(size));
         if kind == Kind::New {
             self.alignment.add(offset);
+            self.hierarchy.fresh(&self.cur, offset);
         }
-        if let (Kind::Reuse, Some(depth)) = (kind, seen) {
-            self.reuse.add(depth);
+        if let (Kind::Reuse, Some((depth, class))) = (kind, before) {
+            self.reuse.add(op, depth, class);
         }
         self.stats.add(op, size, kind, gap);
+        self.by_volume
+            .entry(volume)
+            .or_default()
+            .add(op, size, kind, None);
         if gap.is_none() {
             self.hierarchy.start(&self.cur);
         } else {
@@ -105,16 +121,34 @@ impl ThreadPass<'_> {
 
     fn finish(mut self, t: &TraceView<'_>, rows: &[usize], reuse_on: bool) -> Learnt {
         self.hierarchy.start_by_occupancy(t, rows);
-        let overall_gap = if self.stats.gaps.is_empty() {
+        let gaps = self.stats.gaps.as_deref().unwrap_or(&[]);
+        let overall_gap = if gaps.is_empty() {
             Dist::Fixed { value_ns: 0.0 }
         } else {
-            gap_dist(&self.stats.gaps)
+            gap_dist(gaps)
         };
-        let defaults = self.stats.finish(&overall_gap);
-        let chain = self.hierarchy.build(&defaults.interarrival);
+        let defaults = self.stats.finish(Some(overall_gap));
+        let by_volume: FxHashMap<u32, Stats> = if self.by_volume.len() > 1 {
+            self.by_volume
+                .iter()
+                .map(|(&v, acc)| (v, acc.finish(None)))
+                .collect()
+        } else {
+            FxHashMap::default()
+        };
+        let (chain, rest) = self.hierarchy.build(&Fallback {
+            volumes: &by_volume,
+            thread: &defaults,
+        });
+        let mut volumes: Vec<VolumeStats> = rest
+            .into_iter()
+            .map(|(volume, stats)| VolumeStats { volume, stats })
+            .collect();
+        volumes.sort_by_key(|v| v.volume);
         Learnt {
             chain,
             defaults,
+            volumes,
             reuse: if reuse_on { self.reuse.finish() } else { None },
             streams: self.streams.finish(),
             alignment: self.alignment.finish(),

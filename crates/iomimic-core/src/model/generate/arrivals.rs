@@ -1,0 +1,363 @@
+//! When requests arrive, from a model's arrival process (see [`crate::model::Arrivals`]).
+//!
+//! ## Algorithm
+//! *Schedule*: requests per fine window. Over the trace's span they are the trace's counts
+//! (scaled by the model's rate where a mix changed it). Past its end the profile is extended a
+//! block (a coarse window's worth of fine windows) at a time: when the trace showed a period of
+//! P blocks, a block at phase φ gets the mean total of the trace's blocks at phase φ, spread
+//! over its windows as one of those blocks (drawn at random) spread its own; without a period
+//! it is a copy of a block of the trace drawn at random, so the distribution of the trace's
+//! block rates and of its windows inside them holds.
+//!
+//! *Times*: a window with one request gets it at a uniform point; one with c ≥ 2 draws its
+//! spread (the share of the window from its first to its last request) from its rate class's
+//! quantiles, a uniform lead before the first request, and c − 1 relative gaps from the class's
+//! gap chain (a class by the chain, then log-uniform within the class's octave); the gaps are
+//! scaled to fill the spread.
+//!
+//! ## Complexity
+//! O(windows + n), in parallel pieces; memory: the times (8 bytes a request).
+
+use super::super::sample::{Alias, Prng};
+use super::parallel::on_all_cores;
+use crate::model::{gap_bounds, Arrivals, RateClass, GAP_CLASSES};
+use crate::random::splitmix;
+
+/// Requests per piece of the parallel time draw.
+const TIMES_CHUNK: u64 = 1 << 16;
+
+/// Requests per fine window over the span to generate.
+pub(super) struct Schedule {
+    pub window_ns: u64,
+    pub counts: Vec<u32>,
+}
+
+impl Schedule {
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|&c| u64::from(c)).sum()
+    }
+}
+
+/// Rounds `x` up or down at random, keeping its expectation.
+fn round_random(x: f64, rng: &mut Prng) -> u32 {
+    let floor = x.floor();
+    (floor + f64::from(u8::from(rng.f64() < x - floor))) as u32
+}
+
+/// Extends the trace's counts block by block (see the module's algorithm).
+struct Extension<'a> {
+    counts: &'a [u32],
+    m: usize,
+    /// Totals of the trace's full blocks.
+    blocks: Vec<f64>,
+    period: Option<usize>,
+    /// With a period: the mean block total at each phase.
+    seasonal: Vec<f64>,
+}
+
+impl<'a> Extension<'a> {
+    fn new(a: &'a Arrivals) -> Self {
+        let m = a.block.max(1) as usize;
+        let blocks: Vec<f64> = a
+            .counts
+            .chunks_exact(m)
+            .map(|c| c.iter().map(|&x| f64::from(x)).sum())
+            .collect();
+        let period = a
+            .period_blocks
+            .map(|p| p as usize)
+            .filter(|&p| p >= 1 && p <= blocks.len());
+        let seasonal = period.map_or_else(Vec::new, |p| {
+            (0..p)
+                .map(|phase| {
+                    let at: Vec<f64> = blocks.iter().skip(phase).step_by(p).copied().collect();
+                    at.iter().sum::<f64>() / at.len().max(1) as f64
+                })
+                .collect()
+        });
+        Self {
+            counts: &a.counts,
+            m,
+            blocks,
+            period,
+            seasonal,
+        }
+    }
+
+    /// The windows of the block `b` blocks past the trace's first (b at or past its end).
+    fn block(&self, b: usize, rng: &mut Prng) -> Vec<u32> {
+        let nb = self.blocks.len();
+        if nb == 0 {
+            // a trace shorter than a block: repeat it
+            return self.counts.to_vec();
+        }
+        let (source, level) = match self.period {
+            Some(p) => {
+                let phase = b % p;
+                let cycles = (nb - phase).div_ceil(p);
+                let s = phase + p * rng.below(cycles as u64) as usize;
+                (s, self.seasonal[phase])
+            }
+            None => {
+                let s = rng.below(nb as u64) as usize;
+                (s, self.blocks[s])
+            }
+        };
+        let pattern = &self.counts[source * self.m..(source + 1) * self.m];
+        let total = self.blocks[source];
+        pattern
+            .iter()
+            .map(|&c| {
+                if total > 0.0 {
+                    round_random(f64::from(c) * level / total, rng)
+                } else {
+                    round_random(level / self.m as f64, rng)
+                }
+            })
+            .collect()
+    }
+}
+
+/// The schedule for `requests` (exactly that many) or for `span_ns` of model time, at the
+/// model's rate of `rate` requests per trace request counted (1 for a trained model).
+pub(super) fn schedule(
+    a: &Arrivals,
+    requests: Option<u64>,
+    span_ns: Option<u64>,
+    rate: f64,
+    seed: u64,
+) -> Schedule {
+    let mut rng = Prng::new(splitmix(seed ^ 0xa771_5a15));
+    let scaled: Vec<u32> = if (rate - 1.0).abs() < 1e-12 {
+        a.counts.clone()
+    } else {
+        a.counts
+            .iter()
+            .map(|&c| round_random(f64::from(c) * rate, &mut rng))
+            .collect()
+    };
+    let scaled_arrivals = Arrivals {
+        counts: scaled,
+        ..a.clone()
+    };
+    let ext = Extension::new(&scaled_arrivals);
+    let windows_wanted = span_ns.map(|s| s / a.window_ns + 1);
+    let mut counts: Vec<u32> = Vec::new();
+    let mut total = 0u64;
+    let mut next_block = scaled_arrivals.counts.len() / ext.m;
+    let mut pending: std::collections::VecDeque<u32> = scaled_arrivals.counts.iter().copied().collect();
+    // the trace's last, partial block is followed by whole extension blocks
+    loop {
+        if windows_wanted.is_some_and(|w| counts.len() as u64 >= w) || requests.is_some_and(|n| total >= n) {
+            break;
+        }
+        let Some(c) = pending.pop_front() else {
+            pending.extend(ext.block(next_block, &mut rng));
+            next_block += 1;
+            continue;
+        };
+        counts.push(c);
+        total += u64::from(c);
+    }
+    if let Some(n) = requests {
+        // the last window gives up what overshoots
+        let over = total.saturating_sub(n);
+        if let Some(last) = counts.last_mut() {
+            *last -= u32::try_from(over).unwrap_or(*last);
+        }
+    }
+    Schedule {
+        window_ns: a.window_ns,
+        counts,
+    }
+}
+
+/// A rate class made ready: spread quantiles, and per gap class the next class's sampler.
+struct ClassRt {
+    spread: Vec<f64>,
+    rows: Vec<Option<(Alias, Vec<u32>)>>,
+}
+
+impl ClassRt {
+    fn new(c: &RateClass) -> Self {
+        let mut by_from: Vec<Vec<(u32, f64)>> = vec![Vec::new(); GAP_CLASSES as usize + 1];
+        for t in &c.transitions {
+            by_from[t[0] as usize].push((t[1], f64::from(t[2])));
+        }
+        Self {
+            spread: c.spread.clone(),
+            rows: by_from
+                .into_iter()
+                .map(|row| {
+                    (!row.is_empty()).then(|| {
+                        let p: Vec<f64> = row.iter().map(|r| r.1).collect();
+                        (Alias::new(&p), row.iter().map(|r| r.0).collect())
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    fn spread(&self, rng: &mut Prng) -> f64 {
+        let q = &self.spread;
+        if q.len() == 1 {
+            return q[0];
+        }
+        let pos = rng.f64() * (q.len() - 1) as f64;
+        let i = pos as usize;
+        q[i] + (q[(i + 1).min(q.len() - 1)] - q[i]) * (pos - i as f64)
+    }
+
+    /// The next gap class after `from` (a window's first gap from the start row).
+    fn next(&self, from: u32, rng: &mut Prng) -> u32 {
+        let row = self.rows[from as usize]
+            .as_ref()
+            .or(self.rows[GAP_CLASSES as usize].as_ref());
+        match row {
+            Some((alias, to)) => to[alias.draw(rng)],
+            None => 21, // relative gap about 1: even spacing
+        }
+    }
+}
+
+/// The times (model ns, ascending) of the schedule's requests.
+pub(super) fn times(a: &Arrivals, s: &Schedule, seed: u64) -> Vec<u64> {
+    let classes: Vec<ClassRt> = a.classes.iter().map(ClassRt::new).collect();
+    let mins: Vec<u32> = a.classes.iter().map(|c| c.min_count).collect();
+    let mut out = vec![0u64; usize::try_from(s.total()).unwrap_or(0)];
+    // pieces of whole windows, each about TIMES_CHUNK requests
+    let mut pieces = Vec::new();
+    let mut rest: &mut [u64] = &mut out;
+    let (mut from, mut taken) = (0usize, 0u64);
+    for (j, &c) in s.counts.iter().enumerate() {
+        taken += u64::from(c);
+        if taken >= TIMES_CHUNK || j + 1 == s.counts.len() {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(taken as usize);
+            pieces.push((from, j + 1, head));
+            rest = tail;
+            from = j + 1;
+            taken = 0;
+        }
+    }
+    on_all_cores(pieces, |(first, last, slots)| {
+        let mut k = 0;
+        for j in first..last {
+            let c = s.counts[j] as usize;
+            if c == 0 {
+                continue;
+            }
+            let mut rng = Prng::new(splitmix(seed ^ splitmix(j as u64)));
+            let class = &classes[mins.partition_point(|&m| m as usize <= c).saturating_sub(1)];
+            window(
+                class,
+                j as u64 * s.window_ns,
+                s.window_ns,
+                &mut slots[k..k + c],
+                &mut rng,
+            );
+            if j == 0 {
+                // the trace's windows start at its first request: so do the generated ones
+                let lead = slots[0];
+                for t in &mut slots[..c] {
+                    *t -= lead;
+                }
+            }
+            k += c;
+        }
+    });
+    out
+}
+
+/// Fills `slots` with the times of a window starting at `start`.
+fn window(class: &ClassRt, start: u64, width: u64, slots: &mut [u64], rng: &mut Prng) {
+    let w = width as f64;
+    if slots.len() == 1 {
+        slots[0] = start + (rng.f64() * w) as u64;
+        return;
+    }
+    let spread = class.spread(rng).clamp(0.0, 1.0);
+    let lead = rng.f64() * (1.0 - spread) * w;
+    // cumulative relative gaps, in the slots as f64 bits until scaled
+    let mut from = GAP_CLASSES;
+    let mut sum = 0.0f64;
+    let mut cum = Vec::with_capacity(slots.len());
+    cum.push(0.0);
+    for _ in 1..slots.len() {
+        let k = class.next(from, rng);
+        from = k;
+        let x = if k == 0 {
+            0.0
+        } else {
+            let (lo, hi) = gap_bounds(k);
+            lo * (hi / lo).powf(rng.f64())
+        };
+        sum += x;
+        cum.push(sum);
+    }
+    let scale = if sum > 0.0 { spread * w / sum } else { 0.0 };
+    for (slot, c) in slots.iter_mut().zip(cum) {
+        *slot = start + (lead + c * scale).min(w - 1.0).max(0.0) as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrivals(counts: Vec<u32>, block: u32, period: Option<u32>) -> Arrivals {
+        Arrivals {
+            window_ns: 1000,
+            counts,
+            block,
+            period_blocks: period,
+            classes: vec![RateClass {
+                min_count: 1,
+                spread: vec![0.5],
+                transitions: vec![[GAP_CLASSES, 21, 1], [21, 21, 1]],
+            }],
+        }
+    }
+
+    #[test]
+    fn the_trace_comes_first_then_its_blocks() {
+        let a = arrivals(vec![1, 2, 3, 4, 5, 6], 2, None);
+        let s = schedule(&a, Some(30), None, 1.0, 1);
+        assert_eq!(&s.counts[..6], &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(s.total(), 30);
+        // then whole blocks of the trace, [1, 2], [3, 4] or [5, 6]
+        assert!(
+            matches!(&s.counts[6..8], [1, 2] | [3, 4] | [5, 6]),
+            "{:?}",
+            s.counts
+        );
+        // by span: 10 windows of 1000 ns
+        let s = schedule(&a, None, Some(9_999), 1.0, 1);
+        assert_eq!(s.counts.len(), 10);
+        // fewer requests than the trace: its first windows
+        assert_eq!(schedule(&a, Some(4), None, 1.0, 1).counts, [1, 2, 1]);
+    }
+
+    #[test]
+    fn a_period_extends_by_its_phase() {
+        // period 2 blocks of one window: high, low, high, low
+        let a = arrivals(vec![100, 10, 100, 10, 100, 10], 1, Some(2));
+        let s = schedule(&a, None, Some(11_999), 1.0, 3);
+        assert_eq!(&s.counts[6..], &[100, 10, 100, 10, 100, 10]);
+    }
+
+    #[test]
+    fn times_stay_in_their_windows_and_in_order() {
+        let a = arrivals(vec![3, 0, 5, 1], 1, None);
+        let s = schedule(&a, None, Some(3_999), 1.0, 1);
+        let t = times(&a, &s, 9);
+        assert_eq!(t.len(), 9);
+        assert!(t.windows(2).all(|w| w[0] <= w[1]));
+        let per_window: Vec<usize> = (0..4)
+            .map(|j| t.iter().filter(|&&x| x / 1000 == j).count())
+            .collect();
+        assert_eq!(per_window, [3, 0, 5, 1]);
+        // spread 0.5: a window's requests lie within half of it
+        let w2: Vec<u64> = t.iter().copied().filter(|&x| x / 1000 == 2).collect();
+        assert!(w2[4] - w2[0] <= 500, "{w2:?}");
+    }
+}

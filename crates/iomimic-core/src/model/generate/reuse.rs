@@ -1,0 +1,158 @@
+//! The reuse extension while generating: which earlier request a re-use repeats.
+//!
+//! ## Algorithm
+//! Requests are kept on one LRU stack per top-level state and class (op × size class, as
+//! training keeps them); a request touched again moves to the stack of its new class. A re-use
+//! by an op draws the class it re-uses (by that op's shares), a depth from that class's
+//! histogram (a quarter-octave bucket, then log-uniform inside it), and repeats the request at
+//! that depth of that class's stack in the top-level state the walk is in. A depth past what the stack holds yet (early in a run) is drawn again; after
+//! [`REUSE_DRAWS`] draws the request is placed afresh. Version 1 models (one histogram of
+//! start-block depths) use one stack for all requests.
+//!
+//! ## Complexity
+//! O(log n) a request (a Fenwick tree per stack), 12 bytes a request.
+//!
+//! ## References
+//! Thiébaut, Wolf & Stone, "Synthetic traces for trace-driven simulation of cache memories"
+//! (1992): generating by LRU stack depth.
+
+use super::super::sample::{Alias, Prng, ReuseSampler};
+use crate::analyze::lru_stack::GenStack;
+use crate::model::{request_class, Reuse, REQUEST_CLASSES};
+
+/// Draws of a reuse depth before a reuse gives up and places its request afresh.
+pub const REUSE_DRAWS: usize = 8;
+
+/// One op's re-use classes: which to re-use, and each one's stack and depth sampler.
+struct OpClasses {
+    pick: Alias,
+    classes: Vec<(usize, ReuseSampler)>,
+}
+
+/// A thread's reuse extension made ready to sample from.
+pub(super) struct ReuseRt {
+    per_op: [Option<OpClasses>; 2],
+    /// One stack per top-level state and request class (version 2), or one for all (version 1).
+    classed: bool,
+    /// Top-level states (stack groups) of a classed walk.
+    groups: usize,
+    /// Share of fresh placements kept past the trained length.
+    pub tail_fresh: f64,
+}
+
+impl ReuseRt {
+    pub fn new(r: &Reuse, groups: usize) -> Self {
+        let classed = !r.classes.is_empty();
+        let per_op = [0u8, 1].map(|op| {
+            if !classed {
+                // version 1: both ops re-use from the one stack by the one histogram
+                return Some(OpClasses {
+                    pick: Alias::new(&[1.0]),
+                    classes: vec![(0, ReuseSampler::from_buckets(&r.buckets))],
+                });
+            }
+            let mine: Vec<_> = r.classes.iter().filter(|c| c.op == op).collect();
+            (!mine.is_empty()).then(|| OpClasses {
+                pick: Alias::new(&mine.iter().map(|c| c.p).collect::<Vec<_>>()),
+                classes: mine
+                    .iter()
+                    .map(|c| {
+                        let stack = usize::from(request_class(c.last_op, c.max_size, c.again));
+                        (stack, ReuseSampler::from_buckets(&c.buckets))
+                    })
+                    .collect(),
+            })
+        });
+        Self {
+            per_op,
+            classed,
+            groups: if classed { groups.max(1) } else { 1 },
+            tail_fresh: r.tail_fresh.unwrap_or(1.0),
+        }
+    }
+
+    fn stacks(&self) -> usize {
+        if self.classed {
+            REQUEST_CLASSES * self.groups
+        } else {
+            1
+        }
+    }
+
+    /// The stack of a request of `op` and `size` in top-level state `group`.
+    #[inline]
+    fn stack_of(&self, op: u8, size: u32, again: bool, group: usize) -> usize {
+        if self.classed {
+            group * REQUEST_CLASSES + usize::from(request_class(op, size, again))
+        } else {
+            0
+        }
+    }
+
+    /// The first stack of top-level state `group`.
+    #[inline]
+    fn group_base(&self, group: usize) -> usize {
+        if self.classed {
+            group * REQUEST_CLASSES
+        } else {
+            0
+        }
+    }
+}
+
+/// The stacks of one walk.
+pub(super) struct ReuseState {
+    /// Made when first used (most states' classes stay empty).
+    stacks: Vec<Option<GenStack>>,
+    /// Per stack: the request (its index in the walk) of each of its touch times.
+    requests: Vec<Vec<u32>>,
+    /// Per request: its stack and its touch time there.
+    slot: Vec<(u32, u32)>,
+}
+
+impl ReuseState {
+    pub fn new(rt: &ReuseRt, count: u64) -> Self {
+        let n = usize::try_from(count).unwrap_or(0);
+        let k = rt.stacks();
+        Self {
+            stacks: (0..k).map(|_| None).collect(),
+            requests: (0..k).map(|_| Vec::new()).collect(),
+            slot: Vec::with_capacity(n),
+        }
+    }
+
+    /// The earlier request (its index in the walk) a re-use by `op` in top-level state `group`
+    /// repeats, if a depth is found within what the stacks hold.
+    #[inline]
+    pub fn pick(&self, rt: &ReuseRt, op: u8, group: usize, rng: &mut Prng) -> Option<usize> {
+        let classes = rt.per_op[usize::from(op.min(1))].as_ref()?;
+        let base = rt.group_base(group);
+        for _ in 0..REUSE_DRAWS {
+            let (stack, depth) = &classes.classes[classes.pick.draw(rng)];
+            let d = depth.draw(rng);
+            let s = base + *stack;
+            if let Some(at) = self.stacks[s].as_ref().and_then(|st| st.at_depth(d)) {
+                return Some(self.requests[s][at] as usize);
+            }
+        }
+        None
+    }
+
+    /// The next request of the walk, of `op` and `size` in top-level state `group`, re-touching
+    /// request `retouch` if it repeats one.
+    #[inline]
+    pub fn record(&mut self, rt: &ReuseRt, op: u8, size: u32, group: usize, retouch: Option<usize>) {
+        if let Some(p) = retouch {
+            let (stack, time) = self.slot[p];
+            if let Some(st) = self.stacks[stack as usize].as_mut() {
+                st.forget(time as usize);
+            }
+        }
+        let s = rt.stack_of(op, size, retouch.is_some(), group);
+        let time = self.stacks[s].get_or_insert_with(|| GenStack::new(0)).push(None);
+        debug_assert_eq!(time, self.requests[s].len());
+        self.requests[s].push(u32::try_from(self.slot.len()).unwrap_or(u32::MAX));
+        self.slot
+            .push((s as u32, u32::try_from(time).unwrap_or(u32::MAX)));
+    }
+}
