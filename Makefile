@@ -76,7 +76,8 @@ bench: install
 
 ## fuzz: every trace reader against many mutated real samples (the test run does a few dozen)
 fuzz:
-	PROPTEST_CASES=$${PROPTEST_CASES:-20000} cargo test --release -p iomimic-core --test it fuzz -- --nocapture
+	PROPTEST_CASES=$${PROPTEST_CASES:-20000} PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
+		cargo test --release -p iomimic-core --test it fuzz -- --nocapture
 
 clean:
 	rm -rf target $(VENV)
