@@ -10,7 +10,10 @@ use crate::errors::{to_py as err_to_py, InputError};
 /// [(name, description)] of every study.
 #[pyfunction]
 pub fn study_table() -> Vec<(&'static str, &'static str)> {
-    study::STUDIES.iter().map(|s| (s.name(), s.description())).collect()
+    study::STUDIES
+        .iter()
+        .map(|s| (s.name(), s.description()))
+        .collect()
 }
 
 /// Runs study `name` on a workload with `options` (JSON text: the study's own fields);

@@ -36,6 +36,7 @@ fn default_policies() -> Vec<String> {
 fn default_ssd_bytes() -> u64 {
     8_000_000_000
 }
+#[allow(clippy::unnecessary_wraps)] // serde's default of an optional field
 fn default_block() -> Option<u64> {
     Some(4096)
 }
@@ -181,7 +182,9 @@ impl Study for SsdCache {
 
 fn check(o: &Options) -> Result<()> {
     if o.cache_bytes.is_empty() || o.cache_bytes.contains(&0) {
-        return Err(Error::Usage("`cache_bytes`: give at least one positive size".into()));
+        return Err(Error::Usage(
+            "`cache_bytes`: give at least one positive size".into(),
+        ));
     }
     if o.policies.is_empty() {
         return Err(Error::Usage("`policies`: give at least one".into()));
@@ -193,7 +196,9 @@ fn check(o: &Options) -> Result<()> {
         )));
     }
     if o.block_bytes == Some(0) || o.ssd_bytes == 0 {
-        return Err(Error::Usage("`block_bytes` and `ssd_bytes` must be positive".into()));
+        return Err(Error::Usage(
+            "`block_bytes` and `ssd_bytes` must be positive".into(),
+        ));
     }
     Ok(())
 }
@@ -267,6 +272,7 @@ fn to_trace(t: &TraceView<'_>) -> Trace {
 fn scale(t: &TraceView<'_>, intensity: f64) -> Trace {
     let mut out = to_trace(t);
     let first = t.ts_ns.first().copied().unwrap_or(0);
+    #[allow(clippy::float_cmp)] // exactly 1 leaves times as recorded
     if intensity != 1.0 {
         for ts in &mut out.ts_ns {
             // times are non-negative and the intensity positive
@@ -305,7 +311,9 @@ fn study_workload(
     let base_perf = perf(t, &base);
     let keying = o.block_bytes.map_or(Keying::Requests, Keying::Blocks);
     let lru_depths = match keying {
-        Keying::Blocks(b) if policies.iter().any(|p| p.name == "lru") => Some(tiers::lru_depths(t, b, o.write_policy)),
+        Keying::Blocks(b) if policies.iter().any(|p| p.name == "lru") => {
+            Some(tiers::lru_depths(t, b, o.write_policy))
+        }
         _ => None,
     };
     let mut runs = Vec::new();

@@ -180,6 +180,7 @@ pub fn replay_hits(
             Keying::Blocks(block) => {
                 let v = volume_key(t.volume[i]);
                 // every block is accessed (a miss admits it) even after the first miss
+                #[allow(clippy::unnecessary_fold)] // `all` would stop at the first miss
                 blocks(t, i, block).fold(true, |all, b| cache.access(b ^ v, block) && all)
             }
         };
@@ -206,6 +207,9 @@ struct TierTrace {
     owner: Vec<Option<usize>>,
 }
 
+/// Each I/O's request (if any), issue and latency, and the tier's energy.
+type TierTimes = (Vec<Option<usize>>, Vec<u64>, Vec<u64>, Option<f64>);
+
 impl TierTrace {
     fn new(volumes: &[String]) -> Self {
         Self {
@@ -229,7 +233,7 @@ impl TierTrace {
     }
 
     /// Simulates the tier; returns each I/O's (issue, latency) and the tier's energy.
-    fn simulate(mut self, config: &Config) -> Result<(Vec<Option<usize>>, Vec<u64>, Vec<u64>, Option<f64>)> {
+    fn simulate(mut self, config: &Config) -> Result<TierTimes> {
         if self.trace.is_empty() {
             return Ok((Vec::new(), Vec::new(), Vec::new(), None));
         }
@@ -269,7 +273,12 @@ pub fn baseline(t: &TraceView<'_>, backend: &Config) -> Result<TierRun> {
 
 fn span_of(arrivals: &[u64], latency: &[u64]) -> u64 {
     let first = arrivals.first().copied().unwrap_or(0);
-    let last = arrivals.iter().zip(latency).map(|(&a, &l)| a + l).max().unwrap_or(first);
+    let last = arrivals
+        .iter()
+        .zip(latency)
+        .map(|(&a, &l)| a + l)
+        .max()
+        .unwrap_or(first);
     last - first
 }
 
@@ -391,19 +400,35 @@ mod tests {
         // a 4 KiB read, five reads elsewhere, then the first again: on an idle disk (its own
         // track buffer off, so only the SSD cache can serve a repeat) with an SSD cache
         let ts: Vec<u64> = (0..7).map(|i| i * 100_000_000).collect();
-        let far: Vec<u64> = [1u64, 50, 100, 150, 200, 250, 1].iter().map(|g| g << 30).collect();
+        let far: Vec<u64> = [1u64, 50, 100, 150, 200, 250, 1]
+            .iter()
+            .map(|g| g << 30)
+            .collect();
         let t = reads(&ts, &far, 4096);
-        let text = crate::sim::PRESETS[0].1.replace("read_ahead = true", "read_ahead = false");
+        let text = crate::sim::PRESETS[0]
+            .1
+            .replace("read_ahead = true", "read_ahead = false");
         let backend = Config::from_toml(&text).unwrap();
         let ssd = Config::preset("ssd-sata").unwrap();
         let lru = policy("lru").unwrap();
-        let hits = replay_hits(&t.view(), lru, 1 << 20, Keying::Blocks(4096), WritePolicy::ReadOnly);
+        let hits = replay_hits(
+            &t.view(),
+            lru,
+            1 << 20,
+            Keying::Blocks(4096),
+            WritePolicy::ReadOnly,
+        );
         assert_eq!(hits.hit, [false, false, false, false, false, false, true]);
         let run = tiered(&t.view(), &hits, WritePolicy::ReadOnly, &backend, &ssd).unwrap();
         let base = baseline(&t.view(), &backend).unwrap();
         // the misses cost what the disk alone costs; the hit far less
         assert_eq!(run.latency_ns[..6], base.latency_ns[..6]);
-        assert!(run.latency_ns[6] * 10 < base.latency_ns[6], "{:?} {:?}", run.latency_ns, base.latency_ns);
+        assert!(
+            run.latency_ns[6] * 10 < base.latency_ns[6],
+            "{:?} {:?}",
+            run.latency_ns,
+            base.latency_ns
+        );
     }
 
     #[test]
@@ -413,7 +438,13 @@ mod tests {
         let backend = Config::preset("hdd-7200").unwrap();
         let ssd = Config::preset("ssd-sata").unwrap();
         let lru = policy("lru").unwrap();
-        let through = replay_hits(&t.view(), lru, 1 << 20, Keying::Blocks(4096), WritePolicy::WriteThrough);
+        let through = replay_hits(
+            &t.view(),
+            lru,
+            1 << 20,
+            Keying::Blocks(4096),
+            WritePolicy::WriteThrough,
+        );
         let wt = tiered(&t.view(), &through, WritePolicy::WriteThrough, &backend, &ssd).unwrap();
         let wb = tiered(&t.view(), &through, WritePolicy::WriteBack, &backend, &ssd).unwrap();
         let base = baseline(&t.view(), &backend).unwrap();
