@@ -30,7 +30,6 @@
 //! Ruemmler & Wilkes, "An introduction to disk drive modeling" (IEEE Computer, 1994);
 //! Worthington et al., "On-line extraction of SCSI disk drive parameters" (1995).
 
-
 use serde::{Deserialize, Serialize};
 
 use self::dirty::Dirty;
@@ -503,6 +502,7 @@ impl Device for Hdd {
                 ("destages", self.destages),
                 ("spin_ups", self.spin_ups),
             ]),
+            ..Report::default()
         }
     }
 }

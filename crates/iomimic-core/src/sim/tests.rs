@@ -192,6 +192,8 @@ fn with_controller(prefetch_min_kib: u64) -> Config {
             prefetch_min_kib,
             prefetch_max_kib: 1024,
             prefetch_multiple: 0.0,
+            command_us: 0.0,
+            max_mb_s: None,
         }),
         ..disk(false)
     }
