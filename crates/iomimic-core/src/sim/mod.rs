@@ -48,6 +48,9 @@ pub enum Scheduler {
     Fifo,
     /// Shortest seek first (the elevator's greedy form).
     Sstf,
+    /// Shortest positioning time first: seek and rotational wait, as drives with command
+    /// queueing order their queue (among the oldest 32, a drive's command queue).
+    Sptf,
 }
 
 /// Faults to inject (for studies of early error detection). Each I/O draws independently.
