@@ -152,3 +152,38 @@ fn collection_is_work_random_rewrites_of_a_full_drive_hit_a_cliff_sequential_one
     assert!(wa < 1.05 && f.counter("gc_erases") > 100, "{wa} {:?}", f.counters);
     assert!(late > 0.8 * early, "in order: {early:.0} then {late:.0} IOPS");
 }
+
+/// `n` random `size`-byte requests over the first `span` bytes, reads with probability
+/// `reads`, arriving `gap_ns` apart on average (exponential gaps; 0: all at once).
+fn random_trace(n: usize, size: u32, span: u64, reads: f64, gap_ns: f64, seed: u64) -> Trace {
+    let mut rng = Prng::new(seed);
+    let mut t = 0.0;
+    let mut ts = Vec::with_capacity(n);
+    let mut offsets = Vec::with_capacity(n);
+    let mut ops = Vec::with_capacity(n);
+    for _ in 0..n {
+        t += -gap_ns * (1.0 - rng.f64()).ln();
+        ts.push(t as u64);
+        offsets.push(rng.below(span / u64::from(size)) * u64::from(size));
+        ops.push(if rng.f64() < reads { Op::Read } else { Op::Write });
+    }
+    trace(&ts, &offsets, &vec![size; n], &ops)
+}
+
+#[test]
+fn mqsim_default_random_reads_scale_as_mqsim_s() {
+    // closed-loop 4 KiB random reads over the written 70 % of MQSim's default drive: MQSim
+    // gives 11.2 k, 78.1 k and 191.9 k IOPS at depths 1, 8 and 32. By hand at depth 1: 75 µs
+    // on the die, 12.3 µs for 4 KiB on a 333 MB/s channel, 2.6 µs on the 1.6 GB/s link:
+    // 1 / 89.9 µs = 11.1 k IOPS
+    let c = Config::preset("mqsim-default").unwrap();
+    let span = (c.device.spec().capacity_bytes() as f64 * 0.7) as u64;
+    let t = random_trace(20_000, 4096, span, 1.0, 0.0, 2);
+    for (depth, mqsim) in [(1, 11.2e3), (8, 78.1e3), (32, 191.9e3)] {
+        let iops = run(&c, &t, Some(depth)).figures.iops;
+        assert!(
+            (iops / mqsim - 1.0).abs() < 0.15,
+            "depth {depth}: {iops:.0} IOPS, MQSim {mqsim}"
+        );
+    }
+}
