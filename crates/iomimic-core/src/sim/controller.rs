@@ -61,7 +61,7 @@ impl BlockCache {
 
 /// The controller's view of sequential read streams, for prefetching. A read miss that lands
 /// at most `prefetch_max` past the end of a tracked stream's data continues that stream (a
-/// jump within the window still counts, as seed 004's arrays treat pseudo-sequential runs),
+/// jump within the window still counts, as the FC-60 paper's (Keeton et al.) arrays treat pseudo-sequential runs),
 /// and the stream's prefetch doubles up to the maximum; any other miss starts a stream at the
 /// minimum. So jumps shorter than the maximum end up inside prefetched data.
 #[derive(Default)]
@@ -73,9 +73,11 @@ pub(super) struct Streams {
 const TRACKED_STREAMS: usize = 16;
 
 impl Streams {
-    /// How far to read ahead of a miss at `offset..end`.
+    /// How far to read ahead of a miss at `offset..end`. With no minimum (`first` 0) a new
+    /// stream reads nothing ahead, but one that continues reads ahead twice its request, then
+    /// doubles: an array detects sequential streams whatever its minimum prefetch.
     pub(super) fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64) -> u64 {
-        if first == 0 {
+        if max == 0 {
             return 0;
         }
         let found = self
@@ -85,13 +87,26 @@ impl Streams {
         let ahead = match found {
             Some(k) => {
                 let (_, previous) = self.tracked.remove(k).expect("found");
-                (previous * 2).clamp(first, max)
+                (previous.max(end - offset) * 2).clamp(first, max)
             }
             None => first,
         };
         self.tracked.push_front((end + ahead, ahead));
         self.tracked.truncate(TRACKED_STREAMS);
         ahead
+    }
+
+    /// A read up to `end` inside a stream's prefetched data: once less than half a prefetch
+    /// is left ahead of it, the stream reads on, twice as far (up to `max`); returns where
+    /// from and how far.
+    pub(super) fn extend(&mut self, end: u64, max: u64) -> Option<(u64, u64)> {
+        let k = self.tracked.iter().position(|&(stream_end, ahead)| {
+            ahead > 0 && end <= stream_end && stream_end - end < ahead / 2
+        })?;
+        let (stream_end, ahead) = self.tracked[k];
+        let ahead = (ahead * 2).min(max);
+        self.tracked[k] = (stream_end + ahead, ahead);
+        Some((stream_end, ahead))
     }
 }
 
@@ -122,7 +137,18 @@ mod tests {
         assert_eq!(s.prefetch(300 * kib, 304 * kib, 64 * kib, max), 256 * kib);
         // 2 MiB away: a new stream, back to the minimum
         assert_eq!(s.prefetch(3 << 20, (3 << 20) + 4 * kib, 64 * kib, max), 64 * kib);
-        // no minimum, no prefetch
+        // no minimum: nothing ahead of a new stream; its next read (within the window)
+        // reads twice its size ahead, then doubling
+        let mut s = Streams::default();
         assert_eq!(s.prefetch(0, 4 * kib, 0, max), 0);
+        assert_eq!(s.prefetch(4 * kib, 8 * kib, 0, max), 8 * kib);
+        assert_eq!(s.prefetch(16 * kib, 20 * kib, 0, max), 16 * kib);
+        // a read past half of the 16 KiB read ahead (to 36 KiB) reads on from there
+        assert_eq!(s.extend(26 * kib, max), None);
+        assert_eq!(s.extend(30 * kib, max), Some((36 * kib, 32 * kib)));
+        assert_eq!(s.extend(30 * kib, max), None);
+        assert_eq!(s.extend(60 * kib, 40 * kib), Some((68 * kib, 40 * kib)));
+        // no maximum, no prefetch
+        assert_eq!(Streams::default().prefetch(0, 4 * kib, 64 * kib, 0), 0);
     }
 }

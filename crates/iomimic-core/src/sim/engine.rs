@@ -93,6 +93,9 @@ struct Run<'t, 'v> {
     streams: Streams,
     /// read ranges to cache, from requests whose device reads completed
     fills: Vec<(u64, u64)>,
+    /// prefetches under way: (range start, end, request, the reads waiting for its data); a
+    /// read inside one waits for it rather than reading the disks again (a few streams' worth)
+    prefetching: Vec<(u64, u64, usize, Vec<usize>)>,
     faults: Option<Faults>,
     /// a shared back-end bus (bytes per ns): each device I/O's data crosses it in turn
     bus_rate: Option<f64>,
@@ -148,6 +151,7 @@ impl<'t, 'v> Run<'t, 'v> {
             cache: config.controller.as_ref().map(|c| BlockCache::new(c.cache_mib)),
             streams: Streams::default(),
             fills: Vec::new(),
+            prefetching: Vec::new(),
             faults: config.faults.clone(),
             bus_rate: config
                 .array
@@ -361,8 +365,23 @@ impl<'t, 'v> Run<'t, 'v> {
             if !write && cache.hit(offset, size) {
                 self.cache_hits += 1;
                 self.reqs[i].arrival = now;
-                let done = ready + c.hit_us * 1e3;
+                // the controller moves a hit's data out of its cache itself, one at a time
+                let done = ready.max(self.controller_free) + c.hit_us * 1e3;
+                self.controller_free = done;
                 self.at(done, Event::Finish(i));
+                self.keep_ahead(offset + u64::from(size), now, ready);
+                return;
+            }
+            let end = offset + u64::from(size);
+            if let Some(p) = self
+                .prefetching
+                .iter_mut()
+                .find(|p| !write && p.0 <= offset && end <= p.1)
+            {
+                // its data is on its way from the disks: served as a hit once it is in
+                p.3.push(i);
+                self.reqs[i].arrival = now;
+                self.keep_ahead(end, now, ready);
                 return;
             }
             if write && c.write_back {
@@ -375,7 +394,6 @@ impl<'t, 'v> Run<'t, 'v> {
                 let first = ((f64::from(size) * c.prefetch_multiple) as u64)
                     .max(c.prefetch_min_kib * 1024)
                     .min(c.prefetch_max_kib * 1024);
-                let end = offset + u64::from(size);
                 let ahead = self
                     .streams
                     .prefetch(offset, end, first, c.prefetch_max_kib * 1024);
@@ -389,10 +407,45 @@ impl<'t, 'v> Run<'t, 'v> {
         self.request(i, now, ready, phases, background, fill);
         // the prefetch reads in the background, behind the request: it waits only for its data
         if let Some((from, ahead)) = prefetch {
-            let length = u32::try_from(ahead).unwrap_or(u32::MAX);
-            let phases = self.layout.map(from, length, false, &mut self.turn);
-            self.reqs.push(Req::default());
-            self.request(self.reqs.len() - 1, now, ready, phases, true, Some((from, ahead)));
+            self.prefetch(from, ahead, now, ready);
+        }
+    }
+
+    /// Reads `ahead` bytes from `from` into the cache in the background, from `ready` on.
+    fn prefetch(&mut self, from: u64, ahead: u64, now: f64, ready: f64) {
+        let length = u32::try_from(ahead).unwrap_or(u32::MAX);
+        let phases = self.layout.map(from, length, false, &mut self.turn);
+        self.reqs.push(Req::default());
+        let r = self.reqs.len() - 1;
+        self.prefetching.push((from, from + ahead, r, Vec::new()));
+        self.request(r, now, ready, phases, true, Some((from, ahead)));
+    }
+
+    /// A read served from prefetched data up to `end`: when its stream has used half of what
+    /// was read ahead, the next prefetch starts, so a stream keeps finding its data in cache.
+    fn keep_ahead(&mut self, end: u64, now: f64, ready: f64) {
+        let max = self.controller.map_or(0, |c| c.prefetch_max_kib * 1024);
+        if let Some((from, ahead)) = self.streams.extend(end, max) {
+            let ahead = ahead.min(self.capacity.saturating_sub(from));
+            if ahead > 0 {
+                self.prefetch(from, ahead, now, ready);
+            }
+        }
+    }
+
+    /// Prefetch request `r` has its data in the cache at `now`: the reads waiting for it are
+    /// served as hits, one at a time by the controller.
+    fn prefetched(&mut self, r: usize, now: f64) {
+        let Some(k) = self.prefetching.iter().position(|p| p.2 == r) else {
+            return;
+        };
+        let (_, _, _, waiting) = self.prefetching.swap_remove(k);
+        let hit = self.controller.map_or(0.0, |c| c.hit_us * 1e3);
+        for i in waiting {
+            self.cache_hits += 1;
+            let done = now.max(self.controller_free) + hit;
+            self.controller_free = done;
+            self.at(done, Event::Finish(i));
         }
     }
 
@@ -433,10 +486,14 @@ impl<'t, 'v> Run<'t, 'v> {
             return None;
         }
         req.phases = Vec::new();
+        let background = req.background;
         if let Some(range) = req.fill.take() {
             self.fills.push(range);
+            if background {
+                self.prefetched(r, now);
+            }
         }
-        (!req.background).then_some(r)
+        (!background).then_some(r)
     }
 
     /// Runs the trace through: every request issued (at its arrival, or as others complete in

@@ -98,7 +98,7 @@ pub struct Controller {
     #[serde(default)]
     pub mirror_us: f64,
     /// A read miss also reads ahead `prefetch_multiple` × its size, at least `prefetch_min_kib`
-    /// and at most `prefetch_max_kib` (seed 004's per-request minimum and maximum prefetch).
+    /// and at most `prefetch_max_kib` (the FC-60 paper's per-request minimum and maximum prefetch).
     #[serde(default)]
     pub prefetch_min_kib: u64,
     #[serde(default)]
@@ -106,10 +106,10 @@ pub struct Controller {
     #[serde(default)]
     pub prefetch_multiple: f64,
     /// Time the controller spends on each request's command, one at a time: it caps the
-    /// requests per second (seed 004's FC-60 tops out at 11,000 per controller).
+    /// requests per second (the FC-60 paper, Keeton et al., tops out at 11,000 per controller).
     #[serde(default)]
     pub command_us: f64,
-    /// The controller's data path, shared by every request's data (seed 004: 84 MB/s at most).
+    /// The controller's data path, shared by every request's data (the FC-60 paper: 84 MB/s at most).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_mb_s: Option<f64>,
 }
@@ -289,7 +289,7 @@ fn read_device(mut table: toml::Table, kinds: &[&DeviceKind]) -> std::result::Re
 }
 
 /// Built-in device files. The FC-60 disks are 18 GB 10,000 rpm drives of their day; the TPC
-/// server's 28 disks are 15,000 rpm drives in RAID 1+0 (seed 003).
+/// server's 28 disks are 15,000 rpm drives in RAID 1+0 (Delimitrou et al.'s TPC paper).
 pub const PRESETS: [(&str, &str); 7] = [
     ("hdd-7200", include_str!("presets/hdd-7200.toml")),
     ("hdd-15k", include_str!("presets/hdd-15k.toml")),
