@@ -24,7 +24,9 @@ def register(subparsers) -> None:
     p.add_argument("--config", help="a device file (TOML; see docs/simulate.md)")
     p.add_argument("--iodepth", type=int, help="closed loop with this many outstanding (default: open loop)")
     p.add_argument("--intensity", type=float, default=1.0, help="divide trace times by this (open loop)")
-    p.add_argument("--scheduler", choices=["fifo", "sstf", "sptf"], help="override the device file's disk scheduler")
+    p.add_argument(
+        "--scheduler", choices=["fifo", "sstf", "sptf"], help="override the device file's disk scheduler"
+    )
     p.add_argument(
         "-o", "--output", help="write the trace with simulated latencies (.parquet, .csv or .csv.gz)"
     )

@@ -66,16 +66,24 @@ impl BlockCache {
 /// minimum. So jumps shorter than the maximum end up inside prefetched data.
 #[derive(Default)]
 pub(super) struct Streams {
-    /// (end of the data read, current prefetch), most recent first
-    tracked: VecDeque<(u64, u64)>,
+    /// (end of the data read, current prefetch, reads that continued it), most recent first
+    tracked: VecDeque<(u64, u64, u32)>,
 }
 
-const TRACKED_STREAMS: usize = 16;
+/// Streams the controller follows at once: past 8, interleaved streams push each other out
+/// (the FC-60 paper saw service times rise past about 10).
+const TRACKED_STREAMS: usize = 8;
+
+/// With no minimum prefetch, reads that must continue a stream strictly sequentially before
+/// it is read ahead of (the paper: array prefetching is effective for strictly sequential
+/// workloads; runs with jumps gain only from a forced minimum).
+const DETECT_AFTER: u32 = 4;
 
 impl Streams {
     /// How far to read ahead of a miss at `offset..end`. With no minimum (`first` 0) a new
-    /// stream reads nothing ahead, but one that continues reads ahead twice its request, then
-    /// doubles: an array detects sequential streams whatever its minimum prefetch.
+    /// stream reads nothing ahead, but one that has continued `DETECT_AFTER` times reads
+    /// ahead twice its request, then doubles: an array detects sequential streams whatever
+    /// its minimum prefetch.
     pub(super) fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64) -> u64 {
         if max == 0 {
             return 0;
@@ -83,15 +91,23 @@ impl Streams {
         let found = self
             .tracked
             .iter()
-            .position(|&(stream_end, _)| offset >= stream_end && offset - stream_end <= max);
-        let ahead = match found {
+            .position(|&(stream_end, _, _)| offset >= stream_end && offset - stream_end <= max);
+        let (ahead, run) = match found {
             Some(k) => {
-                let (_, previous) = self.tracked.remove(k).expect("found");
-                (previous.max(end - offset) * 2).clamp(first, max)
+                let (stream_end, previous, run) = self.tracked.remove(k).expect("found");
+                // only strictly sequential reads count towards detecting a stream
+                let run = if offset == stream_end { run + 1 } else { 0 };
+                let detected = first > 0 || run >= DETECT_AFTER;
+                let ahead = if detected {
+                    (previous.max(end - offset) * 2).clamp(first, max)
+                } else {
+                    0
+                };
+                (ahead, run)
             }
-            None => first,
+            None => (first, 0),
         };
-        self.tracked.push_front((end + ahead, ahead));
+        self.tracked.push_front((end + ahead, ahead, run));
         self.tracked.truncate(TRACKED_STREAMS);
         ahead
     }
@@ -100,12 +116,12 @@ impl Streams {
     /// is left ahead of it, the stream reads on, twice as far (up to `max`); returns where
     /// from and how far.
     pub(super) fn extend(&mut self, end: u64, max: u64) -> Option<(u64, u64)> {
-        let k = self.tracked.iter().position(|&(stream_end, ahead)| {
+        let k = self.tracked.iter().position(|&(stream_end, ahead, _)| {
             ahead > 0 && end <= stream_end && stream_end - end < ahead / 2
         })?;
-        let (stream_end, ahead) = self.tracked[k];
+        let (stream_end, ahead, run) = self.tracked[k];
         let ahead = (ahead * 2).min(max);
-        self.tracked[k] = (stream_end + ahead, ahead);
+        self.tracked[k] = (stream_end + ahead, ahead, run);
         Some((stream_end, ahead))
     }
 }
@@ -137,17 +153,26 @@ mod tests {
         assert_eq!(s.prefetch(300 * kib, 304 * kib, 64 * kib, max), 256 * kib);
         // 2 MiB away: a new stream, back to the minimum
         assert_eq!(s.prefetch(3 << 20, (3 << 20) + 4 * kib, 64 * kib, max), 64 * kib);
-        // no minimum: nothing ahead of a new stream; its next read (within the window)
-        // reads twice its size ahead, then doubling
+        // no minimum: nothing ahead of a stream until it has continued 4 times strictly in
+        // sequence (a jump starts the count again); then twice the read's size, doubling
         let mut s = Streams::default();
-        assert_eq!(s.prefetch(0, 4 * kib, 0, max), 0);
-        assert_eq!(s.prefetch(4 * kib, 8 * kib, 0, max), 8 * kib);
-        assert_eq!(s.prefetch(16 * kib, 20 * kib, 0, max), 16 * kib);
-        // a read past half of the 16 KiB read ahead (to 36 KiB) reads on from there
-        assert_eq!(s.extend(26 * kib, max), None);
-        assert_eq!(s.extend(30 * kib, max), Some((36 * kib, 32 * kib)));
-        assert_eq!(s.extend(30 * kib, max), None);
-        assert_eq!(s.extend(60 * kib, 40 * kib), Some((68 * kib, 40 * kib)));
+        for k in 0..4 {
+            assert_eq!(s.prefetch(k * 4 * kib, (k + 1) * 4 * kib, 0, max), 0);
+        }
+        assert_eq!(s.prefetch(16 * kib, 20 * kib, 0, max), 8 * kib);
+        assert_eq!(s.prefetch(28 * kib, 32 * kib, 0, max), 16 * kib);
+        // a read past half of the 16 KiB read ahead (to 48 KiB) reads on from there, twice as
+        // far, up to the maximum
+        assert_eq!(s.extend(38 * kib, max), None);
+        assert_eq!(s.extend(42 * kib, max), Some((48 * kib, 32 * kib)));
+        assert_eq!(s.extend(42 * kib, max), None);
+        assert_eq!(s.extend(70 * kib, 40 * kib), Some((80 * kib, 40 * kib)));
+        // runs of 4 with 8 KiB jumps: never detected
+        let mut s = Streams::default();
+        for k in 0..12 {
+            let at = k * 4 * kib + k / 4 * 8 * kib;
+            assert_eq!(s.prefetch(at, at + 4 * kib, 0, max), 0, "{k}");
+        }
         // no maximum, no prefetch
         assert_eq!(Streams::default().prefetch(0, 4 * kib, 64 * kib, 0), 0);
     }

@@ -92,7 +92,9 @@ impl TrackBuffer {
             if full {
                 let at = held;
                 (s.from, s.since) = (at, now + revolution(at, now));
-                ready = ready.max(s.since + end.saturating_sub(at) as f64 / s.rate);
+                if end > at {
+                    ready = ready.max(s.since + (end - at) as f64 / s.rate);
+                }
             }
             s.taken = end;
         }
@@ -160,6 +162,13 @@ mod tests {
         // taking more resumes it after the given wait (500), at 3,424
         let hit = b.read(3000, 3500, 10_000.0, |_, _| 500.0).unwrap();
         assert_eq!(hit.ready, 10_000.0 + 500.0 + 76.0);
+        // a read of data the full ring already holds does not wait for it to resume
+        let mut c = TrackBuffer::new(1, 1);
+        c.start(0, 1000, 1000.0, 1.0, 0.0);
+        assert_eq!(
+            c.read(1500, 1800, 50_000.0, |_, _| 500.0).unwrap().ready,
+            50_000.0
+        );
         // the disk goes elsewhere: what the segment holds stays (the last 1,024 bytes read, up
         // to 3,500 + 1,024), nothing more comes
         b.stop(20_000.0);
