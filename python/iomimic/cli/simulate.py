@@ -34,7 +34,9 @@ def register(subparsers) -> None:
         "--iodepth", type=count, help="closed loop with this many outstanding (default: open loop)"
     )
     add_intensity(p, "the trace's rate (open loop)")
-    p.add_argument("--scheduler", choices=["fifo", "sstf"], help="override the device file's disk scheduler")
+    p.add_argument(
+        "--scheduler", choices=["fifo", "sstf", "sptf"], help="override the device file's disk scheduler"
+    )
     p.add_argument(
         "-o", "--output", help="write the trace with simulated latencies (.parquet, .csv or .csv.gz)"
     )

@@ -39,7 +39,9 @@ def render_simulation(f: dict[str, Any], console: Console) -> None:
                 )
             )
     for key, label in (
-        ("gc_stalls", "garbage-collection stalls"),
+        ("gc_erases", "garbage-collection erases"),
+        ("gc_page_moves", "garbage-collection page moves"),
+        ("write_buffer_waits", "writes waiting for the write buffer"),
         ("cache_hits", "controller cache hits"),
         ("slow_ios", "slow I/Os (injected)"),
         ("failed_ios", "failed I/Os (injected)"),
@@ -48,6 +50,15 @@ def render_simulation(f: dict[str, Any], console: Console) -> None:
     ):
         if f.get(key):
             rows.append((label, f"{f[key]:,}"))
+    for key, label in (
+        ("die_utilization", "SSD dies busy"),
+        ("channel_utilization", "SSD channels busy"),
+        ("host_utilization", "SSD host link busy"),
+    ):
+        if f.get(key) is not None:
+            rows.append((label, f"{100 * f[key]:.1f}%"))
+    if f.get("write_amplification") is not None:
+        rows.append(("write amplification", f"{f['write_amplification']:.2f}"))
     for row in rows:
         t.add_row(*row)
     console.print(t)

@@ -61,37 +61,68 @@ impl BlockCache {
 
 /// The controller's view of sequential read streams, for prefetching. A read miss that lands
 /// at most `prefetch_max` past the end of a tracked stream's data continues that stream (a
-/// jump within the window still counts, as seed 004's arrays treat pseudo-sequential runs),
+/// jump within the window still counts, as the FC-60 paper's (Keeton et al.) arrays treat pseudo-sequential runs),
 /// and the stream's prefetch doubles up to the maximum; any other miss starts a stream at the
 /// minimum. So jumps shorter than the maximum end up inside prefetched data.
 #[derive(Default)]
 pub(super) struct Streams {
-    /// (end of the data read, current prefetch), most recent first
-    tracked: VecDeque<(u64, u64)>,
+    /// (end of the data read, current prefetch, reads that continued it), most recent first
+    tracked: VecDeque<(u64, u64, u32)>,
 }
 
-const TRACKED_STREAMS: usize = 16;
+/// Streams the controller follows at once: past 8, interleaved streams push each other out
+/// (the FC-60 paper saw service times rise past about 10).
+const TRACKED_STREAMS: usize = 8;
+
+/// With no minimum prefetch, reads that must continue a stream strictly sequentially before
+/// it is read ahead of (the paper: array prefetching is effective for strictly sequential
+/// workloads; runs with jumps gain only from a forced minimum).
+const DETECT_AFTER: u32 = 4;
 
 impl Streams {
-    /// How far to read ahead of a miss at `offset..end`.
+    /// How far to read ahead of a miss at `offset..end`. With no minimum (`first` 0) a new
+    /// stream reads nothing ahead, but one that has continued `DETECT_AFTER` times reads
+    /// ahead twice its request, then doubles: an array detects sequential streams whatever
+    /// its minimum prefetch.
     pub(super) fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64) -> u64 {
-        if first == 0 {
+        if max == 0 {
             return 0;
         }
         let found = self
             .tracked
             .iter()
-            .position(|&(stream_end, _)| offset >= stream_end && offset - stream_end <= max);
-        let ahead = match found {
+            .position(|&(stream_end, _, _)| offset >= stream_end && offset - stream_end <= max);
+        let (ahead, run) = match found {
             Some(k) => {
-                let (_, previous) = self.tracked.remove(k).expect("found");
-                (previous * 2).clamp(first, max)
+                let (stream_end, previous, run) = self.tracked.remove(k).expect("found");
+                // only strictly sequential reads count towards detecting a stream
+                let run = if offset == stream_end { run + 1 } else { 0 };
+                let detected = first > 0 || run >= DETECT_AFTER;
+                let ahead = if detected {
+                    (previous.max(end - offset) * 2).clamp(first, max)
+                } else {
+                    0
+                };
+                (ahead, run)
             }
-            None => first,
+            None => (first, 0),
         };
-        self.tracked.push_front((end + ahead, ahead));
+        self.tracked.push_front((end + ahead, ahead, run));
         self.tracked.truncate(TRACKED_STREAMS);
         ahead
+    }
+
+    /// A read up to `end` inside a stream's prefetched data: once less than half a prefetch
+    /// is left ahead of it, the stream reads on, twice as far (up to `max`); returns where
+    /// from and how far.
+    pub(super) fn extend(&mut self, end: u64, max: u64) -> Option<(u64, u64)> {
+        let k = self.tracked.iter().position(|&(stream_end, ahead, _)| {
+            ahead > 0 && end <= stream_end && stream_end - end < ahead / 2
+        })?;
+        let (stream_end, ahead, run) = self.tracked[k];
+        let ahead = (ahead * 2).min(max);
+        self.tracked[k] = (stream_end + ahead, ahead, run);
+        Some((stream_end, ahead))
     }
 }
 
@@ -122,7 +153,27 @@ mod tests {
         assert_eq!(s.prefetch(300 * kib, 304 * kib, 64 * kib, max), 256 * kib);
         // 2 MiB away: a new stream, back to the minimum
         assert_eq!(s.prefetch(3 << 20, (3 << 20) + 4 * kib, 64 * kib, max), 64 * kib);
-        // no minimum, no prefetch
-        assert_eq!(s.prefetch(0, 4 * kib, 0, max), 0);
+        // no minimum: nothing ahead of a stream until it has continued 4 times strictly in
+        // sequence (a jump starts the count again); then twice the read's size, doubling
+        let mut s = Streams::default();
+        for k in 0..4 {
+            assert_eq!(s.prefetch(k * 4 * kib, (k + 1) * 4 * kib, 0, max), 0);
+        }
+        assert_eq!(s.prefetch(16 * kib, 20 * kib, 0, max), 8 * kib);
+        assert_eq!(s.prefetch(28 * kib, 32 * kib, 0, max), 16 * kib);
+        // a read past half of the 16 KiB read ahead (to 48 KiB) reads on from there, twice as
+        // far, up to the maximum
+        assert_eq!(s.extend(38 * kib, max), None);
+        assert_eq!(s.extend(42 * kib, max), Some((48 * kib, 32 * kib)));
+        assert_eq!(s.extend(42 * kib, max), None);
+        assert_eq!(s.extend(70 * kib, 40 * kib), Some((80 * kib, 40 * kib)));
+        // runs of 4 with 8 KiB jumps: never detected
+        let mut s = Streams::default();
+        for k in 0..12 {
+            let at = k * 4 * kib + k / 4 * 8 * kib;
+            assert_eq!(s.prefetch(at, at + 4 * kib, 0, max), 0, "{k}");
+        }
+        // no maximum, no prefetch
+        assert_eq!(Streams::default().prefetch(0, 4 * kib, 64 * kib, 0), 0);
     }
 }

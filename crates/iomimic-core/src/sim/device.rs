@@ -29,10 +29,15 @@ pub struct Io {
     pub background: bool,
 }
 
-/// A device's own figures by name (a disk's `buffer_hits`, an SSD's `gc_stalls`); the run's
+/// A device's own figures by name (a disk's `buffer_hits`, an SSD's `gc_erases`); the run's
 /// figures sum them over the array. Names must differ from the other figures' (`ios`,
 /// `utilization`, `requests`, ...), beside which they are written.
 pub type Counters = BTreeMap<&'static str, u64>;
+
+/// A device's own shares and ratios by name (an SSD's `channel_utilization`,
+/// `write_amplification`); the run's figures average them over the array. Named apart from
+/// counters and the other figures, beside which they are written.
+pub type Gauges = BTreeMap<&'static str, f64>;
 
 /// What a device reports once the run is over.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +48,11 @@ pub struct Report {
     /// Energy used over the run, when the device file gives power figures.
     pub energy_j: Option<f64>,
     pub counters: Counters,
+    /// The device's own measure of how busy it was, in place of the engine's (the share of the
+    /// run with an I/O in service): an SSD serves many I/Os at once, so it reports the share of
+    /// time its dies worked.
+    pub utilization: Option<f64>,
+    pub gauges: Gauges,
 }
 
 /// One simulated device, in whatever state its kind keeps. Times are ns since the run began.
@@ -59,6 +69,23 @@ pub trait Device {
     /// The run ends at `end`: settle what is left (idle energy, a write cache still to
     /// destage) and report.
     fn finish(&mut self, end: f64) -> Report;
+
+    /// When a device that schedules work of its own (an SSD's dies, channels and host link)
+    /// next needs to run; `None` for a device the loop drives through `submit` and `complete`
+    /// alone. Asked after every call into the device.
+    fn next_wake(&self) -> Option<f64> {
+        None
+    }
+
+    /// Runs the device's own work due at `now` (its `next_wake`). I/Os it has finished go into
+    /// `done` as (id, completion time); a time may lie ahead of `now` when the rest of the I/O
+    /// is fixed already (a transfer on a link it alone uses). A device may run on past `now`
+    /// while nothing can reach it: up to `horizon` (the loop's next event or arrival) and up to
+    /// the earliest completion it hands back (the loop may react to it, by issuing the next
+    /// request).
+    fn wake(&mut self, now: f64, horizon: f64, done: &mut Vec<(usize, f64)>) {
+        let _ = (now, horizon, done);
+    }
 }
 
 /// A kind's parameters, read from a device file's `[device]` table.

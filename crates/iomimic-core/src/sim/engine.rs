@@ -2,6 +2,8 @@
 //!
 //! The loop knows devices only through [`Device`]: it submits each device I/O, adds what the
 //! array adds (injected faults, the shared bus), and tells the device when the I/O completed.
+//! A device that schedules work of its own (an SSD) asks to be woken at the times it names
+//! and hands back the I/Os it finished then.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -71,6 +73,10 @@ enum Event {
     Done(usize, usize),
     /// a request served by the controller (a cache hit, a write-back write) completes
     Finish(usize),
+    /// a device that schedules its own work asked to run now
+    Wake(usize),
+    /// the controller finished a request's command processing: its device I/Os start
+    Launch(usize),
 }
 
 type Events = BinaryHeap<Reverse<(u64, u64, Event)>>;
@@ -81,6 +87,8 @@ struct Slot {
     ios: u64,
     /// time with I/Os in service, from start to completion (faults and bus included)
     busy_ns: f64,
+    /// the wake-up asked for and scheduled: (event time, exact time)
+    wake: Option<(u64, f64)>,
 }
 
 /// One run's moving parts: devices, requests in flight, the controller, the event queue.
@@ -96,15 +104,27 @@ struct Run<'t, 'v> {
     streams: Streams,
     /// read ranges to cache, from requests whose device reads completed
     fills: Vec<(u64, u64)>,
+    /// prefetches under way: (range start, end, request, the reads waiting for its data); a
+    /// read inside one waits for it rather than reading the disks again (a few streams' worth)
+    prefetching: Vec<(u64, u64, usize, Vec<usize>)>,
     faults: Option<Faults>,
     /// a shared back-end bus (bytes per ns): each device I/O's data crosses it in turn
     bus_rate: Option<f64>,
     bus_free: f64,
+    /// when the controller finishes the commands and data it has taken
+    controller_free: f64,
     slots: Vec<Slot>,
     /// trace requests first, then background prefetches
     reqs: Vec<Req>,
-    /// every device I/O: (request, I/O)
+    /// every device I/O: (request, I/O), and when it was submitted
     ios: Vec<(usize, DevIo)>,
+    submitted: Vec<f64>,
+    /// device I/Os submitted and not yet completed
+    inflight: usize,
+    /// the next trace arrival (open loop), for a woken device's horizon
+    next_arrival: f64,
+    /// what a woken device finished, reused between wake-ups
+    woken: Vec<(usize, f64)>,
     events: Events,
     seq: u64,
     turn: usize,
@@ -143,6 +163,7 @@ impl<'t, 'v> Run<'t, 'v> {
             cache: config.controller.as_ref().map(|c| BlockCache::new(c.cache_mib)),
             streams: Streams::default(),
             fills: Vec::new(),
+            prefetching: Vec::new(),
             faults: config.faults.clone(),
             bus_rate: config
                 .array
@@ -150,15 +171,21 @@ impl<'t, 'v> Run<'t, 'v> {
                 .and_then(|a| a.bus_mb_s)
                 .map(|mb| mb * 1e6 / 1e9),
             bus_free: 0.0,
+            controller_free: 0.0,
             slots: (0..count)
                 .map(|_| Slot {
                     device: spec.build(scheduler),
                     ios: 0,
                     busy_ns: 0.0,
+                    wake: None,
                 })
                 .collect(),
             reqs: (0..n).map(|_| Req::default()).collect(),
             ios: Vec::new(),
+            submitted: Vec::new(),
+            inflight: 0,
+            next_arrival: f64::INFINITY,
+            woken: Vec::new(),
             events: BinaryHeap::new(),
             seq: 0,
             turn: 0,
@@ -237,9 +264,50 @@ impl<'t, 'v> Run<'t, 'v> {
     /// Gives device I/O `id` to its device now; it starts or waits in the device's queue.
     fn submit(&mut self, id: usize, now: f64) {
         let (device, io) = self.io(id);
+        self.submitted[id] = now;
         if let Some(served) = self.slots[device].device.submit(io, now) {
             self.started(device, &io, now, served);
         }
+        self.rewake(device);
+    }
+
+    /// Schedules the wake-up `device` asks for, unless one as early is scheduled already.
+    fn rewake(&mut self, device: usize) {
+        let Some(at) = self.slots[device].device.next_wake() else {
+            return;
+        };
+        let key = at as u64;
+        if self.slots[device].wake.is_some_and(|(k, _)| k <= key) {
+            return;
+        }
+        self.slots[device].wake = Some((key, at));
+        self.seq += 1;
+        self.events.push(Reverse((key, self.seq, Event::Wake(device))));
+    }
+
+    /// `device`'s wake-up scheduled at event time `key` is due: it runs its own work and the
+    /// I/Os it finished complete (with the array's faults and bus).
+    fn woken(&mut self, device: usize, key: u64) {
+        let Some((k, at)) = self.slots[device].wake else {
+            return;
+        };
+        if k != key {
+            return; // superseded by an earlier wake-up
+        }
+        self.slots[device].wake = None;
+        let next_event = self
+            .events
+            .peek()
+            .map_or(f64::INFINITY, |Reverse((time, _, _))| *time as f64);
+        let horizon = next_event.min(self.next_arrival);
+        let mut done = std::mem::take(&mut self.woken);
+        self.slots[device].device.wake(at, horizon, &mut done);
+        for (id, t) in done.drain(..) {
+            let (_, io) = self.io(id);
+            self.started(device, &io, self.submitted[id], t);
+        }
+        self.woken = done;
+        self.rewake(device);
     }
 
     /// `device` started `io` at `now` and will be done with it at `served`: the array adds
@@ -257,26 +325,33 @@ impl<'t, 'v> Run<'t, 'v> {
     }
 
     /// Starts a phase of request `r`: its device I/Os all at once.
-    fn launch(&mut self, r: usize, phase: Vec<DevIo>, now: f64) {
-        self.reqs[r].outstanding = phase.len();
-        for io in phase {
+    fn launch(&mut self, r: usize, now: f64) {
+        let p = self.reqs[r].phase;
+        let count = self.reqs[r].phases[p].len();
+        self.reqs[r].outstanding = count;
+        for k in 0..count {
+            // by index: the phase stays in the request (no copy of the list per phase)
+            let io = self.reqs[r].phases[p][k];
             self.ios.push((r, io));
+            self.submitted.push(now);
+            self.inflight += 1;
             self.device_ios += 1;
             self.slots[io.device].ios += 1;
             self.submit(self.ios.len() - 1, now);
         }
     }
 
-    /// Request `r` (a trace request or a background prefetch) starts its first phase now.
+    /// Request `r` (a trace request or a background prefetch), arrived `now`, starts its first
+    /// phase at `start` (once the controller has processed it).
     fn request(
         &mut self,
         r: usize,
         now: f64,
+        start: f64,
         phases: Vec<Vec<DevIo>>,
         background: bool,
         fill: Option<(u64, u64)>,
     ) {
-        let first = phases[0].clone();
         self.reqs[r] = Req {
             arrival: now,
             phases,
@@ -286,7 +361,11 @@ impl<'t, 'v> Run<'t, 'v> {
             fill,
             failed: false,
         };
-        self.launch(r, first, now);
+        if start <= now {
+            self.launch(r, now);
+        } else {
+            self.at(start, Event::Launch(r));
+        }
     }
 
     /// Trace request `i` arrives at the array now.
@@ -311,17 +390,33 @@ impl<'t, 'v> Run<'t, 'v> {
         let mut fill = None;
         let mut prefetch = None;
         let mut background = false;
+        let ready = self.admit(now, size);
         if let (Some(c), Some(cache)) = (self.controller, self.cache.as_mut()) {
             if !write && cache.hit(offset, size) {
                 self.cache_hits += 1;
                 self.reqs[i].arrival = now;
-                let done = now + c.hit_us * 1e3;
+                // the controller moves a hit's data out of its cache itself, one at a time
+                let done = ready.max(self.controller_free) + c.hit_us * 1e3;
+                self.controller_free = done;
                 self.at(done, Event::Finish(i));
+                self.keep_ahead(offset + u64::from(size), now, ready);
+                return;
+            }
+            let end = offset + u64::from(size);
+            if let Some(p) = self
+                .prefetching
+                .iter_mut()
+                .find(|p| !write && p.0 <= offset && end <= p.1)
+            {
+                // its data is on its way from the disks: served as a hit once it is in
+                p.3.push(i);
+                self.reqs[i].arrival = now;
+                self.keep_ahead(end, now, ready);
                 return;
             }
             if write && c.write_back {
                 cache.fill(offset, u64::from(size));
-                let done = now + (c.hit_us + c.mirror_us) * 1e3;
+                let done = ready + (c.hit_us + c.mirror_us) * 1e3;
                 self.at(done, Event::Finish(i));
                 background = true;
             } else if !write {
@@ -329,7 +424,6 @@ impl<'t, 'v> Run<'t, 'v> {
                 let first = ((f64::from(size) * c.prefetch_multiple) as u64)
                     .max(c.prefetch_min_kib * 1024)
                     .min(c.prefetch_max_kib * 1024);
-                let end = offset + u64::from(size);
                 let ahead = self
                     .streams
                     .prefetch(offset, end, first, c.prefetch_max_kib * 1024);
@@ -340,23 +434,76 @@ impl<'t, 'v> Run<'t, 'v> {
             }
         }
         let phases = self.layout.map(offset, size, write, &mut self.turn);
-        self.request(i, now, phases, background, fill);
+        self.request(i, now, ready, phases, background, fill);
         // the prefetch reads in the background, behind the request: it waits only for its data
         if let Some((from, ahead)) = prefetch {
-            let length = u32::try_from(ahead).unwrap_or(u32::MAX);
-            let phases = self.layout.map(from, length, false, &mut self.turn);
-            self.reqs.push(Req::default());
-            self.request(self.reqs.len() - 1, now, phases, true, Some((from, ahead)));
+            self.prefetch(from, ahead, now, ready);
         }
+    }
+
+    /// Reads `ahead` bytes from `from` into the cache in the background, from `ready` on.
+    fn prefetch(&mut self, from: u64, ahead: u64, now: f64, ready: f64) {
+        let length = u32::try_from(ahead).unwrap_or(u32::MAX);
+        let phases = self.layout.map(from, length, false, &mut self.turn);
+        self.reqs.push(Req::default());
+        let r = self.reqs.len() - 1;
+        self.prefetching.push((from, from + ahead, r, Vec::new()));
+        self.request(r, now, ready, phases, true, Some((from, ahead)));
+    }
+
+    /// A read served from prefetched data up to `end`: when its stream has used half of what
+    /// was read ahead, the next prefetch starts, so a stream keeps finding its data in cache.
+    fn keep_ahead(&mut self, end: u64, now: f64, ready: f64) {
+        let max = self.controller.map_or(0, |c| c.prefetch_max_kib * 1024);
+        if let Some((from, ahead)) = self.streams.extend(end, max) {
+            let ahead = ahead.min(self.capacity.saturating_sub(from));
+            if ahead > 0 {
+                self.prefetch(from, ahead, now, ready);
+            }
+        }
+    }
+
+    /// Prefetch request `r` has its data in the cache at `now`: the reads waiting for it are
+    /// served as hits, one at a time by the controller.
+    fn prefetched(&mut self, r: usize, now: f64) {
+        let Some(k) = self.prefetching.iter().position(|p| p.2 == r) else {
+            return;
+        };
+        let (_, _, _, waiting) = self.prefetching.swap_remove(k);
+        let hit = self.controller.map_or(0.0, |c| c.hit_us * 1e3);
+        for i in waiting {
+            self.cache_hits += 1;
+            let done = now.max(self.controller_free) + hit;
+            self.controller_free = done;
+            self.at(done, Event::Finish(i));
+        }
+    }
+
+    /// A request of `size` bytes reaches the controller at `now`; returns when the controller
+    /// is done with its command and data (then it is served from cache or goes to the devices).
+    /// The controller handles one command at a time, and its data path moves `max_mb_s`.
+    fn admit(&mut self, now: f64, size: u32) -> f64 {
+        let Some(c) = self.controller else { return now };
+        let data = c.max_mb_s.map_or(0.0, |mb| f64::from(size) / (mb * 1e6 / 1e9));
+        let work = c.command_us * 1e3 + data;
+        if work == 0.0 {
+            return now;
+        }
+        let start = now.max(self.controller_free);
+        self.controller_free = start + work;
+        self.controller_free
     }
 
     /// Device I/O `id` on `device` finished now; returns the trace request it completes, if any.
     fn device_done(&mut self, device: usize, id: usize, now: f64) -> Option<usize> {
         // the device takes its next queued I/O before the request moves on
         let (_, io) = self.io(id);
+        self.inflight -= 1;
         if let Some((next, served)) = self.slots[device].device.complete(&io, now) {
+            self.submitted[next.id] = now;
             self.started(device, &next, now, served);
         }
+        self.rewake(device);
         let r = self.ios[id].0;
         let req = &mut self.reqs[r];
         req.outstanding -= 1;
@@ -365,15 +512,18 @@ impl<'t, 'v> Run<'t, 'v> {
         }
         req.phase += 1;
         if req.phase < req.phases.len() {
-            let phase = req.phases[req.phase].clone();
-            self.launch(r, phase, now);
+            self.launch(r, now);
             return None;
         }
         req.phases = Vec::new();
+        let background = req.background;
         if let Some(range) = req.fill.take() {
             self.fills.push(range);
+            if background {
+                self.prefetched(r, now);
+            }
         }
-        (!req.background).then_some(r)
+        (!background).then_some(r)
     }
 
     /// Runs the trace through: every request issued (at its arrival, or as others complete in
@@ -395,6 +545,11 @@ impl<'t, 'v> Run<'t, 'v> {
         }
         loop {
             let next_arrival = (closed.is_none() && next < n).then(|| arrival_of(next));
+            self.next_arrival = next_arrival.unwrap_or(f64::INFINITY);
+            if next_arrival.is_none() && done_count == n && self.inflight == 0 {
+                // all that is left is devices' own work after the run (wake-ups)
+                break;
+            }
             let next_event = self.events.peek().map(|Reverse((time, _, _))| *time as f64);
             match (next_arrival, next_event) {
                 (Some(a), e) if e.is_none_or(|e| a <= e) => {
@@ -404,13 +559,21 @@ impl<'t, 'v> Run<'t, 'v> {
                 }
                 (_, Some(_)) => {
                     let Reverse((time, _, event)) = self.events.pop().expect("peeked");
-                    now = time as f64;
-                    last_done = last_done.max(now);
                     let finished = match event {
+                        Event::Wake(device) => {
+                            self.woken(device, time);
+                            continue;
+                        }
+                        Event::Launch(r) => {
+                            self.launch(r, time as f64);
+                            continue;
+                        }
                         // served by the controller
                         Event::Finish(r) => Some(r),
-                        Event::Done(device, id) => self.device_done(device, id, now),
+                        Event::Done(device, id) => self.device_done(device, id, time as f64),
                     };
+                    now = time as f64;
+                    last_done = last_done.max(now);
                     let Some(r) = finished else { continue };
                     self.latency_ns[r] = (now - self.reqs[r].arrival).max(0.0) as u64;
                     if self.reqs[r].failed {

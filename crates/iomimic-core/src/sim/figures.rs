@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::device::{Counters, Report};
+use super::device::{Counters, Gauges, Report};
 use crate::analyze::{self, stats};
 use crate::trace::{Op, TraceView};
 
@@ -16,6 +16,9 @@ pub struct DeviceFigures {
     /// the figures above.
     #[serde(flatten)]
     pub counters: Counters,
+    /// The kind's own shares and ratios (an SSD's `channel_utilization`, ...), beside them too.
+    #[serde(flatten)]
+    pub gauges: Gauges,
 }
 
 impl DeviceFigures {
@@ -44,10 +47,14 @@ pub struct SimFigures {
     /// Device I/Os slowed or failed by injected faults.
     pub slow_ios: u64,
     pub failed_ios: u64,
-    /// The devices' counters summed over the array (`gc_stalls`, `destages`, `spin_ups`, ...),
+    /// The devices' counters summed over the array (`gc_erases`, `destages`, `spin_ups`, ...),
     /// written beside the figures above.
     #[serde(flatten)]
     pub counters: Counters,
+    /// The devices' gauges averaged over the array (`die_utilization`, `write_amplification`,
+    /// ...), beside them too.
+    #[serde(flatten)]
+    pub gauges: Gauges,
     /// The latency of each operation that the trace has (read, write, trim, flush), apart, as
     /// characterization summarises latency.
     pub by_op: BTreeMap<&'static str, analyze::Latency>,
@@ -57,6 +64,11 @@ impl SimFigures {
     /// Counter `name` summed over the devices, 0 when their kind has none of that name.
     pub fn counter(&self, name: &str) -> u64 {
         self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// Gauge `name` averaged over the devices, `None` when their kind has none of that name.
+    pub fn gauge(&self, name: &str) -> Option<f64> {
+        self.gauges.get(name).copied()
     }
 }
 
@@ -94,24 +106,31 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
     };
     let mut energy = None;
     let mut counters = Counters::new();
+    let mut gauges = Gauges::new();
+    let count = members.len().max(1) as f64;
     let devices = members
         .into_iter()
         .map(|m| {
             if let Some(e) = m.report.energy_j {
                 *energy.get_or_insert(0.0) += e;
             }
-            for (&name, &count) in &m.report.counters {
-                *counters.entry(name).or_insert(0) += count;
+            for (&name, &n) in &m.report.counters {
+                *counters.entry(name).or_insert(0) += n;
             }
+            for (&name, &g) in &m.report.gauges {
+                *gauges.entry(name).or_insert(0.0) += g / count;
+            }
+            // a device's own background work keeps it busy too
+            let engine = if span > 0.0 {
+                ((m.busy_ns + m.report.background_ns) / span).min(1.0)
+            } else {
+                0.0
+            };
             DeviceFigures {
                 ios: m.ios,
-                // a device's own background work keeps it busy too
-                utilization: if span > 0.0 {
-                    ((m.busy_ns + m.report.background_ns) / span).min(1.0)
-                } else {
-                    0.0
-                },
+                utilization: m.report.utilization.unwrap_or(engine),
                 counters: m.report.counters,
+                gauges: m.report.gauges,
             }
         })
         .collect();
@@ -142,6 +161,7 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
         slow_ios: run.slow_ios,
         failed_ios: run.failed_ios,
         counters,
+        gauges,
         by_op: by_op(t, run.latency_ns),
     }
 }

@@ -4,13 +4,15 @@
 //! - Seek time over a distance of d cylinders out of C: 0 for d = 0; the track-to-track time
 //!   growing with √d to the average seek time at d = C/3, then linearly to the full-stroke time
 //!   at d = C (the usual shape: acceleration-limited short seeks, coast-limited long ones).
-//! - Rotation: the platter turns at `rpm` from angle 0 at time 0; a byte's angle is its offset
-//!   within its track; after the seek the head waits for the target angle to come round.
+//! - Rotation: the platter turns at `rpm` from angle 0 at time 0; a byte's angle is the time
+//!   the media takes to stream up to it, in turns (so consecutive bytes pass under the head
+//!   one after the other across tracks); after the seek the head waits for it to come round.
 //! - Transfer: the media rate falls linearly from `outer_mb_s` at offset 0 to `inner_mb_s` at the
 //!   end of the disk (zoned recording); a track holds a revolution's worth of bytes.
 //! - Track buffer: after a read, while the disk is otherwise idle, it keeps reading ahead into
-//!   a segment (up to `segment_kib`); a read inside what a segment holds is served from it at
-//!   the bus rate. `cache_segments` segments are kept, least recently used replaced.
+//!   a segment, a ring of `segment_kib` that a stream taking its data keeps going (see
+//!   `buffer.rs`); a read inside what a segment holds is served from it at the bus rate.
+//!   `cache_segments` segments are kept, least recently used replaced.
 //! - Write cache: when on, a write completes once it crosses the bus into the cache
 //!   (`write_cache_mib`). Dirty data is kept as extents, overlapping and touching writes merged,
 //!   and destaged to the media whenever the disk is idle, the extent nearest the head first,
@@ -19,9 +21,13 @@
 //!   make room. A read wholly inside a dirty extent is served from the cache; a write larger
 //!   than the cache goes straight to the media.
 //! - Power: idle, seeking, transferring and standby watts integrate into energy.
-//! - Queue: one I/O at a time; the next is the first queued demand I/O (FIFO) or the one
-//!   nearest the head (SSTF), background I/Os (prefetches, destages) only when no demand I/O
-//!   waits.
+//! - Queue: one I/O at a time; the next is the first queued demand I/O (FIFO), the one
+//!   nearest the head (SSTF) or the one the head reaches soonest, seek and rotation (SPTF),
+//!   background I/Os (prefetches, destages) only when no demand I/O waits. A queued I/O that
+//!   continues where the head is streams on: its command was taken in during the one before.
+//! - Zero-latency reads: a read starts with whatever part of it passes under the head first.
+//!   Reads from the media cross the interface at `bus_mb_s` too; buffer hits pay
+//!   `hit_overhead_ms`, media accesses `overhead_ms`.
 //!
 //! Counters: `buffer_hits` (reads served from the track buffer or the write cache),
 //! `destages`, `spin_ups`.
@@ -32,12 +38,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use self::buffer::TrackBuffer;
 use self::dirty::Dirty;
+use self::mechanics::Access;
 use self::queue::DiskQueue;
 use super::device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Io, Report};
 use super::Scheduler;
 
+mod buffer;
 mod dirty;
+mod mechanics;
 mod queue;
 
 /// `kind = "hdd"`.
@@ -67,9 +77,16 @@ pub struct HddParams {
     pub inner_mb_s: f64,
     /// Interface rate for buffer hits and cached writes.
     pub bus_mb_s: f64,
-    /// Command overhead per request.
+    /// Command overhead per request that goes to the media ...
     #[serde(default)]
     pub overhead_ms: f64,
+    /// ... and per read the buffer serves (default: overhead_ms): a drive answers from its
+    /// buffer without the mechanical preparation a media access needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_overhead_ms: Option<f64>,
+    /// A read starts transferring whatever part of it passes under the head first.
+    #[serde(default = "yes")]
+    pub zero_latency: bool,
     #[serde(default = "default_segments")]
     pub cache_segments: usize,
     #[serde(default = "default_segment_kib")]
@@ -142,6 +159,16 @@ impl HddParams {
                 "{path}: seek times must satisfy track_to_track_ms <= average_seek_ms <= full_stroke_ms"
             ));
         }
+        let overheads = [
+            ("overhead_ms", Some(self.overhead_ms)),
+            ("hit_overhead_ms", self.hit_overhead_ms),
+        ];
+        if let Some((name, Some(v))) = overheads
+            .iter()
+            .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v >= 0.0)))
+        {
+            return Err(format!("{path}.{name}: must be a number of 0 or more, found {v}"));
+        }
         if self.cylinders == 0 {
             return Err(format!("{path}.cylinders: must be positive"));
         }
@@ -150,35 +177,6 @@ impl HddParams {
 
     fn write_cache_bytes(&self) -> u64 {
         (self.write_cache_mib * 1024.0 * 1024.0) as u64
-    }
-
-    fn revolution_ns(&self) -> f64 {
-        60e9 / self.rpm
-    }
-
-    /// Seek time in ns over `d` cylinders.
-    pub fn seek_ns(&self, d: u64) -> f64 {
-        if d == 0 {
-            return 0.0;
-        }
-        let x = d as f64 / self.cylinders as f64;
-        let ms = if x <= 1.0 / 3.0 {
-            self.track_to_track_ms + (self.average_seek_ms - self.track_to_track_ms) * (3.0 * x).sqrt()
-        } else {
-            self.average_seek_ms + (self.full_stroke_ms - self.average_seek_ms) * (x - 1.0 / 3.0) * 1.5
-        };
-        ms * 1e6
-    }
-
-    /// Media rate (bytes/ns) at `offset`.
-    fn rate(&self, offset: u64) -> f64 {
-        let x = (offset as f64 / self.capacity_bytes() as f64).min(1.0);
-        (self.outer_mb_s - (self.outer_mb_s - self.inner_mb_s) * x) * 1e6 / 1e9
-    }
-
-    pub fn cylinder(&self, offset: u64) -> u64 {
-        let x = (offset as f64 / self.capacity_bytes() as f64).min(1.0);
-        ((x * self.cylinders as f64) as u64).min(self.cylinders - 1)
     }
 }
 
@@ -205,22 +203,12 @@ impl DeviceSpec for HddParams {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Segment {
-    start: u64,
-    /// bytes held, once frozen; while `reading`, held = min(size, (now − since) × rate)
-    held: u64,
-    since: f64,
-    reading: bool,
-    used: f64,
-}
-
 /// A disk's state between requests.
 #[derive(Debug, Clone)]
 pub struct Hdd {
     p: HddParams,
     cylinder: u64,
-    segments: Vec<Segment>,
+    buffer: TrackBuffer,
     energy_j: f64,
     /// When the disk last finished work (for idle and standby energy).
     free_at: f64,
@@ -248,10 +236,11 @@ pub struct Service {
 
 impl Hdd {
     fn new(p: HddParams, scheduler: Scheduler) -> Self {
+        let buffer = TrackBuffer::new(if p.read_ahead { p.cache_segments } else { 0 }, p.segment_kib);
         Self {
             p,
             cylinder: 0,
-            segments: Vec::new(),
+            buffer,
             energy_j: 0.0,
             free_at: 0.0,
             spin_ups: 0,
@@ -265,33 +254,23 @@ impl Hdd {
         }
     }
 
-    /// Starts `io` on the idle disk at `now`; returns when it is done.
-    fn start(&mut self, io: &Io, now: f64) -> f64 {
+    /// Starts `io` on the idle disk at `now`; returns when it is done. A queued I/O's command
+    /// was taken in while the disk served the one before (`queued`): when it continues where
+    /// the head is, its overhead is already paid and the media streams on without losing a turn.
+    fn start(&mut self, io: &Io, now: f64, queued: bool) -> f64 {
         self.busy = true;
-        let s = self.serve(now, io.offset, io.size, io.write);
+        let streams = queued && io.offset == self.head;
+        let s = self.serve(now, io.offset, io.size, io.write, streams);
         self.buffer_hits += u64::from(s.buffer_hit);
         now + s.total_ns
     }
 
-    fn segment_bytes(&self) -> u64 {
-        self.p.segment_kib * 1024
-    }
-
-    fn held(&self, s: &Segment, now: f64) -> u64 {
-        if s.reading {
-            let rate = self.p.rate(s.start);
-            (((now - s.since).max(0.0) * rate) as u64).min(self.segment_bytes())
-        } else {
-            s.held
-        }
-    }
-
     /// Serves a request arriving at an idle disk at time `now` (ns); returns its service time
     /// (including the end of a destage it finds under way).
-    fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
+    fn serve(&mut self, now: f64, offset: u64, size: u32, write: bool, streams: bool) -> Service {
         let free = self.destage_while_idle(now);
         let wake = self.idle_until(free, true);
-        let mut s = self.serve_awake(free + wake, offset, size, write);
+        let mut s = self.serve_awake(free + wake, offset, size, write, streams);
         s.total_ns += free - now + wake;
         self.free_at = now + s.total_ns;
         s
@@ -304,7 +283,7 @@ impl Hdd {
         if self.dirty.is_empty() || t >= now {
             return now.max(t);
         }
-        self.stop_read_ahead(t);
+        self.buffer.stop(t);
         let started = t;
         while !self.dirty.is_empty() && t < now {
             t += self.destage_one(t);
@@ -318,40 +297,22 @@ impl Hdd {
     /// time it took.
     fn destage_one(&mut self, at: f64) -> f64 {
         let (offset, size) = self.dirty.take_nearest(self.head, |o| self.p.cylinder(o));
-        let (seek, rotate, transfer) = self.media(at, offset, size);
-        let took = seek + rotate + transfer;
-        self.charge(took, seek, transfer);
+        // from the disk's own cache: the interface is not crossed
+        let a = self.media(at, offset, size, false, false);
+        let took = a.seek + a.rotate + a.transfer;
+        self.charge(took, a.seek, a.transfer);
         self.destages += 1;
         took
     }
 
-    /// Moves the head to `offset` at time `at` and transfers `size` bytes there: the seek, the
-    /// wait for the sector to come round, and the transfer (ns).
-    fn media(&mut self, at: f64, offset: u64, size: u64) -> (f64, f64, f64) {
-        let target = self.p.cylinder(offset);
-        let seek = self.p.seek_ns(self.cylinder.abs_diff(target));
-        let rev = self.p.revolution_ns();
-        let rate = self.p.rate(offset);
-        let track_bytes = rate * rev;
-        let angle = (offset as f64 % track_bytes) / track_bytes;
-        let head = ((at + seek) % rev) / rev;
-        let rotate = ((angle - head).rem_euclid(1.0)) * rev;
-        let transfer = size as f64 / rate;
+    /// Moves the head to `offset` at time `at` and transfers `size` bytes there.
+    fn media(&mut self, at: f64, offset: u64, size: u64, zero_latency: bool, over_bus: bool) -> Access {
+        let a = self
+            .p
+            .access(self.cylinder, at, offset, size, zero_latency, over_bus);
         self.head = offset + size;
         self.cylinder = self.p.cylinder(self.head.saturating_sub(1));
-        (seek, rotate, transfer)
-    }
-
-    /// The disk stops reading ahead the moment it works on something else.
-    fn stop_read_ahead(&mut self, now: f64) {
-        for i in 0..self.segments.len() {
-            if self.segments[i].reading {
-                let held = self.held(&self.segments[i], now);
-                let s = &mut self.segments[i];
-                s.held = held;
-                s.reading = false;
-            }
-        }
+        a
     }
 
     /// Charges the idle time before `now`; returns the spin-up delay if the disk had gone to
@@ -378,48 +339,41 @@ impl Hdd {
         }
     }
 
-    fn serve_awake(&mut self, now: f64, offset: u64, size: u32, write: bool) -> Service {
-        let overhead = self.p.overhead_ms * 1e6;
-        let bus = f64::from(size) / (self.p.bus_mb_s * 1e6 / 1e9);
-        let end = offset + u64::from(size);
-        if !write && self.dirty.holds(offset, end) {
+    /// A read the write cache or the track buffer serves, if one can.
+    fn serve_hit(&mut self, now: f64, offset: u64, end: u64) -> Option<Service> {
+        let overhead = self.p.hit_overhead_ms.unwrap_or(self.p.overhead_ms) * 1e6;
+        let bus = (end - offset) as f64 / (self.p.bus_mb_s * 1e-3);
+        let ready = if self.dirty.holds(offset, end) {
             // written but not yet destaged: the cache has it
-            let total = overhead + bus;
-            self.charge(total, 0.0, total);
-            return Service {
-                total_ns: total,
-                buffer_hit: true,
-            };
-        }
-        if !write && self.p.read_ahead {
-            // A read inside what a segment holds is a hit; one inside what a segment still
-            // reading ahead is about to hold waits for the data to stream in (a sequential
-            // stream stays in the buffer even with requests queued behind each other).
-            let seg_bytes = self.segment_bytes();
-            let hit = self.segments.iter().position(|s| {
-                offset >= s.start && end <= s.start + s.held.max(if s.reading { seg_bytes } else { 0 })
-            });
-            if let Some(i) = hit {
-                let s = self.segments[i];
-                let held = self.held(&s, now);
-                let wait = if end > s.start + held {
-                    (end - s.start - held) as f64 / self.p.rate(s.start)
-                } else {
-                    0.0
-                };
-                self.segments[i].used = now;
-                let total = overhead + wait + bus;
-                self.charge(total, 0.0, total);
-                return Service {
-                    total_ns: total,
-                    buffer_hit: true,
-                };
+            now
+        } else {
+            let p = &self.p;
+            self.buffer
+                .read(offset, end, now, |at, t| p.rotation_ns(at, t))?
+                .ready
+        };
+        // data still streaming in from the platter leaves over the bus as it comes
+        let total = (overhead + bus).max(ready - now);
+        self.charge(total, 0.0, total);
+        Some(Service {
+            total_ns: total,
+            buffer_hit: true,
+        })
+    }
+
+    fn serve_awake(&mut self, now: f64, offset: u64, size: u32, write: bool, streams: bool) -> Service {
+        let end = offset + u64::from(size);
+        if !write {
+            if let Some(s) = self.serve_hit(now, offset, end) {
+                return s;
             }
         }
-        self.stop_read_ahead(now);
+        let overhead = if streams { 0.0 } else { self.p.overhead_ms * 1e6 };
+        self.buffer.stop(now);
         if write && self.p.write_cache && u64::from(size) <= self.p.write_cache_bytes() {
             // a rewrite of data still cached takes no more room; otherwise a full cache makes
             // the write wait for destages (the disk is busy with them, in the foreground)
+            let bus = f64::from(size) / (self.p.bus_mb_s * 1e-3);
             let mut destaging = 0.0;
             if !self.dirty.holds(offset, end) {
                 while self.dirty.bytes + u64::from(size) > self.p.write_cache_bytes() {
@@ -434,26 +388,14 @@ impl Hdd {
                 buffer_hit: false,
             };
         }
-        let (seek, rotate, transfer) = self.media(now + overhead, offset, u64::from(size));
-        let total = overhead + seek + rotate + transfer;
-        self.charge(total, seek, transfer);
-        if !write && self.p.read_ahead && self.p.cache_segments > 0 {
+        let zero_latency = self.p.zero_latency && !write;
+        let a = self.media(now + overhead, offset, u64::from(size), zero_latency, true);
+        let total = overhead + a.seek + a.rotate + a.transfer;
+        self.charge(total, a.seek, a.transfer);
+        if !write {
             // read ahead from the end of this read while the disk has nothing else to do
-            let seg = Segment {
-                start: offset,
-                held: 0,
-                since: now + total - transfer,
-                reading: true,
-                used: now,
-            };
-            if self.segments.len() == self.p.cache_segments {
-                let lru = (0..self.segments.len())
-                    .min_by(|&a, &b| self.segments[a].used.total_cmp(&self.segments[b].used))
-                    .expect("segments exist");
-                self.segments[lru] = seg;
-            } else {
-                self.segments.push(seg);
-            }
+            self.buffer
+                .start(offset, end, a.end_passed, self.p.rate(offset), now);
         }
         Service {
             total_ns: total,
@@ -482,14 +424,16 @@ impl Device for Hdd {
             self.queue.push(io, self.p.cylinder(io.offset));
             return None;
         }
-        Some(self.start(&io, now))
+        Some(self.start(&io, now, false))
     }
 
     fn complete(&mut self, io: &Io, now: f64) -> Option<(Io, f64)> {
         self.busy = false;
-        // SSTF measures from where the finished I/O left the head
-        let next = self.queue.pop(self.p.cylinder(io.offset + u64::from(io.size)))?;
-        Some((next, self.start(&next, now)))
+        // SSTF measures from where the finished I/O left the head, SPTF from there and now
+        let here = self.p.cylinder(io.offset + u64::from(io.size));
+        let p = &self.p;
+        let next = self.queue.pop(here, |q| p.positioning_ns(here, q.offset, now))?;
+        Some((next, self.start(&next, now, true)))
     }
 
     fn finish(&mut self, end: f64) -> Report {
@@ -502,6 +446,38 @@ impl Device for Hdd {
                 ("destages", self.destages),
                 ("spin_ups", self.spin_ups),
             ]),
+            ..Report::default()
+        }
+    }
+}
+
+/// The disk the hand-worked tests use.
+#[cfg(test)]
+pub(super) mod tests_support {
+    use super::HddParams;
+
+    /// 6,000 rpm (10 ms a turn), 1 GB, 1,000 cylinders, 100 MB/s everywhere (1 MB a track),
+    /// seeks 1 / 5 / 10 ms, a 100 MB/s bus, no overhead, no write cache.
+    pub(in super::super) fn hand() -> HddParams {
+        HddParams {
+            rpm: 6000.0,
+            capacity_gb: 1.0,
+            cylinders: 1000,
+            track_to_track_ms: 1.0,
+            average_seek_ms: 5.0,
+            full_stroke_ms: 10.0,
+            outer_mb_s: 100.0,
+            inner_mb_s: 100.0,
+            bus_mb_s: 100.0,
+            overhead_ms: 0.0,
+            hit_overhead_ms: None,
+            zero_latency: true,
+            cache_segments: 4,
+            segment_kib: 1024,
+            read_ahead: true,
+            write_cache: false,
+            write_cache_mib: 4.0,
+            power: None,
         }
     }
 }

@@ -27,12 +27,12 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Io, Report};
+pub use device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Gauges, Io, Report};
 pub use engine::{simulate, SimOptions, SimResult, EIO};
 pub use figures::{DeviceFigures, SimFigures};
 pub use hdd::HddParams;
 pub use raid::Level;
-pub use ssd::SsdParams;
+pub use ssd::{HostInterface, SsdParams, SsdPower};
 
 use crate::error::{Error, Result};
 
@@ -48,6 +48,9 @@ pub enum Scheduler {
     Fifo,
     /// Shortest seek first (the elevator's greedy form).
     Sstf,
+    /// Shortest positioning time first: seek and rotational wait, as drives with command
+    /// queueing order their queue (among the oldest 32, a drive's command queue).
+    Sptf,
 }
 
 /// Faults to inject (for studies of early error detection). Each I/O draws independently.
@@ -95,13 +98,20 @@ pub struct Controller {
     #[serde(default)]
     pub mirror_us: f64,
     /// A read miss also reads ahead `prefetch_multiple` × its size, at least `prefetch_min_kib`
-    /// and at most `prefetch_max_kib` (seed 004's per-request minimum and maximum prefetch).
+    /// and at most `prefetch_max_kib` (the FC-60 paper's per-request minimum and maximum prefetch).
     #[serde(default)]
     pub prefetch_min_kib: u64,
     #[serde(default)]
     pub prefetch_max_kib: u64,
     #[serde(default)]
     pub prefetch_multiple: f64,
+    /// Time the controller spends on each request's command, one at a time: it caps the
+    /// requests per second (the FC-60 paper, Keeton et al., tops out at 11,000 per controller).
+    #[serde(default)]
+    pub command_us: f64,
+    /// The controller's data path, shared by every request's data (the FC-60 paper: 84 MB/s at most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mb_s: Option<f64>,
 }
 
 fn default_hit_us() -> f64 {
@@ -216,6 +226,12 @@ impl Config {
             if !(c.cache_mib.is_finite() && c.cache_mib >= 0.0) {
                 return bad("controller.cache_mib: must be zero or more".into());
             }
+            if !(c.command_us.is_finite() && c.command_us >= 0.0) {
+                return bad("controller.command_us: must be zero or more".into());
+            }
+            if c.max_mb_s.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+                return bad("controller.max_mb_s: must be a positive number".into());
+            }
             if c.prefetch_max_kib < c.prefetch_min_kib {
                 return bad("controller.prefetch_max_kib: must be at least prefetch_min_kib".into());
             }
@@ -273,12 +289,13 @@ fn read_device(mut table: toml::Table, kinds: &[&DeviceKind]) -> std::result::Re
 }
 
 /// Built-in device files. The FC-60 disks are 18 GB 10,000 rpm drives of their day; the TPC
-/// server's 28 disks are 15,000 rpm drives in RAID 1+0 (seed 003).
-pub const PRESETS: [(&str, &str); 6] = [
+/// server's 28 disks are 15,000 rpm drives in RAID 1+0 (Delimitrou et al.'s TPC paper).
+pub const PRESETS: [(&str, &str); 7] = [
     ("hdd-7200", include_str!("presets/hdd-7200.toml")),
     ("hdd-15k", include_str!("presets/hdd-15k.toml")),
     ("ssd-sata", include_str!("presets/ssd-sata.toml")),
     ("ssd-nvme", include_str!("presets/ssd-nvme.toml")),
+    ("mqsim-default", include_str!("presets/mqsim-default.toml")),
     ("fc60-r5-4disk", include_str!("presets/fc60-r5-4disk.toml")),
     (
         "tpc-raid10-28disk",

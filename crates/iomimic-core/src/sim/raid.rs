@@ -58,10 +58,13 @@ impl Layout {
     /// The device I/Os of an array request, in phases. `turn` alternates mirror reads. Pieces
     /// that are contiguous on one device become one I/O, as an array controller issues them.
     pub fn map(&self, offset: u64, size: u32, write: bool, turn: &mut usize) -> Vec<Vec<DevIo>> {
-        self.map_units(offset, size, write, turn)
-            .into_iter()
-            .map(coalesce)
-            .collect()
+        let mut phases = self.map_units(offset, size, write, turn);
+        for phase in &mut phases {
+            if phase.len() > 1 {
+                coalesce(phase);
+            }
+        }
+        phases
     }
 
     fn map_units(&self, offset: u64, size: u32, write: bool, turn: &mut usize) -> Vec<Vec<DevIo>> {
@@ -230,23 +233,18 @@ impl Layout {
     }
 }
 
-/// Merges I/Os of a phase that continue each other on the same device.
-fn coalesce(mut ios: Vec<DevIo>) -> Vec<DevIo> {
+/// Merges I/Os of a phase that continue each other on the same device, in place.
+fn coalesce(ios: &mut Vec<DevIo>) {
     ios.sort_by_key(|io| (io.device, io.write, io.offset));
-    let mut out: Vec<DevIo> = Vec::with_capacity(ios.len());
-    for io in ios {
-        match out.last_mut() {
-            Some(last)
-                if last.device == io.device
-                    && last.write == io.write
-                    && last.offset + u64::from(last.size) == io.offset =>
-            {
-                last.size += io.size;
-            }
-            _ => out.push(io),
+    ios.dedup_by(|io, last| {
+        let continues = last.device == io.device
+            && last.write == io.write
+            && last.offset + u64::from(last.size) == io.offset;
+        if continues {
+            last.size += io.size;
         }
-    }
-    out
+        continues
+    });
 }
 
 #[cfg(test)]

@@ -5,26 +5,11 @@ use super::hdd::HddPower;
 use super::*;
 use crate::trace::{Op, Trace};
 
-/// A disk whose numbers are easy by hand: 6,000 rpm (10 ms a turn), 1 GB, 1,000 cylinders,
-/// 100 MB/s everywhere (1 MB a track), seeks 1 / 5 / 10 ms.
+/// A disk whose numbers are easy by hand (see `hdd::tests_support::hand`).
 fn hand(read_ahead: bool) -> HddParams {
     HddParams {
-        rpm: 6000.0,
-        capacity_gb: 1.0,
-        cylinders: 1000,
-        track_to_track_ms: 1.0,
-        average_seek_ms: 5.0,
-        full_stroke_ms: 10.0,
-        outer_mb_s: 100.0,
-        inner_mb_s: 100.0,
-        bus_mb_s: 100.0,
-        overhead_ms: 0.0,
-        cache_segments: 4,
-        segment_kib: 1024,
         read_ahead,
-        write_cache: false,
-        write_cache_mib: 4.0,
-        power: None,
+        ..super::hdd::tests_support::hand()
     }
 }
 
@@ -192,6 +177,8 @@ fn with_controller(prefetch_min_kib: u64) -> Config {
             prefetch_min_kib,
             prefetch_max_kib: 1024,
             prefetch_multiple: 0.0,
+            command_us: 0.0,
+            max_mb_s: None,
         }),
         ..disk(false)
     }
@@ -399,4 +386,149 @@ fn the_device_table_s_errors_name_the_exact_field() {
         (Some("hdd"), Some(7200.0))
     );
     assert_eq!(device["cylinders"].as_u64(), Some(50_000));
+}
+
+/// `n` sequential `size`-byte requests from offset 0, closed loop at `depth`, on `config`:
+/// MB/s.
+fn sequential_mb_s(config: &Config, n: usize, size: u32, op: Op, depth: usize) -> f64 {
+    let offsets: Vec<u64> = (0..n as u64).map(|i| i * u64::from(size)).collect();
+    let t = trace(&vec![0; n], &offsets, size, op as u8);
+    let opts = SimOptions {
+        iodepth: Some(depth),
+        ..SimOptions::default()
+    };
+    let r = simulate(&t.view(), config, &opts).unwrap();
+    let end = r
+        .latency_ns
+        .iter()
+        .zip(&r.issue_ns)
+        .map(|(l, i)| l + i)
+        .max()
+        .unwrap();
+    (n as f64 * f64::from(size)) / (end as f64 / 1e9) / 1e6
+}
+
+#[test]
+fn hdd_7200_streams_sequential_reads_and_queued_writes_near_the_media_rate() {
+    // 180 MB/s at the outer edge; 200 MiB is 0.01 % of the disk in, so the rate stays 180
+    let c = Config::preset("hdd-7200").unwrap();
+    for depth in [1, 8] {
+        let read = sequential_mb_s(&c, 200, 1 << 20, Op::Read, depth);
+        assert!(
+            (0.85 * 180.0..=180.0).contains(&read),
+            "depth {depth}: {read:.1} MB/s"
+        );
+    }
+    // no write cache: one 64 KiB write at a time loses most of a turn between writes (8.3 ms
+    // a turn, 0.36 ms of data), queued ones follow each other under the head
+    let one = sequential_mb_s(&c, 400, 64 << 10, Op::Write, 1);
+    let queued = sequential_mb_s(&c, 400, 64 << 10, Op::Write, 8);
+    assert!(one < 0.1 * 180.0, "depth 1: {one:.1} MB/s");
+    assert!(queued >= 0.85 * 180.0, "depth 8: {queued:.1} MB/s");
+}
+
+#[test]
+fn buffer_hits_pay_their_own_overhead() {
+    // media accesses 0.3 ms, hits 0.05: the cached write takes 0.3 + 1 ms on the bus; the
+    // read of it, queued behind, is a hit: 0.05 + 1 ms more, done at 2.35 ms
+    let mut p = hand(false);
+    (p.write_cache, p.overhead_ms, p.hit_overhead_ms) = (true, 0.3, Some(0.05));
+    let mut t = trace(&[0, 0], &[250_000_000, 250_000_000], 100_000, 0);
+    t.op[0] = Op::Write as u8;
+    let r = simulate(&t.view(), &of(p), &SimOptions::default()).unwrap();
+    assert_eq!(r.latency_ns, [1_300_000, 2_350_000]);
+}
+
+#[test]
+fn sptf_beats_sstf_on_queued_random_reads() {
+    // 2,000 random 4 KiB reads at depth 16 across a 15k disk: SPTF also weighs the rotation
+    let c = Config::preset("hdd-15k").unwrap();
+    let mut rng = crate::random::Prng::new(3);
+    let offsets: Vec<u64> = (0..2000).map(|_| rng.below(140_000_000) * 4096).collect();
+    let t = trace(&vec![0; 2000], &offsets, 4096, 0);
+    let iops = |scheduler| {
+        let opts = SimOptions {
+            iodepth: Some(16),
+            scheduler: Some(scheduler),
+            ..SimOptions::default()
+        };
+        simulate(&t.view(), &c, &opts).unwrap().figures.iops
+    };
+    let (fifo, sstf, sptf) = (
+        iops(Scheduler::Fifo),
+        iops(Scheduler::Sstf),
+        iops(Scheduler::Sptf),
+    );
+    assert!(
+        sstf > 1.1 * fifo && sptf > 1.2 * sstf,
+        "{fifo:.0} {sstf:.0} {sptf:.0}"
+    );
+}
+
+/// The FC-60 paper's (Uysal et al.) four figures on a stream of `size`-byte reads, random
+/// over 40 GB or sequential, closed loop at `depth`: (IO/s, MB/s).
+fn fc60_run(size: u32, sequential: bool, depth: usize) -> (f64, f64) {
+    let c = Config::preset("fc60-r5-4disk").unwrap();
+    let mut rng = crate::random::Prng::new(1);
+    let n = if size < 65536 { 4000 } else { 1500 };
+    let unit = u64::from(size);
+    let offsets: Vec<u64> = (0..n as u64)
+        .map(|i| {
+            if sequential {
+                i * unit
+            } else {
+                rng.below(40_000_000_000 / unit) * unit
+            }
+        })
+        .collect();
+    let t = trace(&vec![0; n], &offsets, size, 0);
+    let opts = SimOptions {
+        iodepth: Some(depth),
+        ..SimOptions::default()
+    };
+    let f = simulate(&t.view(), &c, &opts).unwrap().figures;
+    (f.iops, f.mb_per_s)
+}
+
+#[test]
+fn fc60_gives_the_paper_s_four_figures_at_depth_8_and_never_passes_its_ceiling() {
+    let figures = [
+        (2048, false, 381.76, 0),
+        (2048, true, 3656.4, 0),
+        (256 * 1024, false, 17.6, 1),
+        (256 * 1024, true, 40.3, 1),
+    ];
+    for (size, sequential, published, which) in figures {
+        let got = fc60_run(size, sequential, 8);
+        let got = if which == 0 { got.0 } else { got.1 };
+        assert!(
+            (got / published - 1.0).abs() < 0.10,
+            "{size} {sequential}: {got} vs {published}"
+        );
+    }
+    // the controller takes 90.9 µs of each command, one at a time: at most 11,000 IO/s (the
+    // paper's top observed per controller), however deep the queue and however small and
+    // cached the reads
+    for depth in [1, 4, 32, 128] {
+        let (iops, _) = fc60_run(2048, true, depth);
+        assert!(iops < 11_000.0, "depth {depth}: {iops}");
+    }
+    let c = Config::preset("fc60-r5-4disk").unwrap();
+    let t = trace(&vec![0; 3000], &vec![0; 3000], 512, 0);
+    let at = |depth| {
+        let opts = SimOptions {
+            iodepth: Some(depth),
+            ..SimOptions::default()
+        };
+        simulate(&t.view(), &c, &opts).unwrap().figures
+    };
+    assert!(at(64).iops < 11_000.0);
+    let f = at(1);
+    // one at a time, all but the first are hits: 90.9 µs of command, 6.1 µs of data at
+    // 84 MB/s, 150 µs to serve from cache: 4,050 IO/s
+    assert!(
+        (f.iops - 1e6 / (90.9 + 512.0 / 84.0 + 150.0)).abs() < 40.0,
+        "{}",
+        f.iops
+    );
 }

@@ -3,12 +3,19 @@
 //!
 //! Demand I/Os are served before background ones (prefetches, destages). Within each, FIFO
 //! takes the oldest; SSTF the one whose cylinder is nearest the head's, the oldest among equals
-//! — the same choices a scan of the whole queue makes, found by an ordered-map search.
+//! — the same choices a scan of the whole queue makes, found by an ordered-map search. SPTF
+//! the one the head reaches soonest (seek and rotation, which only the disk can say), among
+//! the oldest [`SPTF_WINDOW`]: a drive's command queue holds that many, and the bound keeps a
+//! deep queue linear.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use super::super::device::Io;
 use super::super::Scheduler;
+
+/// How many of the oldest queued I/Os shortest-positioning-time-first chooses among (the
+/// command queue of a SATA or SAS drive).
+pub(super) const SPTF_WINDOW: usize = 32;
 
 #[derive(Debug, Clone)]
 pub(super) struct DiskQueue {
@@ -35,7 +42,7 @@ impl DiskQueue {
     pub(super) fn push(&mut self, io: Io, cylinder: u64) {
         let class = usize::from(io.background);
         match self.scheduler {
-            Scheduler::Fifo => self.fifo[class].push_back(io),
+            Scheduler::Fifo | Scheduler::Sptf => self.fifo[class].push_back(io),
             Scheduler::Sstf => {
                 self.seq += 1;
                 self.sstf[class].insert((cylinder, self.seq), io);
@@ -43,10 +50,17 @@ impl DiskQueue {
         }
     }
 
-    /// The next I/O to serve, the head being at cylinder `here`.
-    pub(super) fn pop(&mut self, here: u64) -> Option<Io> {
+    /// The next I/O to serve, the head being at cylinder `here`; `positioning` is the time
+    /// the head needs to reach an I/O (for SPTF).
+    pub(super) fn pop(&mut self, here: u64, positioning: impl Fn(&Io) -> f64) -> Option<Io> {
         match self.scheduler {
             Scheduler::Fifo => self.fifo.iter_mut().find_map(VecDeque::pop_front),
+            Scheduler::Sptf => {
+                let class = self.fifo.iter_mut().find(|q| !q.is_empty())?;
+                let best = (0..class.len().min(SPTF_WINDOW))
+                    .min_by(|&a, &b| positioning(&class[a]).total_cmp(&positioning(&class[b])))?;
+                class.remove(best)
+            }
             Scheduler::Sstf => {
                 let class = self.sstf.iter_mut().find(|m| !m.is_empty())?;
                 // the nearest at or below the head and the nearest at or above it; each the
@@ -110,7 +124,7 @@ mod tests {
                 reference.push((i, cyl));
             } else {
                 let want = scan(&reference, here).map(|k| reference.remove(k));
-                let got = q.pop(here);
+                let got = q.pop(here, |_| 0.0);
                 assert_eq!(got.map(|g| g.id), want.map(|w| w.0.id), "step {step}");
                 here = want.map_or(here, |w| w.1);
             }
@@ -123,7 +137,38 @@ mod tests {
         for (id, bg) in [(0, true), (1, false), (2, true), (3, false)] {
             q.push(io(id, bg), 0);
         }
-        let order: Vec<usize> = std::iter::from_fn(|| q.pop(0)).map(|i| i.id).collect();
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop(0, |_| 0.0)).map(|i| i.id).collect();
         assert_eq!(order, [1, 3, 0, 2]);
+    }
+}
+
+#[test]
+fn sptf_takes_the_nearest_in_time_among_the_oldest() {
+    let mut q = DiskQueue::new(Scheduler::Sptf);
+    // positioning times by offset: the I/O at offset 5 is nearest; one past the window is
+    // nearer still but not yet in the drive's queue
+    for k in 0..=SPTF_WINDOW as u64 {
+        let mut i = tests_io(k as usize);
+        i.offset = if k == SPTF_WINDOW as u64 {
+            0
+        } else {
+            10 + k.abs_diff(5)
+        };
+        q.push(i, 0);
+    }
+    let time = |i: &Io| i.offset as f64;
+    assert_eq!(q.pop(0, time).map(|i| i.id), Some(5));
+    // the window moves on as I/Os leave it: now the one at offset 0 is in it
+    assert_eq!(q.pop(0, time).map(|i| i.id), Some(SPTF_WINDOW));
+}
+
+#[cfg(test)]
+fn tests_io(id: usize) -> Io {
+    Io {
+        id,
+        offset: 0,
+        size: 512,
+        write: false,
+        background: false,
     }
 }
