@@ -164,3 +164,13 @@ pub fn read_table<P: DeserializeOwned>(table: toml::Table, path: &str) -> Result
         format!("{at}: {}", e.into_inner().message())
     })
 }
+
+/// Refuses the first of `fields` (name, value, largest sensible value) above its bound: a
+/// value past it is a typo or an attack (a timing of 1e308 ms, a billion channels) that would
+/// saturate the clock or exhaust memory rather than model a device.
+pub fn check_bounds(path: &str, fields: &[(&str, f64, f64)]) -> Result<(), String> {
+    match fields.iter().find(|(_, v, max)| *v > *max) {
+        Some((name, v, max)) => Err(format!("{path}.{name}: at most {max}, found {v}")),
+        None => Ok(()),
+    }
+}

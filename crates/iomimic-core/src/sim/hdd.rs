@@ -172,7 +172,27 @@ impl HddParams {
         if self.cylinders == 0 {
             return Err(format!("{path}.cylinders: must be positive"));
         }
-        Ok(())
+        if self.rpm < 60.0 {
+            return Err(format!("{path}.rpm: at least 60, found {}", self.rpm));
+        }
+        // a minute per mechanical step, a petabyte, a terabyte a second: past these, not a disk
+        super::device::check_bounds(
+            path,
+            &[
+                ("rpm", self.rpm, 1e5),
+                ("capacity_gb", self.capacity_gb, 1e6),
+                ("track_to_track_ms", self.track_to_track_ms, 6e4),
+                ("average_seek_ms", self.average_seek_ms, 6e4),
+                ("full_stroke_ms", self.full_stroke_ms, 6e4),
+                ("overhead_ms", self.overhead_ms, 6e4),
+                ("hit_overhead_ms", self.hit_overhead_ms.unwrap_or(0.0), 6e4),
+                ("outer_mb_s", self.outer_mb_s, 1e6),
+                ("inner_mb_s", self.inner_mb_s, 1e6),
+                ("bus_mb_s", self.bus_mb_s, 1e6),
+                ("write_cache_mib", self.write_cache_mib, 1e6),
+                ("cylinders", self.cylinders as f64, 1e7),
+            ],
+        )
     }
 
     fn write_cache_bytes(&self) -> u64 {

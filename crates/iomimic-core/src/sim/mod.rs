@@ -218,6 +218,12 @@ impl Config {
             if a.stripe_kib == 0 {
                 return bad("array.stripe_kib: must be positive".into());
             }
+            if a.devices > 4096 || a.stripe_kib > 1 << 20 {
+                return bad(format!(
+                    "array: at most 4096 devices and 1 GiB stripe units, found {} and {} KiB",
+                    a.devices, a.stripe_kib
+                ));
+            }
             if a.bus_mb_s.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
                 return bad("array.bus_mb_s: must be a positive number".into());
             }
@@ -244,6 +250,17 @@ impl Config {
             ] {
                 if !(0.0..=1.0).contains(&rate) {
                     return bad(format!("faults.{name}: must be a probability, found {rate}"));
+                }
+            }
+            for (name, ms) in [
+                ("slow_ms", f.slow_ms),
+                ("fail_ms", f.fail_ms),
+                ("slow_write_ms", f.slow_write_ms),
+            ] {
+                if !(0.0..=3.6e6).contains(&ms) {
+                    return bad(format!(
+                        "faults.{name}: must be 0 to 3600000 ms (an hour), found {ms}"
+                    ));
                 }
             }
         }

@@ -532,3 +532,29 @@ fn fc60_gives_the_paper_s_four_figures_at_depth_8_and_never_passes_its_ceiling()
         f.iops
     );
 }
+
+#[test]
+fn device_fields_past_any_device_are_refused_by_name() {
+    let hdd = super::PRESETS.iter().find(|p| p.0 == "hdd-7200").unwrap().1;
+    for (old, new, field) in [
+        ("overhead_ms = 0.1", "overhead_ms = 1e308", "device.overhead_ms"),
+        ("rpm = 7200", "rpm = 1e-308", "device.rpm"),
+        ("rpm = 7200", "rpm = 1e9", "device.rpm"),
+    ] {
+        assert!(hdd.contains(old), "{old}");
+        let e = Config::from_toml(&hdd.replace(old, new)).unwrap_err().to_string();
+        assert!(e.contains(field), "{new}: {e}");
+    }
+    let nvme = super::PRESETS.iter().find(|p| p.0 == "ssd-nvme").unwrap().1;
+    for (old, new, field) in [
+        ("channels = 8", "channels = 9223372036854775807", "device.channels"),
+        ("channels = 8", "channels = 1000000000", "device.channels"),
+    ] {
+        assert!(nvme.contains(old), "{old}");
+        let e = Config::from_toml(&nvme.replace(old, new)).unwrap_err().to_string();
+        assert!(e.contains(field), "{new}: {e}");
+    }
+    let faulty = format!("{hdd}\n[faults]\nslow_sector_rate = 0.1\nslow_ms = inf\n");
+    let e = Config::from_toml(&faulty).unwrap_err().to_string();
+    assert!(e.contains("faults.slow_ms"), "{e}");
+}

@@ -165,6 +165,18 @@ impl SsdParams {
         if self.planes_per_die > 16 || self.dies_per_chip > 64 {
             return Err(format!("{path}: at most 16 planes_per_die and 64 dies_per_chip"));
         }
+        // ten seconds per flash operation, 1,024 channels and chips, a terabyte a second
+        crate::sim::device::check_bounds(
+            path,
+            &[
+                ("read_us", self.read_us, 1e7),
+                ("program_us", self.program_us, 1e7),
+                ("erase_us", self.erase_us, 1e7),
+                ("channel_mb_s", self.channel_mb_s, 1e6),
+                ("channels", self.channels as f64, 1024.0),
+                ("chips_per_channel", self.chips_per_channel as f64, 1024.0),
+            ],
+        )?;
         self.check_shares(path)?;
         self.check_host(path)?;
         match (self.capacity_gb, self.blocks_per_plane) {
