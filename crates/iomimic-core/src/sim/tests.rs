@@ -547,11 +547,17 @@ fn device_fields_past_any_device_are_refused_by_name() {
     }
     let nvme = super::PRESETS.iter().find(|p| p.0 == "ssd-nvme").unwrap().1;
     for (old, new, field) in [
-        ("channels = 8", "channels = 9223372036854775807", "device.channels"),
+        (
+            "channels = 8",
+            "channels = 9223372036854775807",
+            "device.channels",
+        ),
         ("channels = 8", "channels = 1000000000", "device.channels"),
     ] {
         assert!(nvme.contains(old), "{old}");
-        let e = Config::from_toml(&nvme.replace(old, new)).unwrap_err().to_string();
+        let e = Config::from_toml(&nvme.replace(old, new))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(field), "{new}: {e}");
     }
     let faulty = format!("{hdd}\n[faults]\nslow_sector_rate = 0.1\nslow_ms = inf\n");
