@@ -8,6 +8,7 @@
 //! with `--json` and plots with `--plot`. Studies are deterministic: every random choice takes
 //! the options' seed.
 
+pub mod cache_alloc;
 pub mod defrag;
 pub mod early_errors;
 pub mod ssd_cache;
@@ -29,7 +30,7 @@ pub trait Study: Sync {
 }
 
 /// The built-in studies.
-pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY, &defrag::STUDY, &early_errors::STUDY];
+pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY, &defrag::STUDY, &early_errors::STUDY, &cache_alloc::STUDY];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).
 pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study> {
