@@ -27,6 +27,11 @@ pub trait Study: Sync {
     fn description(&self) -> &'static str;
     /// Runs on `workload` with `options` (JSON); returns the report.
     fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value>;
+    /// Whether the study runs on a workload; one that does not (its inputs are all in its
+    /// options) is run on an empty trace.
+    fn takes_workload(&self) -> bool {
+        true
+    }
 }
 
 /// The built-in studies.

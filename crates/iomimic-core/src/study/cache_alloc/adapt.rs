@@ -1,6 +1,6 @@
 //! The closed loop (MAPE-K): each window the loop monitors the transactions each application
-//! ran and the time they spent on each VM, analyses them (which of the application's
-//! workloads lies nearest, Euclidean, to the observed spread of time over the VMs; the rate),
+//! ran, analyses them (which of the application's workloads has the mix nearest, Euclidean,
+//! to the shares of transaction types seen; the rate),
 //! plans anew with the GA when the workload or the rate changed, and executes the plan from
 //! the next window. The timeline file says when the true workloads and rates change.
 
@@ -145,29 +145,15 @@ pub struct AdaptReport {
     pub replans: usize,
 }
 
-/// The spread of an application's time over the VMs (normalized).
-fn spread(sys: &System, app: usize, counts: &[f64]) -> Vec<f64> {
-    let mut time = vec![0.0; sys.vms.len()];
-    for (tx, &n) in counts.iter().enumerate() {
-        for &(v, t) in &sys.apps[app].transactions[tx].time {
-            time[v] += n * t;
-        }
-    }
-    let total: f64 = time.iter().sum();
-    if total > 0.0 {
-        time.iter_mut().for_each(|x| *x /= total);
-    }
-    time
-}
-
-/// Monitor and analyse one window: transactions drawn from each application's true mix, the
-/// workload whose expected spread lies nearest, and the rate seen.
+/// Monitor and analyse one window: transactions drawn from each application's true mix; the
+/// workload whose mix lies nearest (Euclidean) to the shares of transaction types seen; the
+/// rate seen.
 fn observe(sys: &System, load: &Load, window_s: f64, rng: &mut Prng) -> (Vec<usize>, Vec<f64>) {
     let mut detected = Vec::new();
     let mut rates = Vec::new();
     for (a, app) in sys.apps.iter().enumerate() {
         let n = (load.rates[a] * window_s).round().max(1.0) as usize;
-        let mut counts = vec![0.0; app.transactions.len()];
+        let mut seen = vec![0.0; app.transactions.len()];
         let mix = &app.workloads[load.workloads[a]].mix;
         for _ in 0..n {
             let mut u = rng.f64();
@@ -175,15 +161,13 @@ fn observe(sys: &System, load: &Load, window_s: f64, rng: &mut Prng) -> (Vec<usi
                 u -= s;
                 u < 0.0
             });
-            counts[pick.unwrap_or(&mix[mix.len() - 1]).0] += 1.0;
+            seen[pick.unwrap_or(&mix[mix.len() - 1]).0] += 1.0 / n as f64;
         }
-        let seen = spread(sys, a, &counts);
         let nearest = (0..app.workloads.len())
             .map(|w| {
                 let mut expected = vec![0.0; app.transactions.len()];
                 app.workloads[w].mix.iter().for_each(|&(tx, s)| expected[tx] = s);
-                let e = spread(sys, a, &expected);
-                (w, e.iter().zip(&seen).map(|(x, y)| (x - y) * (x - y)).sum::<f64>())
+                (w, expected.iter().zip(&seen).map(|(x, y)| (x - y) * (x - y)).sum::<f64>())
             })
             .min_by(|x, y| x.1.total_cmp(&y.1))
             .map_or(0, |x| x.0);

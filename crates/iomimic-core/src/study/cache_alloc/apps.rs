@@ -67,7 +67,8 @@ struct VmRaw {
     working_set: Option<Size>,
     trace: Option<String>,
     model: Option<String>,
-    // read by the caller with `model`
+    pattern: Option<String>,
+    // read by the caller with `model` or `pattern`
     #[allow(dead_code)]
     requests: Option<u64>,
     io_ratio: Option<f64>,
@@ -263,12 +264,18 @@ fn read_vm(
         None => return Err(field_error(file, &at("hypervisor"), "missing: there are several hypervisors")),
     };
     hosts[host].vms.push(i);
-    let sources = [v.working_set.is_some(), v.trace.is_some(), v.model.is_some()];
-    if sources.iter().filter(|&&s| s).count() != 1 {
+    let sources = [
+        (v.working_set.is_some(), "working_set"),
+        (v.trace.is_some(), "trace"),
+        (v.model.is_some(), "model"),
+        (v.pattern.is_some(), "pattern"),
+    ];
+    let given: Vec<&str> = sources.iter().filter(|s| s.0).map(|s| s.1).collect();
+    if given.len() != 1 {
         return Err(field_error(
             file,
-            &at("working_set"),
-            "give exactly one of working_set, trace and model",
+            &at(given.first().copied().unwrap_or("working_set")),
+            "give exactly one of working_set, trace, model and pattern",
         ));
     }
     let mut request_bytes = match &v.request_size {
@@ -281,11 +288,11 @@ fn read_vm(
             (HitCurve::linear(ws), ws)
         }
         None => {
-            let m = curves.get(&v.name).ok_or_else(|| {
-                field_error(file, &at(if v.trace.is_some() { "trace" } else { "model" }), "its miss-ratio curve was not measured")
-            })?;
+            let m = curves
+                .get(&v.name)
+                .ok_or_else(|| field_error(file, &at(given[0]), "its miss-ratio curve was not measured"))?;
             request_bytes = request_bytes.or(Some(m.mean_request_bytes));
-            let curve = HitCurve::from_miss_ratios(&m.points).map_err(|e| field_error(file, &at("trace"), e))?;
+            let curve = HitCurve::from_miss_ratios(&m.points).map_err(|e| field_error(file, &at(given[0]), e))?;
             (curve, m.footprint_bytes)
         }
     };

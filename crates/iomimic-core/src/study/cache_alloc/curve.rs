@@ -1,5 +1,5 @@
 //! A VM's hit ratio as a function of its cache: piecewise linear through points, flat past the
-//! last. Linear up to the working set (the seed's model) or read off a measured LRU miss-ratio
+//! last. Linear up to the working set (Tang et al.'s model) or read off a measured LRU miss-ratio
 //! curve.
 
 /// Hit ratio against cache bytes: points (bytes, hit) from (0, 0), bytes rising.

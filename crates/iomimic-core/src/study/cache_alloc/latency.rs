@@ -47,7 +47,7 @@ pub fn workload(sys: &System, app: usize, w: usize, alloc: &[f64]) -> f64 {
 }
 
 /// Time per second the load spends on each VM with no cache: the weight of each VM's latency
-/// in the system's (the seed's latency distribution, scaled by the rates).
+/// in the system's (Tang et al.'s latency distribution, scaled by the rates).
 pub fn vm_weights(sys: &System, load: &Load) -> Vec<f64> {
     let mut c = vec![0.0; sys.vms.len()];
     for (a, app) in sys.apps.iter().enumerate() {

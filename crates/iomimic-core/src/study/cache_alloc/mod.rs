@@ -37,7 +37,7 @@ use ga::GaOptions;
 use latency::Load;
 use plan::Scheme;
 
-/// The seed's worked example, as an applications file.
+/// Tang et al.'s worked example, as an applications file.
 pub const EXAMPLE: &str = include_str!("example.toml");
 
 pub struct CacheAlloc;
@@ -142,6 +142,10 @@ impl Study for CacheAlloc {
 
     fn run(&self, _workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
         super::typed("cache-alloc", options, run)
+    }
+
+    fn takes_workload(&self) -> bool {
+        false
     }
 }
 

@@ -1,7 +1,7 @@
 //! The allocation schemes: each hypervisor's cache split among its VMs.
 //! - `equal`: the same share each.
 //! - `working-set`: shares as the working sets (fair to each VM, blind to the transactions).
-//! - `transaction-aware`: the seed's GA. A genome is the VMs' weights; its fitness is how
+//! - `transaction-aware`: Tang et al.'s GA. A genome is the VMs' weights; its fitness is how
 //!   close (Euclidean) the weights lie to the VMs' normalized metrics: VM intensity (each VM's
 //!   share of transaction time, the latency distribution), IO ratio and random-access
 //!   intensity (the inverse mean request size), each metric used where every VM of the
