@@ -47,7 +47,9 @@ def test_the_example_on_the_command_line(tmp_path: Path) -> None:
 
 def test_the_example_file_is_what_the_library_runs() -> None:
     """--example is the same file read by the same path as any applications file."""
-    from_text = run_alone("cache-alloc", apps=(ROOT / "crates/iomimic-core/src/study/cache_alloc/example.toml").read_text())
+    from_text = run_alone(
+        "cache-alloc", apps=(ROOT / "crates/iomimic-core/src/study/cache_alloc/example.toml").read_text()
+    )
     assert from_text["scenarios"] == run_alone("cache-alloc")["scenarios"]
 
 
@@ -106,7 +108,9 @@ def test_a_vm_curve_measured_from_its_trace(tmp_path: Path) -> None:
 
 
 def test_errors_name_the_field_and_exit_2(tmp_path: Path) -> None:
-    apps = write_apps(tmp_path, APPS.replace("time = { hot = 1.0, flat = 1.0 }", "time = { hot = 1.0, cold = 1.0 }"))
+    apps = write_apps(
+        tmp_path, APPS.replace("time = { hot = 1.0, flat = 1.0 }", "time = { hot = 1.0, cold = 1.0 }")
+    )
     hot_trace(tmp_path / "hot.csv")
     r = run_cli("study", "cache-alloc", str(apps))
     assert r.returncode == 2
@@ -125,7 +129,16 @@ def test_errors_name_the_field_and_exit_2(tmp_path: Path) -> None:
 def test_the_tpcw_evaluation_and_the_closed_loop(tmp_path: Path) -> None:
     out, png = tmp_path / "loop.json", tmp_path / "alloc.png"
     r = run_cli(
-        "study", "cache-alloc", str(TPCW), "--adapt", "--timeline", str(CHANGES), "--plot", str(png), "--json", str(out)
+        "study",
+        "cache-alloc",
+        str(TPCW),
+        "--adapt",
+        "--timeline",
+        str(CHANGES),
+        "--plot",
+        str(png),
+        "--json",
+        str(out),
     )
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())

@@ -24,7 +24,9 @@ def render_cache_alloc(r: dict[str, Any], console: Console) -> None:
         t = table(f"scenario {s['name']}: cache (hit ratio) per VM, latency per application", "scheme",
                   *vms, *apps, "mean")  # fmt: skip
         for k in s["schemes"]:
-            cells = [f"{human_bytes(b)} {100 * h:.0f}%" for b, h in zip(k["allocation"], k["hit"], strict=True)]
+            cells = [
+                f"{human_bytes(b)} {100 * h:.0f}%" for b, h in zip(k["allocation"], k["hit"], strict=True)
+            ]
             t.add_row(k["scheme"], *cells, *[_num(a["latency"]) for a in k["apps"]], _num(k["overall"]))
         console.print(t)
         if s["ga_shortfall"] is not None:
@@ -57,10 +59,8 @@ def _timeline(a: dict[str, Any], console: Console) -> None:
             _num(w["optimal"]),
         )  # fmt: skip
     console.print(t)
-    m = a["mean"]
-    console.print(
-        f"  mean latency: adaptive {_num(m[0])}, static {_num(m[1])}, equal {_num(m[2])}, optimal {_num(m[3])}"
-    )
+    means = ", ".join(f"{k} {_num(v)}" for k, v in zip(("adaptive", "static", "equal", "optimal"), a["mean"]))
+    console.print(f"  mean latency: {means}")
 
 
 def plot_cache_alloc(r: dict[str, Any], path: str | Path) -> Path:

@@ -35,7 +35,12 @@ pub trait Study: Sync {
 }
 
 /// The built-in studies.
-pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY, &defrag::STUDY, &early_errors::STUDY, &cache_alloc::STUDY];
+pub const STUDIES: &[&dyn Study] = &[
+    &ssd_cache::STUDY,
+    &defrag::STUDY,
+    &early_errors::STUDY,
+    &cache_alloc::STUDY,
+];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).
 pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study> {

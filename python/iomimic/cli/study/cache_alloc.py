@@ -30,15 +30,23 @@ def register(subparsers) -> None:
     p.param_aliases = {"schemes": "scheme", "timeline_file": "timeline", "ga.units": "units"}
     p.add_argument("apps", nargs="?", help="the applications file (TOML; see docs/studies.md)")
     p.add_argument(
-        "--example", action="store_true", help="Tang et al.'s worked example (two VMs, 8 GB and 2 GB, 2 GB cache)"
+        "--example",
+        action="store_true",
+        help="Tang et al.'s worked example (two VMs, 8 GB and 2 GB, 2 GB cache)",
     )
-    p.add_argument("--scheme", default=SCHEMES, help=f"schemes to compare, comma-separated (default {SCHEMES})")
+    p.add_argument(
+        "--scheme", default=SCHEMES, help=f"schemes to compare, comma-separated (default {SCHEMES})"
+    )
     p.add_argument("--adapt", action="store_true", help="run the closed loop over --timeline")
     p.add_argument("--timeline", metavar="TOML", help="when workloads and rates change (with --adapt)")
-    p.add_argument("--seed", type=seed, default=1, help="seed of the GA, the loop and generated VMs (default 1)")
+    p.add_argument(
+        "--seed", type=seed, default=1, help="seed of the GA, the loop and generated VMs (default 1)"
+    )
     p.add_argument("--generations", type=count, default=200, help="GA generations (default 200)")
     p.add_argument("--population", type=count, default=60, help="GA population (default 60)")
-    p.add_argument("--units", type=count, default=1000, help="grain of a plan: 1/UNITS of a cache (default 1000)")
+    p.add_argument(
+        "--units", type=count, default=1000, help="grain of a plan: 1/UNITS of a cache (default 1000)"
+    )
     p.add_argument("--json", metavar="PATH", help="write the report as JSON (- for stdout only)")
     p.add_argument("--plot", metavar="PNG", help="also draw the report as a plot")
 

@@ -62,10 +62,18 @@ impl Timeline {
             .map_err(|e| field_error(file, &e.path().to_string(), e.inner()))?;
         let ok = |v: f64| v.is_finite() && v > 0.0;
         if !ok(raw.window_s) {
-            return Err(field_error(file, "window_s", "must be a positive number of seconds"));
+            return Err(field_error(
+                file,
+                "window_s",
+                "must be a positive number of seconds",
+            ));
         }
         if !ok(raw.duration_s) || raw.duration_s < raw.window_s || raw.duration_s / raw.window_s > 100_000.0 {
-            return Err(field_error(file, "duration_s", "must hold between 1 and 100000 windows"));
+            return Err(field_error(
+                file,
+                "duration_s",
+                "must hold between 1 and 100000 windows",
+            ));
         }
         if !(raw.tolerance.is_finite() && raw.tolerance >= 0.0) {
             return Err(field_error(file, "tolerance", "must be a share ≥ 0"));
@@ -76,15 +84,20 @@ impl Timeline {
             if !(c.at_s.is_finite() && c.at_s >= 0.0) {
                 return Err(field_error(file, &at("at_s"), "must be a time ≥ 0"));
             }
-            let app = sys
-                .apps
-                .iter()
-                .position(|a| a.name == c.app)
-                .ok_or_else(|| field_error(file, &at("app"), format!("no application named {:?}", c.app)))?;
+            let app =
+                sys.apps.iter().position(|a| a.name == c.app).ok_or_else(|| {
+                    field_error(file, &at("app"), format!("no application named {:?}", c.app))
+                })?;
             let workload = match &c.workload {
-                Some(w) => Some(sys.apps[app].workloads.iter().position(|x| &x.name == w).ok_or_else(|| {
-                    field_error(file, &at("workload"), format!("{} has no workload {w:?}", c.app))
-                })?),
+                Some(w) => Some(
+                    sys.apps[app]
+                        .workloads
+                        .iter()
+                        .position(|x| &x.name == w)
+                        .ok_or_else(|| {
+                            field_error(file, &at("workload"), format!("{} has no workload {w:?}", c.app))
+                        })?,
+                ),
                 None => None,
             };
             if let Some(r) = c.rate {
@@ -92,11 +105,21 @@ impl Timeline {
                     return Err(field_error(file, &at("rate"), "must be a positive rate"));
                 }
             }
-            changes.push(Change { at_s: c.at_s, app, workload, rate: c.rate });
+            changes.push(Change {
+                at_s: c.at_s,
+                app,
+                workload,
+                rate: c.rate,
+            });
         }
         changes.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         let windows = (raw.duration_s / raw.window_s).round() as usize;
-        Ok(Timeline { window_s: raw.window_s, windows, tolerance: raw.tolerance, changes })
+        Ok(Timeline {
+            window_s: raw.window_s,
+            windows,
+            tolerance: raw.tolerance,
+            changes,
+        })
     }
 
     /// The true load during the window starting at `t`, from `start`.
@@ -167,7 +190,14 @@ fn observe(sys: &System, load: &Load, window_s: f64, rng: &mut Prng) -> (Vec<usi
             .map(|w| {
                 let mut expected = vec![0.0; app.transactions.len()];
                 app.workloads[w].mix.iter().for_each(|&(tx, s)| expected[tx] = s);
-                (w, expected.iter().zip(&seen).map(|(x, y)| (x - y) * (x - y)).sum::<f64>())
+                (
+                    w,
+                    expected
+                        .iter()
+                        .zip(&seen)
+                        .map(|(x, y)| (x - y) * (x - y))
+                        .sum::<f64>(),
+                )
             })
             .min_by(|x, y| x.1.total_cmp(&y.1))
             .map_or(0, |x| x.0);
@@ -200,17 +230,28 @@ pub fn run(sys: &System, start: &Load, timeline: &Timeline, ga: &GaOptions, seed
         };
         let (detected, observed) = observe(sys, &load, timeline.window_s, &mut rng);
         let moved = detected != belief.workloads
-            || observed.iter().zip(&belief.rates).any(|(o, b)| (o - b).abs() > timeline.tolerance * b);
+            || observed
+                .iter()
+                .zip(&belief.rates)
+                .any(|(o, b)| (o - b).abs() > timeline.tolerance * b);
         let in_effect = current.clone();
         if moved {
-            belief = Load { workloads: detected.clone(), rates: observed.clone() };
+            belief = Load {
+                workloads: detected.clone(),
+                rates: observed.clone(),
+            };
             current = plan(sys, &belief, Scheme::TransactionAware, ga, seed).bytes;
             replans += 1;
         }
         let name = |a: usize, w: usize| sys.apps[a].workloads[w].name.clone();
         windows.push(Window {
             start_s: t,
-            workloads: load.workloads.iter().enumerate().map(|(a, &w)| name(a, w)).collect(),
+            workloads: load
+                .workloads
+                .iter()
+                .enumerate()
+                .map(|(a, &w)| name(a, w))
+                .collect(),
             rates: load.rates.clone(),
             detected: detected.iter().enumerate().map(|(a, &w)| name(a, w)).collect(),
             observed_rates: observed,
@@ -229,7 +270,12 @@ pub fn run(sys: &System, start: &Load, timeline: &Timeline, ga: &GaOptions, seed
         tolerance: timeline.tolerance,
         apps: sys.apps.iter().map(|a| a.name.clone()).collect(),
         vms: sys.vms.iter().map(|v| v.name.clone()).collect(),
-        mean: [mean(|w| w.adaptive), mean(|w| w.r#static), mean(|w| w.equal), mean(|w| w.optimal)],
+        mean: [
+            mean(|w| w.adaptive),
+            mean(|w| w.r#static),
+            mean(|w| w.equal),
+            mean(|w| w.optimal),
+        ],
         replans,
         windows,
     }

@@ -48,7 +48,9 @@ struct LatencyRaw {
 
 impl Default for LatencyRaw {
     fn default() -> Self {
-        LatencyRaw { ssd_over_storage: 0.1 }
+        LatencyRaw {
+            ssd_over_storage: 0.1,
+        }
     }
 }
 
@@ -196,7 +198,11 @@ fn unique<'a>(file: &str, list: &str, names: impl Iterator<Item = &'a str>) -> R
     let mut seen = std::collections::BTreeSet::new();
     for (i, n) in names.enumerate() {
         if !seen.insert(n) {
-            return Err(field_error(file, &format!("{list}[{i}].name"), format!("{n:?} is named twice")));
+            return Err(field_error(
+                file,
+                &format!("{list}[{i}].name"),
+                format!("{n:?} is named twice"),
+            ));
         }
     }
     Ok(())
@@ -206,7 +212,11 @@ fn positive(file: &str, field: &str, v: f64) -> Result<f64> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
-        Err(field_error(file, field, format!("must be a positive number, found {v}")))
+        Err(field_error(
+            file,
+            field,
+            format!("must be a positive number, found {v}"),
+        ))
     }
 }
 
@@ -219,9 +229,17 @@ impl System {
             .map_err(|e| field_error(file, &e.path().to_string(), e.inner()))?;
         let ratio = raw.latency.ssd_over_storage;
         if !(0.0..=1.0).contains(&ratio) {
-            return Err(field_error(file, "latency.ssd_over_storage", format!("must be in [0, 1], found {ratio}")));
+            return Err(field_error(
+                file,
+                "latency.ssd_over_storage",
+                format!("must be in [0, 1], found {ratio}"),
+            ));
         }
-        unique(file, "hypervisors", raw.hypervisors.iter().map(|h| h.name.as_str()))?;
+        unique(
+            file,
+            "hypervisors",
+            raw.hypervisors.iter().map(|h| h.name.as_str()),
+        )?;
         unique(file, "vms", raw.vms.iter().map(|v| v.name.as_str()))?;
         unique(file, "apps", raw.apps.iter().map(|a| a.name.as_str()))?;
         if raw.hypervisors.is_empty() {
@@ -230,7 +248,11 @@ impl System {
         let mut hosts = Vec::new();
         for (i, h) in raw.hypervisors.iter().enumerate() {
             let cache_bytes = size(file, &format!("hypervisors[{i}].cache"), &h.cache)?;
-            hosts.push(Host { name: h.name.clone(), cache_bytes, vms: Vec::new() });
+            hosts.push(Host {
+                name: h.name.clone(),
+                cache_bytes,
+                vms: Vec::new(),
+            });
         }
         let mut vms = Vec::new();
         for (i, v) in raw.vms.iter().enumerate() {
@@ -245,7 +267,13 @@ impl System {
             return Err(field_error(file, "apps", "name at least one application"));
         }
         let scenarios = read_scenarios(file, &raw.scenarios, &apps)?;
-        Ok(System { ratio, hosts, vms, apps, scenarios })
+        Ok(System {
+            ratio,
+            hosts,
+            vms,
+            apps,
+            scenarios,
+        })
     }
 }
 
@@ -261,7 +289,13 @@ fn read_vm(
         Some(h) => index_of(hosts.iter().map(|h| h.name.as_str()), h)
             .ok_or_else(|| field_error(file, &at("hypervisor"), format!("no hypervisor named {h:?}")))?,
         None if hosts.len() == 1 => 0,
-        None => return Err(field_error(file, &at("hypervisor"), "missing: there are several hypervisors")),
+        None => {
+            return Err(field_error(
+                file,
+                &at("hypervisor"),
+                "missing: there are several hypervisors",
+            ))
+        }
     };
     hosts[host].vms.push(i);
     let sources = [
@@ -292,7 +326,8 @@ fn read_vm(
                 .get(&v.name)
                 .ok_or_else(|| field_error(file, &at(given[0]), "its miss-ratio curve was not measured"))?;
             request_bytes = request_bytes.or(Some(m.mean_request_bytes));
-            let curve = HitCurve::from_miss_ratios(&m.points).map_err(|e| field_error(file, &at(given[0]), e))?;
+            let curve =
+                HitCurve::from_miss_ratios(&m.points).map_err(|e| field_error(file, &at(given[0]), e))?;
             (curve, m.footprint_bytes)
         }
     };
@@ -300,7 +335,14 @@ fn read_vm(
         Some(r) => Some(positive(file, &at("io_ratio"), r)?),
         None => None,
     };
-    Ok(Vm { name: v.name.clone(), host, curve, working_set, io_ratio, request_bytes })
+    Ok(Vm {
+        name: v.name.clone(),
+        host,
+        curve,
+        working_set,
+        io_ratio,
+        request_bytes,
+    })
 }
 
 fn read_app(file: &str, i: usize, a: &AppRaw, vms: &[Vm]) -> Result<App> {
@@ -308,26 +350,50 @@ fn read_app(file: &str, i: usize, a: &AppRaw, vms: &[Vm]) -> Result<App> {
     let rate = positive(file, &at("rate".into()), a.rate)?;
     for (k, name) in a.vms.iter().enumerate() {
         if index_of(vms.iter().map(|v| v.name.as_str()), name).is_none() {
-            return Err(field_error(file, &at(format!("vms[{k}]")), format!("no VM named {name:?}")));
+            return Err(field_error(
+                file,
+                &at(format!("vms[{k}]")),
+                format!("no VM named {name:?}"),
+            ));
         }
     }
-    unique(file, &at("transactions".into()), a.transactions.iter().map(|t| t.name.as_str()))?;
-    unique(file, &at("workloads".into()), a.workloads.iter().map(|w| w.name.as_str()))?;
+    unique(
+        file,
+        &at("transactions".into()),
+        a.transactions.iter().map(|t| t.name.as_str()),
+    )?;
+    unique(
+        file,
+        &at("workloads".into()),
+        a.workloads.iter().map(|w| w.name.as_str()),
+    )?;
     let mut transactions = Vec::new();
     for (t, tx) in a.transactions.iter().enumerate() {
         let mut time = Vec::new();
         for (vm, &ms) in &tx.time {
             let field = at(format!("transactions[{t}].time.{vm}"));
             if !a.vms.contains(vm) {
-                return Err(field_error(file, &field, format!("{vm:?} is not one of the application's vms")));
+                return Err(field_error(
+                    file,
+                    &field,
+                    format!("{vm:?} is not one of the application's vms"),
+                ));
             }
             if !(ms.is_finite() && ms >= 0.0) {
-                return Err(field_error(file, &field, format!("must be a time ≥ 0, found {ms}")));
+                return Err(field_error(
+                    file,
+                    &field,
+                    format!("must be a time ≥ 0, found {ms}"),
+                ));
             }
             let v = index_of(vms.iter().map(|v| v.name.as_str()), vm).expect("checked above");
             time.push((v, ms));
         }
-        transactions.push(Transaction { name: tx.name.clone(), io: tx.io.clone(), time });
+        transactions.push(Transaction {
+            name: tx.name.clone(),
+            io: tx.io.clone(),
+            time,
+        });
     }
     let mut workloads = Vec::new();
     for (w, wl) in a.workloads.iter().enumerate() {
@@ -337,21 +403,43 @@ fn read_app(file: &str, i: usize, a: &AppRaw, vms: &[Vm]) -> Result<App> {
             let t = index_of(a.transactions.iter().map(|t| t.name.as_str()), tx)
                 .ok_or_else(|| field_error(file, &field, format!("no transaction named {tx:?}")))?;
             if !(share.is_finite() && share >= 0.0) {
-                return Err(field_error(file, &field, format!("must be a share ≥ 0, found {share}")));
+                return Err(field_error(
+                    file,
+                    &field,
+                    format!("must be a share ≥ 0, found {share}"),
+                ));
             }
             mix.push((t, share));
         }
         let total: f64 = mix.iter().map(|m| m.1).sum();
         if total <= 0.0 {
-            return Err(field_error(file, &at(format!("workloads[{w}].mix")), "shares sum to zero"));
+            return Err(field_error(
+                file,
+                &at(format!("workloads[{w}].mix")),
+                "shares sum to zero",
+            ));
         }
-        mix.iter_mut().for_each(|m| m.1 /= total);
-        workloads.push(Workload { name: wl.name.clone(), mix });
+        for m in &mut mix {
+            m.1 /= total;
+        }
+        workloads.push(Workload {
+            name: wl.name.clone(),
+            mix,
+        });
     }
     if workloads.is_empty() {
-        return Err(field_error(file, &at("workloads".into()), "name at least one workload"));
+        return Err(field_error(
+            file,
+            &at("workloads".into()),
+            "name at least one workload",
+        ));
     }
-    Ok(App { name: a.name.clone(), rate, transactions, workloads })
+    Ok(App {
+        name: a.name.clone(),
+        rate,
+        transactions,
+        workloads,
+    })
 }
 
 /// The scenarios the file lists; else one per workload name, every application running its
@@ -387,9 +475,16 @@ fn read_scenarios(file: &str, raw: &[ScenarioRaw], apps: &[App]) -> Result<Vec<S
             workloads.push(w);
         }
         if let Some(extra) = sc.workloads.keys().find(|k| !apps.iter().any(|a| &a.name == *k)) {
-            return Err(field_error(file, &format!("scenarios[{s}].workloads.{extra}"), "no application of that name"));
+            return Err(field_error(
+                file,
+                &format!("scenarios[{s}].workloads.{extra}"),
+                "no application of that name",
+            ));
         }
-        out.push(Scenario { name: sc.name.clone(), workloads });
+        out.push(Scenario {
+            name: sc.name.clone(),
+            workloads,
+        });
     }
     Ok(out)
 }

@@ -11,7 +11,9 @@ pub struct HitCurve {
 impl HitCurve {
     /// Hit ratio cache / working set, 1 from the working set on.
     pub fn linear(working_set: f64) -> HitCurve {
-        HitCurve { points: vec![(0.0, 0.0), (working_set, 1.0)] }
+        HitCurve {
+            points: vec![(0.0, 0.0), (working_set, 1.0)],
+        }
     }
 
     /// From (cache bytes, miss ratio) points of an LRU curve; an empty cache hits nothing.
@@ -54,11 +56,14 @@ impl HitCurve {
     /// Whether every byte gains no more than the one before it (then greedy allocation is
     /// optimal).
     pub fn is_concave(&self) -> bool {
-        self.segments().windows(2).all(|w| w[1].1 <= w[0].1 * (1.0 + 1e-12))
+        self.segments()
+            .windows(2)
+            .all(|w| w[1].1 <= w[0].1 * (1.0 + 1e-12))
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // the curves' ends are exact
 mod tests {
     use super::*;
 

@@ -34,7 +34,11 @@ pub struct GaOptions {
 
 impl Default for GaOptions {
     fn default() -> Self {
-        GaOptions { population: default_population(), generations: default_generations(), units: default_units() }
+        GaOptions {
+            population: default_population(),
+            generations: default_generations(),
+            units: default_units(),
+        }
     }
 }
 
@@ -44,7 +48,11 @@ pub fn compose(shares: &[f64], units: u32) -> Vec<u32> {
     let exact: Vec<f64> = shares.iter().map(|s| s / total * f64::from(units)).collect();
     let mut out: Vec<u32> = exact.iter().map(|e| e.floor() as u32).collect();
     let mut order: Vec<usize> = (0..shares.len()).collect();
-    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| {
+        (exact[b] - exact[b].floor())
+            .total_cmp(&(exact[a] - exact[a].floor()))
+            .then(a.cmp(&b))
+    });
     let short = units.saturating_sub(out.iter().sum::<u32>());
     for &i in order.iter().take(short as usize) {
         out[i] += 1;
@@ -105,7 +113,11 @@ pub fn minimize(n: usize, opts: &GaOptions, seed: u64, cost: impl Fn(&[f64]) -> 
             let mut child = if rng.f64() < 0.9 {
                 let b = tournament(&mut rng, &pop);
                 let t = rng.f64();
-                let blend: Vec<f64> = a.iter().zip(b).map(|(&x, &y)| t * f64::from(x) + (1.0 - t) * f64::from(y)).collect();
+                let blend: Vec<f64> = a
+                    .iter()
+                    .zip(b)
+                    .map(|(&x, &y)| t * f64::from(x) + (1.0 - t) * f64::from(y))
+                    .collect();
                 compose(&blend, units)
             } else {
                 a
@@ -117,7 +129,9 @@ pub fn minimize(n: usize, opts: &GaOptions, seed: u64, cost: impl Fn(&[f64]) -> 
         }
         pop = next;
     }
-    pop.into_iter().min_by(|a, b| a.1.total_cmp(&b.1)).expect("a population")
+    pop.into_iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a population")
 }
 
 #[cfg(test)]
@@ -134,7 +148,13 @@ mod tests {
     #[test]
     fn finds_a_target_and_repeats_itself() {
         let target = [0.125, 0.5, 0.05, 0.325];
-        let dist = |w: &[f64]| w.iter().zip(&target).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+        let dist = |w: &[f64]| {
+            w.iter()
+                .zip(&target)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        };
         let (g, c) = minimize(4, &GaOptions::default(), 7, dist);
         assert_eq!(g, vec![125, 500, 50, 325]);
         assert!(c < 1e-12);

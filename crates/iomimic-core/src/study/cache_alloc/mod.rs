@@ -16,6 +16,9 @@
 //! Tang et al., "Transaction-Aware SSD Cache Allocation for the Virtualization Environment"
 //! (2018): the latency model, the worked example (`example.toml`), the GA and MAPE-K loop.
 
+// Float-to-count casts here are of non-negative values by construction (shares, windows).
+#![allow(clippy::cast_sign_loss)]
+
 pub mod adapt;
 pub mod apps;
 pub mod curve;
@@ -45,7 +48,9 @@ pub struct CacheAlloc;
 pub const STUDY: CacheAlloc = CacheAlloc;
 
 fn all_schemes() -> Vec<String> {
-    ["equal", "working-set", "transaction-aware", "optimal"].map(String::from).to_vec()
+    ["equal", "working-set", "transaction-aware", "optimal"]
+        .map(String::from)
+        .to_vec()
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -141,7 +146,7 @@ impl Study for CacheAlloc {
     }
 
     fn run(&self, _workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
-        super::typed("cache-alloc", options, run)
+        super::typed("cache-alloc", options, |o: Options| run(&o))
     }
 
     fn takes_workload(&self) -> bool {
@@ -150,24 +155,36 @@ impl Study for CacheAlloc {
 }
 
 /// The study on its options.
-pub fn run(opts: Options) -> Result<Report> {
-    let file = opts.apps_file.as_deref().unwrap_or(if opts.apps.is_some() { "apps" } else { "example" });
+pub fn run(opts: &Options) -> Result<Report> {
+    let file = opts
+        .apps_file
+        .as_deref()
+        .unwrap_or(if opts.apps.is_some() { "apps" } else { "example" });
     let sys = System::parse(opts.apps.as_deref().unwrap_or(EXAMPLE), file, &opts.curves)?;
     let schemes: Vec<Scheme> = opts.schemes.iter().map(|s| s.parse()).collect::<Result<_>>()?;
     if schemes.is_empty() {
         return Err(Error::Usage("`schemes`: name at least one".into()));
     }
     if opts.ga.units == 0 || opts.ga.units > 100_000 {
-        return Err(Error::Usage(format!("`ga.units`: must be 1 to 100000, found {}", opts.ga.units)));
+        return Err(Error::Usage(format!(
+            "`ga.units`: must be 1 to 100000, found {}",
+            opts.ga.units
+        )));
     }
     let scenarios = (0..sys.scenarios.len())
-        .map(|s| scenario(&sys, s, &schemes, &opts))
+        .map(|s| scenario(&sys, s, &schemes, opts))
         .collect();
     let adapt = match &opts.timeline {
         Some(text) => {
             let tfile = opts.timeline_file.as_deref().unwrap_or("timeline");
             let timeline = adapt::Timeline::parse(text, tfile, &sys)?;
-            Some(adapt::run(&sys, &Load::scenario(&sys, 0), &timeline, &opts.ga, opts.seed))
+            Some(adapt::run(
+                &sys,
+                &Load::scenario(&sys, 0),
+                &timeline,
+                &opts.ga,
+                opts.seed,
+            ))
         }
         None => None,
     };
@@ -180,7 +197,11 @@ pub fn run(opts: Options) -> Result<Report> {
                 name: v.name.clone(),
                 hypervisor: sys.hosts[v.host].name.clone(),
                 working_set_bytes: v.working_set,
-                curve: if v.curve == curve::HitCurve::linear(v.working_set) { "linear" } else { "measured" },
+                curve: if v.curve == curve::HitCurve::linear(v.working_set) {
+                    "linear"
+                } else {
+                    "measured"
+                },
                 concave: v.curve.is_concave(),
             })
             .collect(),
@@ -204,7 +225,11 @@ fn scenario(sys: &System, s: usize, schemes: &[Scheme], opts: &Options) -> Scena
         (Some(ta), Some(opt)) if opt > 0.0 => Some(ta / opt - 1.0),
         _ => None,
     };
-    ScenarioReport { name: sys.scenarios[s].name.clone(), schemes: reports, ga_shortfall }
+    ScenarioReport {
+        name: sys.scenarios[s].name.clone(),
+        schemes: reports,
+        ga_shortfall,
+    }
 }
 
 fn scheme_report(sys: &System, load: &Load, scheme: Scheme, p: plan::Plan) -> SchemeReport {
@@ -235,8 +260,12 @@ fn scheme_report(sys: &System, load: &Load, scheme: Scheme, p: plan::Plan) -> Sc
         .collect();
     SchemeReport {
         scheme: scheme.name(),
-        hit: (0..sys.vms.len()).map(|v| sys.vms[v].curve.hit(alloc[v])).collect(),
-        vm_latency: (0..sys.vms.len()).map(|v| latency::vm_factor(sys, v, alloc[v])).collect(),
+        hit: (0..sys.vms.len())
+            .map(|v| sys.vms[v].curve.hit(alloc[v]))
+            .collect(),
+        vm_latency: (0..sys.vms.len())
+            .map(|v| latency::vm_factor(sys, v, alloc[v]))
+            .collect(),
         overall: latency::overall(sys, load, alloc),
         allocation: p.bytes,
         apps,

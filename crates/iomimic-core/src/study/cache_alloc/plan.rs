@@ -79,24 +79,36 @@ pub fn plan(sys: &System, load: &Load, scheme: Scheme, ga: &GaOptions, seed: u64
             Scheme::WorkingSet => {
                 let ws: Vec<f64> = vms.iter().map(|&v| sys.vms[v].working_set).collect();
                 let total: f64 = ws.iter().sum();
-                (ws.iter().map(|w| w / total).collect(), "shares as working sets".into())
+                (
+                    ws.iter().map(|w| w / total).collect(),
+                    "shares as working sets".into(),
+                )
             }
             Scheme::TransactionAware => {
                 let (targets, used) = metrics(sys, vms, &weights);
                 let cost = |w: &[f64]| distance(w, &targets);
                 let (g, c) = ga::minimize(vms.len(), ga, seed ^ (h as u64).wrapping_mul(0x9e37_79b9), cost);
                 fit = Some(c);
-                let shares = g.iter().map(|&u| f64::from(u) / f64::from(ga.units.max(1))).collect();
+                let shares = g
+                    .iter()
+                    .map(|&u| f64::from(u) / f64::from(ga.units.max(1)))
+                    .collect();
                 (shares, format!("GA on {}", used.join(", ")))
             }
             Scheme::Optimal => {
                 let c: Vec<f64> = vms.iter().map(|&v| weights[v] * (1.0 - sys.ratio)).collect();
                 let curves: Vec<_> = vms.iter().map(|&v| &sys.vms[v].curve).collect();
                 let (alloc, method) = if curves.iter().all(|c| c.is_concave()) {
-                    (greedy(&curves, &c, cache), "greedy marginal gain (concave curves: optimal)".to_string())
+                    (
+                        greedy(&curves, &c, cache),
+                        "greedy marginal gain (concave curves: optimal)".to_string(),
+                    )
                 } else {
                     let u = ga.units.max(1);
-                    (dynamic(&curves, &c, cache, u), format!("dynamic programme over {u} units (a curve is not concave)"))
+                    (
+                        dynamic(&curves, &c, cache, u),
+                        format!("dynamic programme over {u} units (a curve is not concave)"),
+                    )
                 };
                 (alloc.iter().map(|b| b / cache).collect(), method)
             }
@@ -107,7 +119,11 @@ pub fn plan(sys: &System, load: &Load, scheme: Scheme, ga: &GaOptions, seed: u64
         methods.push(method);
         fitness.push(fit);
     }
-    Plan { bytes, methods, fitness }
+    Plan {
+        bytes,
+        methods,
+        fitness,
+    }
 }
 
 fn normalized(values: &[f64]) -> Vec<f64> {
@@ -128,7 +144,10 @@ pub fn metrics(sys: &System, vms: &[usize], weights: &[f64]) -> (Vec<Vec<f64>>, 
         targets.push(normalized(&io));
         used.push("IO ratio");
     }
-    let random: Option<Vec<f64>> = vms.iter().map(|&v| sys.vms[v].request_bytes.map(|b| 1.0 / b)).collect();
+    let random: Option<Vec<f64>> = vms
+        .iter()
+        .map(|&v| sys.vms[v].request_bytes.map(|b| 1.0 / b))
+        .collect();
     if let Some(r) = random {
         targets.push(normalized(&r));
         used.push("random-access intensity");

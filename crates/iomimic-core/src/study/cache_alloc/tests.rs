@@ -9,7 +9,7 @@ use super::*;
 const GB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 fn example() -> Report {
-    run(serde_json::from_value(serde_json::json!({})).unwrap()).unwrap()
+    run(&serde_json::from_value(serde_json::json!({})).unwrap()).unwrap()
 }
 
 fn scheme<'r>(r: &'r Report, scenario: &str, name: &str) -> &'r SchemeReport {
@@ -34,7 +34,11 @@ fn the_worked_example_number_for_number() {
         assert!(close(by_ws.allocation[0], 1.6 * GB) && close(by_ws.allocation[1], 0.4 * GB));
         let t = scheme(&r, scenario, "transaction-aware");
         assert!(close(t.overall, ta), "{scenario}: {} not {ta}", t.overall);
-        assert!(close(t.vm_latency[0], ws1) && close(t.vm_latency[1], ws2), "{scenario}: {:?}", t.vm_latency);
+        assert!(
+            close(t.vm_latency[0], ws1) && close(t.vm_latency[1], ws2),
+            "{scenario}: {:?}",
+            t.vm_latency
+        );
         assert!(t.fitness[0].unwrap() < 1e-12);
     }
     let b = scheme(&r, "Browsing", "transaction-aware");
@@ -46,7 +50,11 @@ fn the_worked_example_number_for_number() {
 fn optimal_fills_the_small_working_set_first_and_shows_the_gap() {
     // per GB, WS2 saves 0.9·w2/2 against WS1's 0.9·w1/8: WS2 wins whenever w2 > w1/4
     let r = example();
-    for (scenario, best) in [("Browsing", 0.3 + 0.7 * 0.1), ("Shopping", 0.5 + 0.05), ("Ordering", 0.7 + 0.03)] {
+    for (scenario, best) in [
+        ("Browsing", 0.3 + 0.7 * 0.1),
+        ("Shopping", 0.5 + 0.05),
+        ("Ordering", 0.7 + 0.03),
+    ] {
         let o = scheme(&r, scenario, "optimal");
         assert!(close(o.overall, best), "{scenario}: {}", o.overall);
         assert!(close(o.allocation[1], 2.0 * GB));
@@ -67,21 +75,29 @@ fn equal_split_by_hand() {
 }
 
 fn run_text(text: &str) -> Result<Report> {
-    run(serde_json::from_value(serde_json::json!({"apps": text, "apps_file": "apps.toml"})).unwrap())
+    run(&serde_json::from_value(serde_json::json!({"apps": text, "apps_file": "apps.toml"})).unwrap())
 }
 
 #[test]
 fn errors_name_the_file_and_field() {
-    let bad_vm = EXAMPLE.replace("time = { WS1 = 0.3, WS2 = 0.7 }", "time = { WS1 = 0.3, WS3 = 0.7 }");
+    let bad_vm = EXAMPLE.replace(
+        "time = { WS1 = 0.3, WS2 = 0.7 }",
+        "time = { WS1 = 0.3, WS3 = 0.7 }",
+    );
     let e = run_text(&bad_vm).unwrap_err().to_string();
-    assert!(e.contains("apps.toml: field `apps[0].transactions[0].time.WS3`"), "{e}");
+    assert!(
+        e.contains("apps.toml: field `apps[0].transactions[0].time.WS3`"),
+        "{e}"
+    );
     let bad_size = EXAMPLE.replace("working_set = \"8G\"", "working_set = \"8 parsecs\"");
     let e = run_text(&bad_size).unwrap_err().to_string();
     assert!(e.contains("apps.toml") && e.contains("vms[0].working_set"), "{e}");
     let unknown = EXAMPLE.replace("cache = \"2G\"", "cache = \"2G\"\nspeed = 3");
     let e = run_text(&unknown).unwrap_err().to_string();
     assert!(e.contains("hypervisors[0]") && e.contains("speed"), "{e}");
-    let e = run_text(&EXAMPLE.replace("working_set = \"2G\"", "trace = \"ws2.csv\"")).unwrap_err().to_string();
+    let e = run_text(&EXAMPLE.replace("working_set = \"2G\"", "trace = \"ws2.csv\""))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("vms[1].trace") && e.contains("not measured"), "{e}");
 }
 
@@ -93,7 +109,11 @@ fn a_measured_cliff_is_planned_by_dynamic_programme() {
     let points = vec![(1.5 * GB, 1.0), (1.5 * GB + 1.0, 0.0)];
     curves.insert(
         "WS2".to_string(),
-        apps::MeasuredCurve { footprint_bytes: 1.5 * GB, mean_request_bytes: 4096.0, points },
+        apps::MeasuredCurve {
+            footprint_bytes: 1.5 * GB,
+            mean_request_bytes: 4096.0,
+            points,
+        },
     );
     let sys = System::parse(&text, "apps.toml", &curves).unwrap();
     let load = Load::scenario(&sys, 0);
@@ -195,7 +215,7 @@ app = "gallery"
 rate = 40
 "#;
     let opts = serde_json::json!({"apps": TWO_APPS, "timeline": timeline, "seed": 3, "schemes": ["optimal"]});
-    let r = run(serde_json::from_value(opts.clone()).unwrap()).unwrap();
+    let r = run(&serde_json::from_value(opts.clone()).unwrap()).unwrap();
     let a = r.adapt.unwrap();
     assert_eq!(a.windows.len(), 20);
     // detected at the end of the first changed window, in effect from the next
@@ -208,13 +228,21 @@ rate = 40
     }
     assert!(a.mean[0] < a.mean[1]);
     // seeded: the same run twice
-    let again = run(serde_json::from_value(opts).unwrap()).unwrap().adapt.unwrap();
-    assert_eq!(again.windows.iter().map(|w| w.adaptive).collect::<Vec<_>>(), a.windows.iter().map(|w| w.adaptive).collect::<Vec<_>>());
+    let again = run(&serde_json::from_value(opts).unwrap())
+        .unwrap()
+        .adapt
+        .unwrap();
+    assert_eq!(
+        again.windows.iter().map(|w| w.adaptive).collect::<Vec<_>>(),
+        a.windows.iter().map(|w| w.adaptive).collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn timeline_errors_name_the_field() {
     let opts = serde_json::json!({"apps": TWO_APPS, "timeline": "window_s = 10\nduration_s = 50\n[[changes]]\nat_s = 5\napp = \"shop\"\nworkload = \"Paying\"\n", "timeline_file": "mix.toml"});
-    let e = run(serde_json::from_value(opts).unwrap()).unwrap_err().to_string();
+    let e = run(&serde_json::from_value(opts).unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("mix.toml: field `changes[0].workload`"), "{e}");
 }
