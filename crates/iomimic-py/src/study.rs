@@ -41,7 +41,7 @@ pub fn run_study(
 #[pyfunction]
 pub fn run_study_alone(py: Python<'_>, name: &str, options: &str) -> PyResult<Py<PyAny>> {
     let s = study::find(name, study::STUDIES).map_err(err_to_py)?;
-    if s.takes_workload() {
+    if s.needs_workload() {
         return Err(InputError::new_err(format!("study {name} runs on a workload")));
     }
     let options: serde_json::Value = serde_json::from_str(options)

@@ -11,6 +11,7 @@
 pub mod cache_alloc;
 pub mod defrag;
 pub mod early_errors;
+pub mod prefetch;
 pub mod ssd_cache;
 pub mod tiers;
 
@@ -27,9 +28,9 @@ pub trait Study: Sync {
     fn description(&self) -> &'static str;
     /// Runs on `workload` with `options` (JSON); returns the report.
     fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value>;
-    /// Whether the study runs on a workload; one that does not (its inputs are all in its
-    /// options) is run on an empty trace.
-    fn takes_workload(&self) -> bool {
+    /// Whether the study needs a workload; one that does not (its inputs can all be in its
+    /// options) may be run on an empty trace.
+    fn needs_workload(&self) -> bool {
         true
     }
 }

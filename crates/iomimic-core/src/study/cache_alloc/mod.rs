@@ -149,7 +149,7 @@ impl Study for CacheAlloc {
         super::typed("cache-alloc", options, |o: Options| run(&o))
     }
 
-    fn takes_workload(&self) -> bool {
+    fn needs_workload(&self) -> bool {
         false
     }
 }
