@@ -41,6 +41,7 @@ pub const STUDIES: &[&dyn Study] = &[
     &defrag::STUDY,
     &early_errors::STUDY,
     &cache_alloc::STUDY,
+    &prefetch::STUDY,
 ];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).

@@ -11,7 +11,8 @@
 //! - a trace: Keeton's sequentiality metrics (jump histogram, run counts, interference), the
 //!   share of reads that start less than the minimum prefetch past their volume's previous
 //!   request (those prefetch can serve), the service time that share predicts
-//!   (`hit_us` for them, the no-prefetch mean for the rest), and the simulated one.
+//!   (`hit_us` for them, the no-prefetch mean for the rest), and the simulated one. The trace
+//!   runs at its own times: a trace faster than the array queues, and its times say so.
 //!
 //! Each runs with every `prefetch_kib` as the controller's minimum prefetch (0 = none), and
 //! reports the mean array service time (open loop at the workload's rate, so no queue builds).
@@ -145,9 +146,14 @@ fn with_prefetch(base: &Config, kib: u64) -> Result<Config> {
     Ok(c)
 }
 
-/// Mean latency (µs) and the controller's hit ratio of `t` on `device`.
-fn service(t: &TraceView<'_>, device: &Config) -> Result<(f64, f64)> {
-    let r = sim::simulate(t, device, &SimOptions::default())?;
+/// Mean latency (µs) and the controller's hit ratio of `t` on `device`; open loop at the
+/// workload's times (`depth` None), so prefetch reads behind demand as it would at that rate.
+fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(f64, f64)> {
+    let opts = SimOptions {
+        iodepth: depth,
+        ..SimOptions::default()
+    };
+    let r = sim::simulate(t, device, &opts)?;
     let n = r.latency_ns.len().max(1) as f64;
     let mean = r.latency_ns.iter().map(|&l| l as f64).sum::<f64>() / n / 1000.0;
     Ok((mean, r.figures.cache_hits as f64 / n))
@@ -216,7 +222,7 @@ pub fn run(workload: &TraceView<'_>, o: &Options) -> Result<Report> {
     let mut points = Vec::new();
     let mut add = |run: u64, x: u64, t: &Trace| -> Result<()> {
         for &kib in &o.prefetch_kib {
-            let (mean, hits) = service(&t.view(), &with_prefetch(&base, kib)?)?;
+            let (mean, hits) = service(&t.view(), &with_prefetch(&base, kib)?, None)?;
             points.push(Point {
                 run_count: run,
                 x,
@@ -277,12 +283,12 @@ fn on_trace(t: &TraceView<'_>, o: &Options, base: &Config) -> Result<Report> {
             .and_then(|end| off.checked_sub(end));
         starts.push((t.op[i] == Op::Read as u8, past));
     }
-    let (off_mean, _) = service(t, &with_prefetch(base, 0)?)?;
+    let (off_mean, _) = service(t, &with_prefetch(base, 0)?, None)?;
     let hit_us = base.controller.as_ref().map_or(0.0, |c| c.hit_us);
     let reads = starts.iter().filter(|s| s.0).count().max(1) as f64;
     let mut runs = Vec::new();
     for &kib in &o.prefetch_kib {
-        let (mean, hits) = service(t, &with_prefetch(base, kib)?)?;
+        let (mean, hits) = service(t, &with_prefetch(base, kib)?, None)?;
         let served = starts
             .iter()
             .filter(|s| s.0 && s.1.is_some_and(|d| d < kib * KIB))
