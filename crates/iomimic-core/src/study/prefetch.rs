@@ -293,7 +293,8 @@ fn on_trace(t: &TraceView<'_>, o: &Options, base: &Config) -> Result<Report> {
             .iter()
             .filter(|s| s.0 && s.1.is_some_and(|d| d < kib * KIB))
             .count() as f64;
-        let share = served / reads * reads / t.len() as f64;
+        // served reads hit the controller; every other request keeps its no-prefetch time
+        let share = served / t.len() as f64;
         runs.push(TraceRun {
             prefetch_kib: kib,
             mean_service_us: mean,

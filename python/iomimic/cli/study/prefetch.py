@@ -24,7 +24,7 @@ def register(subparsers) -> None:
         "  iomimic study prefetch --experiment streams --json streams.json\n"
         "  iomimic study prefetch trace.csv\n",
     )
-    p.param_aliases = {"prefetch_kib": "prefetch", "experiment": "experiment"}
+    p.param_aliases = {"prefetch_kib": "prefetch"}
     p.add_argument("workload", nargs="?", help="a trace file, a model (.json) or a preset")
     p.add_argument("--experiment", choices=("jumps", "streams"), help="run a synthetic experiment instead")
     p.add_argument("--device", default="fc60-r5-4disk", help="array preset or file (default fc60-r5-4disk)")

@@ -127,6 +127,8 @@ pub struct Vm {
     pub name: String,
     pub host: usize,
     pub curve: HitCurve,
+    /// Whether the curve was measured (else linear up to the working set).
+    pub measured: bool,
     pub working_set: f64,
     /// IO time over non-IO CPU time, where given.
     pub io_ratio: Option<f64>,
@@ -339,6 +341,7 @@ fn read_vm(
         name: v.name.clone(),
         host,
         curve,
+        measured: v.working_set.is_none(),
         working_set,
         io_ratio,
         request_bytes,

@@ -197,11 +197,7 @@ pub fn run(opts: &Options) -> Result<Report> {
                 name: v.name.clone(),
                 hypervisor: sys.hosts[v.host].name.clone(),
                 working_set_bytes: v.working_set,
-                curve: if v.curve == curve::HitCurve::linear(v.working_set) {
-                    "linear"
-                } else {
-                    "measured"
-                },
+                curve: if v.measured { "measured" } else { "linear" },
                 concave: v.curve.is_concave(),
             })
             .collect(),
