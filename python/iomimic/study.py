@@ -38,6 +38,16 @@ def run(name: str, workload: Trace, **options: Any) -> dict[str, Any]:
     return _core.run_study(name, *workload._core_args(), json.dumps(options))
 
 
+def run_alone(name: str, **options: Any) -> dict[str, Any]:
+    """Runs study ``name``, one whose inputs are all in its ``options`` (no workload).
+
+    >>> r = run_alone("cache-alloc", schemes=["working-set", "transaction-aware"])
+    >>> [round(s["schemes"][1]["overall"], 5) for s in r["scenarios"]]
+    [0.53875, 0.71875, 0.80875]
+    """
+    return _core.run_study_alone(name, json.dumps(options))
+
+
 def workload(
     source: str | os.PathLike, *, requests: int | None = None, seed: int = 1, **read_options: Any
 ) -> tuple[Trace, str]:

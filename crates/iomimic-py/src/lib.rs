@@ -48,6 +48,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sim::check_device, m)?)?;
     m.add_function(wrap_pyfunction!(study::study_table, m)?)?;
     m.add_function(wrap_pyfunction!(study::run_study, m)?)?;
+    m.add_function(wrap_pyfunction!(study::run_study_alone, m)?)?;
     m.add_function(wrap_pyfunction!(study::fleet_workload, m)?)?;
     m.add_function(wrap_pyfunction!(study::judge_fleet, m)?)?;
     m.add_class::<realio::RunSession>()?;

@@ -37,6 +37,20 @@ pub fn run_study(
     to_py(py, &report)
 }
 
+/// Runs study `name`, one that takes no workload (its inputs are all in `options`).
+#[pyfunction]
+pub fn run_study_alone(py: Python<'_>, name: &str, options: &str) -> PyResult<Py<PyAny>> {
+    let s = study::find(name, study::STUDIES).map_err(err_to_py)?;
+    if s.needs_workload() {
+        return Err(InputError::new_err(format!("study {name} runs on a workload")));
+    }
+    let options: serde_json::Value = serde_json::from_str(options)
+        .map_err(|e| InputError::new_err(format!("study {name}: options are not JSON: {e}")))?;
+    let empty = iomimic_core::trace::Trace::default();
+    let report = py.detach(|| s.run(&empty.view(), &options)).map_err(err_to_py)?;
+    to_py(py, &report)
+}
+
 /// The workload of a fleet of `devices` real targets at `intensity`: one volume per device,
 /// each the workload started at its own point (see the core's `early_errors::fleet_workload`).
 #[pyfunction]

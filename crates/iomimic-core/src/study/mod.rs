@@ -8,8 +8,10 @@
 //! with `--json` and plots with `--plot`. Studies are deterministic: every random choice takes
 //! the options' seed.
 
+pub mod cache_alloc;
 pub mod defrag;
 pub mod early_errors;
+pub mod prefetch;
 pub mod ssd_cache;
 pub mod tiers;
 
@@ -26,10 +28,21 @@ pub trait Study: Sync {
     fn description(&self) -> &'static str;
     /// Runs on `workload` with `options` (JSON); returns the report.
     fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value>;
+    /// Whether the study needs a workload; one that does not (its inputs can all be in its
+    /// options) may be run on an empty trace.
+    fn needs_workload(&self) -> bool {
+        true
+    }
 }
 
 /// The built-in studies.
-pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY, &defrag::STUDY, &early_errors::STUDY];
+pub const STUDIES: &[&dyn Study] = &[
+    &ssd_cache::STUDY,
+    &defrag::STUDY,
+    &early_errors::STUDY,
+    &cache_alloc::STUDY,
+    &prefetch::STUDY,
+];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).
 pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study> {

@@ -1,0 +1,75 @@
+"""`iomimic study prefetch`: Keeton et al.'s jumps and streams experiments on the FC-60 array,
+and a trace's sequentiality with prefetching's predicted and simulated benefit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+import iomimic
+
+from .conftest import run_cli
+
+
+def mean(report: dict, run: int, x: int, kib: int) -> float:
+    (p,) = [p for p in report["points"] if (p["run_count"], p["x"], p["prefetch_kib"]) == (run, x, kib)]
+    return p["mean_service_us"]
+
+
+def test_jumps_on_the_command_line(tmp_path: Path) -> None:
+    out, png = tmp_path / "jumps.json", tmp_path / "jumps.png"
+    r = run_cli(
+        "study",
+        "prefetch",
+        "--experiment",
+        "jumps",
+        "--requests",
+        "512",
+        "--json",
+        str(out),
+        "--plot",
+        str(png),
+    )
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert report["device"] == "fc60-r5-4disk" and png.stat().st_size > 10_000
+    kib = 1024
+    # long runs fast; short runs fast under 64 KiB jumps; prefetch helps jumps under 1 MiB
+    assert mean(report, 256, 64 << 20, 0) < 0.5 * mean(report, 4, 64 << 20, 0)
+    assert mean(report, 4, 16 * kib, 0) < 0.5 * mean(report, 4, 64 << 20, 0)
+    assert mean(report, 4, 256 * kib, 64) < 0.7 * mean(report, 4, 256 * kib, 0)
+    shown = run_cli("study", "prefetch", "--experiment", "streams", "--requests", "256")
+    assert shown.returncode == 0, shown.stderr
+    assert "streams" in shown.stdout and "prefetch 64 KiB" in shown.stdout
+
+
+def test_a_trace_with_short_jumps_is_predicted_to_gain_and_does(tmp_path: Path) -> None:
+    # runs of four 4 KiB reads, 32 KiB apart, 50 a second
+    n = 1000
+    offset = np.arange(n) * 4096 + (np.arange(n) // 4) * 32768
+    t = iomimic.Trace(ts_ns=np.arange(n) * 20_000_000, offset=offset, size=[4096] * n, op=[0] * n)
+    path = tmp_path / "jumpy.csv"
+    iomimic.write_trace(t, path)
+    out = tmp_path / "r.json"
+    r = run_cli("study", "prefetch", str(path), "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    s = report["sequentiality"]
+    assert abs(s["p_sequential"] - 0.75) < 0.01 and abs(s["p_forward"] - 0.25) < 0.01
+    assert s["run_count"] == 4.0
+    off, on = report["runs"]
+    assert off["prefetch_kib"] == 0 and on["prefetch_kib"] == 64
+    assert on["prefetchable_fraction"] > 0.99
+    assert on["mean_service_us"] < 0.6 * off["mean_service_us"]
+    assert on["predicted_us"] < on["mean_service_us"] < 2 * on["predicted_us"]
+
+
+def test_prefetch_errors_exit_2() -> None:
+    r = run_cli("study", "prefetch")
+    assert r.returncode == 2 and "--experiment" in r.stderr
+    r = run_cli("study", "prefetch", "--experiment", "jumps", "--prefetch", "4096")
+    assert r.returncode == 2 and "--prefetch" in r.stderr and "prefetch_max_kib" in r.stderr
+    r = run_cli("study", "prefetch", "--experiment", "jumps", "--device", "hdd-7200")
+    assert r.returncode == 2 and "[controller]" in r.stderr
