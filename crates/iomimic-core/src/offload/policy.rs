@@ -1,0 +1,162 @@
+//! When to off-load and where: the one policy the real client and the simulated study share.
+//!
+//! A base volume is *loaded* when its request rate reaches `loaded_iops`; then writes go to
+//! stores that are *lightly loaded* (their own volume's rate below `light_iops`) and have room,
+//! the least loaded first. `n_way` is how many of those a client spreads its off-loads over
+//! (turn by turn); each off-load goes to `replicas` of them at once, so it survives the loss
+//! of `replicas - 1` stores. Reclaim runs while the base volume is below `light_iops`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Off-load while the base is loaded (the paper's behaviour).
+    #[default]
+    Auto,
+    /// Off-load every write the stores take (to exercise the stores).
+    Always,
+    /// Never off-load (the baseline).
+    Never,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    #[serde(default)]
+    pub mode: Mode,
+    pub loaded_iops: f64,
+    pub light_iops: f64,
+    pub n_way: usize,
+    pub replicas: usize,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            mode: Mode::Auto,
+            loaded_iops: 200.0,
+            light_iops: 50.0,
+            n_way: 1,
+            replicas: 1,
+        }
+    }
+}
+
+/// A store as the policy weighs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    pub store: usize,
+    /// Its volume's requests per second, as its last reply said.
+    pub load: f64,
+    pub has_room: bool,
+}
+
+impl Policy {
+    pub fn check(&self) -> Result<()> {
+        if self.n_way == 0 || self.replicas == 0 || self.replicas > self.n_way {
+            return Err(Error::Usage(format!(
+                "`replicas` ({}) must be at least 1 and at most `n_way` ({})",
+                self.replicas, self.n_way
+            )));
+        }
+        if !(self.light_iops >= 0.0 && self.loaded_iops >= self.light_iops) {
+            return Err(Error::Usage(format!(
+                "`loaded_iops` ({}) must be at least `light_iops` ({}) and both non-negative",
+                self.loaded_iops, self.light_iops
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether a write to a range not off-loaded yet should be off-loaded.
+    pub fn offload_now(&self, base_load: f64) -> bool {
+        match self.mode {
+            Mode::Auto => base_load >= self.loaded_iops,
+            Mode::Always => true,
+            Mode::Never => false,
+        }
+    }
+
+    /// Whether reclaim may use the base volume.
+    pub fn reclaim_now(&self, base_load: f64) -> bool {
+        self.mode == Mode::Never || base_load < self.light_iops || self.mode == Mode::Always
+    }
+
+    /// The stores one off-load goes to: `replicas` of the `n_way` least-loaded stores that are
+    /// lightly loaded and have room, starting at `turn` among them. Empty when too few qualify
+    /// (the write then stays on the base volume, or goes there when nothing is off-loaded).
+    pub fn choose(&self, candidates: &[Candidate], turn: u64) -> Vec<usize> {
+        let mut ok: Vec<Candidate> = candidates
+            .iter()
+            .copied()
+            .filter(|c| c.has_room && (self.mode == Mode::Always || c.load < self.light_iops))
+            .collect();
+        ok.sort_by(|a, b| a.load.total_cmp(&b.load).then(a.store.cmp(&b.store)));
+        ok.truncate(self.n_way);
+        if ok.len() < self.replicas {
+            return Vec::new();
+        }
+        let first = (turn % ok.len() as u64) as usize;
+        (0..self.replicas)
+            .map(|i| ok[(first + i) % ok.len()].store)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(store: usize, load: f64) -> Candidate {
+        Candidate {
+            store,
+            load,
+            has_room: true,
+        }
+    }
+
+    #[test]
+    fn a_busy_store_is_never_chosen_and_the_least_loaded_come_first() {
+        let p = Policy {
+            n_way: 2,
+            ..Policy::default()
+        };
+        let stores = [c(0, 300.0), c(1, 40.0), c(2, 10.0), c(3, 20.0)];
+        // light stores by load: 2 (10), 3 (20), 1 (40); two-way: 2 and 3, turn by turn
+        assert_eq!(p.choose(&stores, 0), vec![2]);
+        assert_eq!(p.choose(&stores, 1), vec![3]);
+        assert_eq!(p.choose(&stores, 2), vec![2]);
+        let all_busy = [c(0, 300.0), c(1, 60.0)];
+        assert!(p.choose(&all_busy, 0).is_empty());
+    }
+
+    #[test]
+    fn replicas_need_that_many_stores() {
+        let p = Policy {
+            n_way: 3,
+            replicas: 2,
+            ..Policy::default()
+        };
+        let mut stores = [c(0, 1.0), c(1, 2.0), c(2, 3.0)];
+        assert_eq!(p.choose(&stores, 2), vec![2, 0]);
+        stores[0].has_room = false;
+        stores[1].load = 100.0;
+        assert!(p.choose(&stores, 0).is_empty());
+    }
+
+    #[test]
+    fn thresholds() {
+        let p = Policy::default();
+        assert!(p.offload_now(200.0) && !p.offload_now(199.0));
+        assert!(p.reclaim_now(49.0) && !p.reclaim_now(50.0));
+        assert!(Policy {
+            replicas: 2,
+            ..Policy::default()
+        }
+        .check()
+        .is_err());
+    }
+}
