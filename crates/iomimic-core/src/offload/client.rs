@@ -484,3 +484,6 @@ fn follows(a: Option<Loc>, b: Option<Loc>, block: u64) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -304,9 +304,8 @@ impl Store {
     fn append(&self, log: &mut Log, mut h: Header, data: &[u8]) -> Result<Option<u64>> {
         let size = record::size(data.len());
         let to_end = log.area - log.head % log.area;
-        let need = if size <= to_end { size } else { to_end + size };
         let keep = if h.kind == Kind::Data { RESERVE } else { 0 };
-        if need + keep > log.area - (log.head - log.tail) {
+        if !Self::fits(log, size, keep) {
             return Ok(None);
         }
         if size > to_end {
@@ -410,11 +409,17 @@ impl Store {
         }
     }
 
-    /// Bytes a new off-load of `bytes` could still find here.
+    /// Whether an off-load of `bytes` of data fits now (as [`Store::put`] would judge it).
     pub fn has_room(&self, bytes: u64) -> bool {
         let log = self.log.lock().expect("store lock");
-        let free = log.area - (log.head - log.tail);
-        record::size(bytes as usize) * 2 + RESERVE <= free
+        Self::fits(&log, record::size(bytes as usize), RESERVE)
+    }
+
+    /// Whether a record of `size` bytes fits, counting the wrap it may need, with `keep` left.
+    fn fits(log: &Log, size: u64, keep: u64) -> bool {
+        let to_end = log.area - log.head % log.area;
+        let need = if size <= to_end { size } else { to_end + size };
+        need + keep <= log.area - (log.head - log.tail)
     }
 
     pub fn name(&self) -> String {
