@@ -10,6 +10,7 @@
 
 pub mod defrag;
 pub mod early_errors;
+pub mod offload;
 pub mod ssd_cache;
 pub mod tiers;
 
@@ -29,7 +30,12 @@ pub trait Study: Sync {
 }
 
 /// The built-in studies.
-pub const STUDIES: &[&dyn Study] = &[&ssd_cache::STUDY, &defrag::STUDY, &early_errors::STUDY];
+pub const STUDIES: &[&dyn Study] = &[
+    &ssd_cache::STUDY,
+    &defrag::STUDY,
+    &early_errors::STUDY,
+    &offload::STUDY,
+];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).
 pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study> {
