@@ -120,7 +120,7 @@ impl Client {
                 stores.len()
             )));
         }
-        if opts.block_bytes == 0 || opts.block_bytes % 512 != 0 {
+        if opts.block_bytes == 0 || !opts.block_bytes.is_multiple_of(512) {
             return Err(Error::Usage(format!(
                 "`block_bytes` must be a positive multiple of 512, found {}",
                 opts.block_bytes
@@ -179,7 +179,7 @@ impl Client {
 
     fn blocks_of(&self, offset: u64, len: usize) -> Result<(u64, u64)> {
         let b = self.opts.block_bytes;
-        if offset % b != 0 || len as u64 % b != 0 || len == 0 {
+        if !offset.is_multiple_of(b) || !(len as u64).is_multiple_of(b) || len == 0 {
             return Err(Error::Usage(format!(
                 "everest: I/O must be whole {b}-byte blocks, found {len} bytes at {offset}"
             )));
@@ -261,35 +261,35 @@ impl Client {
 
     /// Reads `buf.len()` bytes at `offset`: each block's latest version.
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let (start, n) = self.blocks_of(offset, buf.len())?;
+        let (start, blocks) = self.blocks_of(offset, buf.len())?;
         self.base_meter.record(1);
         self.tally.reads.fetch_add(1, Ordering::Relaxed);
-        let b = self.opts.block_bytes as usize;
+        let bytes = self.opts.block_bytes as usize;
         loop {
             let (epoch, places) = {
                 let st = self.state.lock().expect("client lock");
-                let places: Vec<Option<Loc>> = (0..n)
+                let places: Vec<Option<Loc>> = (0..blocks)
                     .map(|i| st.map.get(start + i).filter(|e| !e.home).map(|e| e.locs[0]))
                     .collect();
                 (self.epoch.load(Ordering::SeqCst), places)
             };
-            let mut i = 0usize;
+            let mut first = 0usize;
             let mut from_stores = false;
-            while i < places.len() {
+            while first < places.len() {
                 // One read per run of blocks lying one after the other in one place.
-                let mut j = i + 1;
-                while j < places.len() && follows(places[j - 1], places[j], b as u64) {
+                let mut j = first + 1;
+                while j < places.len() && follows(places[j - 1], places[j], bytes as u64) {
                     j += 1;
                 }
-                let part = &mut buf[i * b..j * b];
-                match places[i] {
+                let part = &mut buf[first * bytes..j * bytes];
+                match places[first] {
                     Some(l) => {
                         self.store(l.store).read(part, l.at)?;
                         from_stores = true;
                     }
-                    None => self.base.read_at(part, offset + (i * b) as u64)?,
+                    None => self.base.read_at(part, offset + (first * bytes) as u64)?,
                 }
-                i = j;
+                first = j;
             }
             if !from_stores || self.epoch.load(Ordering::SeqCst) == epoch {
                 if from_stores {

@@ -165,6 +165,9 @@ mod tests {
 
     use super::*;
 
+    /// A block's latest version, its places and its stale stores.
+    type Latest = (u64, BTreeSet<(usize, u64)>, u64);
+
     /// The reference: per block, every (version, store) ever written and not reclaimed.
     #[derive(Default)]
     struct Model {
@@ -172,7 +175,7 @@ mod tests {
     }
 
     impl Model {
-        fn latest(&self, b: u64) -> Option<(u64, BTreeSet<(usize, u64)>, u64)> {
+        fn latest(&self, b: u64) -> Option<Latest> {
             let c = self.copies.get(&b)?;
             let v = c.iter().map(|x| x.0).max()?;
             let locs = c.iter().filter(|x| x.0 == v).map(|x| (x.1, x.2)).collect();

@@ -86,7 +86,7 @@ impl Policy {
     }
 
     /// The stores one off-load goes to: `replicas` of the `n_way` least-loaded stores that are
-    /// lightly loaded and have room, starting at `turn` among them. Empty when too few qualify
+    /// lightly loaded and have room, starting at `turn` among them (in store order). Empty when too few qualify
     /// (the write then stays on the base volume, or goes there when nothing is off-loaded).
     pub fn choose(&self, candidates: &[Candidate], turn: u64) -> Vec<usize> {
         let mut ok: Vec<Candidate> = candidates
@@ -96,6 +96,9 @@ impl Policy {
             .collect();
         ok.sort_by(|a, b| a.load.total_cmp(&b.load).then(a.store.cmp(&b.store)));
         ok.truncate(self.n_way);
+        // Turns go round the chosen stores in a fixed order, so that a store's new load does
+        // not reorder them between two off-loads.
+        ok.sort_by_key(|c| c.store);
         if ok.len() < self.replicas {
             return Vec::new();
         }

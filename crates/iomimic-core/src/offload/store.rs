@@ -177,7 +177,7 @@ impl Store {
         Ok(store)
     }
 
-    fn place(&self, log: &Log, pos: u64) -> u64 {
+    fn place(log: &Log, pos: u64) -> u64 {
         LOG_START + pos % log.area
     }
 
@@ -186,7 +186,7 @@ impl Store {
         let mut log = self.log.lock().expect("store lock");
         let mut head = [0u8; HEADER];
         while log.head - log.tail < log.area {
-            let at = self.place(&log, log.head);
+            let at = Self::place(&log, log.head);
             self.medium.read_at(&mut head, at)?;
             let Some(h) = record::parse_header(&head) else {
                 break;
@@ -319,12 +319,12 @@ impl Store {
                 data_len: 0,
             };
             self.medium
-                .write_at(&record::encode(&wrap, &[]), self.place(log, log.head))?;
+                .write_at(&record::encode(&wrap, &[]), Self::place(log, log.head))?;
             self.medium.sync()?;
             Self::apply(log, &wrap, 0, to_end, self.block);
         }
         h.lsn = log.next_lsn;
-        let at = self.place(log, log.head);
+        let at = Self::place(log, log.head);
         self.medium.write_at(&record::encode(&h, data), at)?;
         self.medium.sync()?;
         Self::apply(log, &h, at + HEADER as u64, size, self.block);
@@ -337,7 +337,7 @@ impl Store {
     /// Off-loads `data` (whole blocks from `start_block`) for `client` at `version`; the byte
     /// offset of the data in the medium, or `None` when the store is full.
     pub fn put(&self, client: u32, start_block: u64, version: u64, data: &[u8]) -> Result<Option<u64>> {
-        if data.is_empty() || data.len() as u64 % self.block != 0 {
+        if data.is_empty() || !(data.len() as u64).is_multiple_of(self.block) {
             return Err(Error::Usage(format!(
                 "store: {} bytes are not whole blocks",
                 data.len()

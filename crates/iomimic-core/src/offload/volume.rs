@@ -234,7 +234,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let foreign = dir.join("precious.log");
         std::fs::write(&foreign, vec![1u8; 1 << 20]).unwrap();
-        let err = init(&dir.join("vol.dat"), &[foreign.clone()], &setup()).unwrap_err();
+        let err = init(&dir.join("vol.dat"), std::slice::from_ref(&foreign), &setup()).unwrap_err();
         assert!(err.to_string().contains("overwrite"), "{err}");
         assert!(std::fs::read(&foreign).unwrap().iter().all(|&b| b == 1));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -158,7 +158,7 @@ fn a_full_set_of_stores_sends_writes_home_and_releases_old_versions() {
     let base = Arc::new(MemMedium::new("base", 32 * B, clock.clone()));
     let small = Arc::new(MemMedium::new("st", 8192 + 64 * 512 + 2 * (B + 512), clock));
     Store::format(Box::new(small.clone()), B as u64).unwrap();
-    let c = client(&base, &[small.clone()], Mode::Always, 1, 1);
+    let c = client(&base, std::slice::from_ref(&small), Mode::Always, 1, 1);
     c.write(0, &fill(1, 1)).unwrap();
     c.write(B as u64, &fill(2, 1)).unwrap();
     c.write(0, &fill(3, 1)).unwrap(); // no room: home, and version 1 released

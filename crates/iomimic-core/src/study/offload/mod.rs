@@ -19,6 +19,9 @@
 //! 99th-percentile response time of reads and writes per peak, off-load vs not; stores of 3 %
 //! of a volume; peaks uncorrelated across volumes).
 
+// Times and windows are checked positive before they are cast.
+#![allow(clippy::cast_sign_loss)]
+
 pub mod peaks;
 pub mod route;
 

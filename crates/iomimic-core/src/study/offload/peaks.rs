@@ -70,6 +70,7 @@ pub struct Pair {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::float_cmp)] // exact values: sums of small integers
     use super::*;
 
     #[test]

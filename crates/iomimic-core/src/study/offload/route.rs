@@ -8,7 +8,7 @@
 //! appends, which cost a disk little), so a store is not judged busy by its own success.
 
 use crate::offload::load::RateMeter;
-use crate::offload::map::{Loc, Map};
+use crate::offload::map::{Entry, Loc, Map};
 use crate::offload::policy::{Candidate, Policy};
 use crate::trace::{Op, TraceView};
 
@@ -200,11 +200,9 @@ impl Router<'_> {
                     at: l.at + k * BLOCK,
                 })
                 .collect();
-            let before = self.maps[v]
-                .get(start + k)
-                .map_or(0, crate::offload::map::Entry::stores);
+            let before = self.maps[v].get(start + k).map_or(0, Entry::stores);
             self.maps[v].record(start + k, self.version, &here);
-            let after = self.maps[v].get(start + k).map_or(0, |e| e.stores());
+            let after = self.maps[v].get(start + k).map_or(0, Entry::stores);
             self.account(before, after);
         }
         let vt = &mut self.out.volumes[v];
@@ -227,7 +225,7 @@ impl Router<'_> {
     }
 
     fn forget(&mut self, v: usize, b: u64) {
-        if let Some(before) = self.maps[v].get(b).map(|e| e.stores()) {
+        if let Some(before) = self.maps[v].get(b).map(Entry::stores) {
             let version = self.maps[v].get(b).map_or(0, |e| e.version);
             self.maps[v].remove_if(b, version);
             self.account(before, 0);
@@ -248,18 +246,18 @@ impl Router<'_> {
         }
         let end = offset + u64::from(size);
         let place = |b: u64| self.maps[v].get(b).map(|e| e.locs[0]);
-        let mut k = 0;
-        while k < n {
-            let first = place(start + k);
-            let mut j = k + 1;
+        let mut first = 0;
+        while first < n {
+            let here = place(start + first);
+            let mut j = first + 1;
             while j < n && follows(place(start + j - 1), place(start + j)) {
                 j += 1;
             }
             // Clip the run to the request's own bytes.
-            let lo = ((start + k) * BLOCK).max(offset);
+            let lo = ((start + first) * BLOCK).max(offset);
             let hi = ((start + j) * BLOCK).min(end);
-            let (vol, at) = match first {
-                Some(l) => (self.specs[l.store].host, l.at + (lo - (start + k) * BLOCK)),
+            let (vol, at) = match here {
+                Some(l) => (self.specs[l.store].host, l.at + (lo - (start + first) * BLOCK)),
                 None => (v, lo),
             };
             self.out.ios[vol].push(Io {
@@ -269,7 +267,7 @@ impl Router<'_> {
                 op: Op::Read as u8,
                 owner,
             });
-            k = j;
+            first = j;
         }
     }
 
@@ -303,7 +301,7 @@ impl Router<'_> {
                 };
                 self.out.ios[v].push(home);
                 for b in ext.start..ext.start + u64::from(ext.blocks) {
-                    if let Some(before) = self.maps[v].get(b).map(|e| e.stores()) {
+                    if let Some(before) = self.maps[v].get(b).map(Entry::stores) {
                         self.maps[v].remove_if(b, ext.version);
                         self.account(before, 0);
                     }
