@@ -151,3 +151,24 @@ def test_study_offload_from_the_cli(tmp_path: Path) -> None:
     assert "peaky" in r.stdout and "busy" not in r.stdout
     r = run_cli("study", "offload", str(trace), "--volumes", "peaky,nope")
     assert r.returncode == 2 and "nope" in r.stderr
+
+
+def test_run_through_an_everest_target_with_verify(tmp_path: Path) -> None:
+    base, _ = _init(tmp_path, "--n-way", "2")
+    r = run_cli(
+        "run", "--pattern", "rw 4k rate=2000 mix=50", "--target", f"everest:{base}", "-n", "400",
+        "--iodepth", "4", "--verify", "--json", str(tmp_path / "r.json"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    f = json.loads((tmp_path / "r.json").read_text())
+    assert f["completed"] == 400 and f["engine"] == "psync"
+    assert f["verify"]["failures"] == 0 and f["verify"]["sectors_checked"] > 0
+    # The writes went to the stores (mode always) and read back from them; nothing went home.
+    s = offload.Volume(base).status()
+    assert s["offloaded_blocks"] > 0
+    assert sum(st["client_blocks"] for st in s["stores"]) >= s["offloaded_blocks"]
+    # io_uring cannot drive it: a usage error naming the flag.
+    r = run_cli(
+        "run", "--pattern", "randread 4k", "--target", f"everest:{base}", "-n", "5", "--engine", "io_uring"
+    )
+    assert r.returncode == 2 and "--engine" in r.stderr

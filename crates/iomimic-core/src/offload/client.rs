@@ -350,6 +350,12 @@ impl Client {
         if !self.opts.policy.reclaim_now(self.base_meter.rate()) {
             return Ok(None);
         }
+        self.reclaim_one()
+    }
+
+    /// Reclaims the next extent whatever the load (what a worker does once the policy lets
+    /// it): blocks reclaimed, 0 when another worker holds it, `None` when nothing is left.
+    pub fn reclaim_one(&self) -> Result<Option<u64>> {
         let ext = {
             let mut st = self.state.lock().expect("client lock");
             let Some(ext) = st

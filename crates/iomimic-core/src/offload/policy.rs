@@ -81,9 +81,15 @@ impl Policy {
         }
     }
 
-    /// Whether reclaim may use the base volume.
+    /// Whether reclaim workers may use the base volume: in `Auto` while it is below
+    /// `light_iops`; in `Never` at once (what is left goes home); in `Always` only on request
+    /// ([`super::Client::reclaim_one`]), so that what was off-loaded stays on the stores.
     pub fn reclaim_now(&self, base_load: f64) -> bool {
-        self.mode == Mode::Never || base_load < self.light_iops || self.mode == Mode::Always
+        match self.mode {
+            Mode::Auto => base_load < self.light_iops,
+            Mode::Never => true,
+            Mode::Always => false,
+        }
     }
 
     /// The stores one off-load goes to: `replicas` of the `n_way` least-loaded stores that are
@@ -160,6 +166,16 @@ mod tests {
         let p = Policy::default();
         assert!(p.offload_now(200.0) && !p.offload_now(199.0));
         assert!(p.reclaim_now(49.0) && !p.reclaim_now(50.0));
+        let always = Policy {
+            mode: Mode::Always,
+            ..Policy::default()
+        };
+        assert!(always.offload_now(0.0) && !always.reclaim_now(0.0));
+        let never = Policy {
+            mode: Mode::Never,
+            ..Policy::default()
+        };
+        assert!(!never.offload_now(1e9) && never.reclaim_now(1e9));
         assert!(Policy {
             replicas: 2,
             ..Policy::default()

@@ -158,6 +158,37 @@ pub fn read_store_set(base: &Path) -> Result<StoreSet> {
     Ok(set)
 }
 
+/// A client with reclaim workers running while the base volume is idle, stopped when it is
+/// dropped (the engine's `everest:` targets hold one for the run).
+pub struct Background {
+    pub client: std::sync::Arc<Client>,
+    stop: std::sync::Arc<AtomicBool>,
+    workers: Vec<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl Background {
+    pub fn start(client: Client, workers: usize) -> Background {
+        let client = std::sync::Arc::new(client);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let workers = client.spawn_reclaim(workers, &stop);
+        Background {
+            client,
+            stop,
+            workers,
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in self.workers.drain(..) {
+            // A worker's I/O error leaves the data where it was: reclaim is retried next time.
+            let _ = w.join();
+        }
+    }
+}
+
 /// Opens the client of `base`, recovering its state from the stores' logs; `policy` replaces
 /// the one `init` recorded when given.
 pub fn open(base: &Path, policy: Option<Policy>) -> Result<(Client, StoreSet)> {
@@ -225,6 +256,35 @@ mod tests {
             raw[8192..16384].iter().all(|&b| b == 7),
             "reclaim put the data home"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn background_workers_reclaim_once_the_policy_lets_them() {
+        let dir = std::env::temp_dir().join(format!("iomimic-offload-bg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let base = dir.join("vol.dat");
+        init(&base, &[dir.join("a.log")], &setup()).unwrap();
+        let (client, _) = open(&base, None).unwrap();
+        client.write(0, &[3u8; 16384]).unwrap();
+        // `always` keeps it on the store: workers wait to be asked.
+        let bg = Background::start(client, 2);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(bg.client.offloaded_blocks(), 4);
+        drop(bg);
+        // Under `never`, the workers bring everything home by themselves.
+        let never = Policy {
+            mode: super::super::Mode::Never,
+            ..Policy::default()
+        };
+        let bg = Background::start(open(&base, Some(never)).unwrap().0, 2);
+        let t0 = std::time::Instant::now();
+        while bg.client.offloaded_blocks() > 0 && t0.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(bg.client.offloaded_blocks(), 0);
+        drop(bg);
+        assert!(std::fs::read(&base).unwrap()[..16384].iter().all(|&b| b == 3));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

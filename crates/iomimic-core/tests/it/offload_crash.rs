@@ -185,7 +185,7 @@ fn run(client: &Client, ops: &[Op]) -> (Expect, bool) {
                 }
             }
             Op::Reclaim => {
-                if client.reclaim_step().is_err() {
+                if client.reclaim_one().is_err() {
                     return (e, true);
                 }
             }

@@ -104,7 +104,18 @@ fn writes_during_reclaim_are_never_overwritten() {
     let (base, stores) = media(2);
     let c = Arc::new(client(&base, &stores, Mode::Always, 2, 1));
     let stop = Arc::new(AtomicBool::new(false));
-    let workers = c.spawn_reclaim(3, &stop);
+    // Three workers reclaiming as fast as they can (`always` would have them wait to be asked).
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let (c, stop) = (Arc::clone(&c), Arc::clone(&stop));
+            std::thread::spawn(move || -> Result<()> {
+                while !stop.load(Ordering::Relaxed) {
+                    c.reclaim_one()?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
     let mut last = [0u8; 8];
     for round in 1..=300u32 {
         let block = (round * 7 % 8) as usize;
