@@ -172,3 +172,24 @@ def test_run_through_an_everest_target_with_verify(tmp_path: Path) -> None:
         "run", "--pattern", "randread 4k", "--target", f"everest:{base}", "-n", "5", "--engine", "io_uring"
     )
     assert r.returncode == 2 and "--engine" in r.stderr
+
+
+def test_replay_of_a_trace_through_an_everest_target(tmp_path: Path) -> None:
+    base, _ = _init(tmp_path)
+    # 200 writes then reads of 8 KiB over the first 256 KiB, at their times (2 ms apart)
+    n = 200
+    t = iomimic.Trace(
+        ts_ns=np.arange(n, dtype=np.uint64) * 2_000_000,
+        offset=(np.arange(n, dtype=np.uint64) * 8192) % (64 * K),
+        size=np.full(n, 8192, np.uint32),
+        op=(np.arange(n) % 2 == 0).astype(np.uint8),
+    )
+    trace = tmp_path / "t.parquet"
+    write_trace(t, trace)
+    out = tmp_path / "r.json"
+    r = run_cli("replay", str(trace), "--target", f"everest:{base}", "--verify", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    f = json.loads(out.read_text())
+    assert f["completed"] == n and f["verify"]["failures"] == 0
+    # the writes (even requests) land on 16 places of 8 KiB: 32 blocks, all on the stores (always)
+    assert offload.Volume(base).status()["offloaded_blocks"] == 32
