@@ -176,7 +176,7 @@ def test_run_through_an_everest_target_with_verify(tmp_path: Path) -> None:
 
 def test_replay_of_a_trace_through_an_everest_target(tmp_path: Path) -> None:
     base, _ = _init(tmp_path)
-    # 200 writes then reads of 8 KiB over the first 256 KiB, at their times (2 ms apart)
+    # 100 writes and 100 reads of 8 KiB, alternating, over the first 256 KiB, 2 ms apart
     n = 200
     t = iomimic.Trace(
         ts_ns=np.arange(n, dtype=np.uint64) * 2_000_000,
