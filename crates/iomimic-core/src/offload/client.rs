@@ -164,11 +164,6 @@ impl Client {
         self.stores[s].read().expect("store slot").clone()
     }
 
-    /// Replaces store `s` by `store` reopened from its log (a store that crashed and came back).
-    pub fn replace_store(&self, s: usize, store: Store) {
-        *self.stores[s].write().expect("store slot") = Arc::new(store);
-    }
-
     pub fn options(&self) -> &Options {
         &self.opts
     }
