@@ -5,7 +5,7 @@ DEPS := $(VENV)/.deps-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install system-deps demo test test-rust test-python lint format docs bench fuzz clean
+.PHONY: install system-deps demo test test-rust test-python lint format docs bench fuzz crash clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -78,6 +78,10 @@ bench: install
 fuzz:
 	PROPTEST_CASES=$${PROPTEST_CASES:-20000} PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 		cargo test --release -p iomimic-core --test it fuzz -- --nocapture
+
+## crash: the off-loading layer's crash tests over many seeded schedules (the test run does 8)
+crash:
+	OFFLOAD_CRASH_SEEDS=$${OFFLOAD_CRASH_SEEDS:-200} cargo test --release -p iomimic-core --test it offload_crash -- --nocapture
 
 clean:
 	rm -rf target $(VENV)

@@ -18,6 +18,7 @@ MODULES = [
     "iomimic.pattern",
     "iomimic.fio_export",
     "iomimic.cache",
+    "iomimic.offload",
     "iomimic.report",
 ]
 

@@ -430,6 +430,65 @@ def judge_fleet(
     rule: str,
 ) -> dict[str, Any]: ...
 
+class OffloadStoreSetDict(TypedDict):
+    layout: int
+    client_id: int
+    block_bytes: int
+    stores: list[str]
+    policy: dict[str, Any]
+    overwrite: bool
+    allow_device: bool
+
+class OffloadStoreUsageDict(TypedDict):
+    area_bytes: int
+    used_bytes: int
+    live_blocks: int
+    records: int
+    head: int
+    tail: int
+
+class OffloadStoreDict(TypedDict):
+    name: str
+    usage: OffloadStoreUsageDict
+    client_blocks: int
+
+class OffloadCountersDict(TypedDict):
+    base_writes: int
+    offloaded_writes: int
+    written_through: int
+    reads: int
+    reads_from_stores: int
+    reclaimed_blocks: int
+
+class OffloadStatusDict(TypedDict):
+    client_id: int
+    block_bytes: int
+    base_bytes: int
+    offloaded_blocks: int
+    extents: list[tuple[int, int, int]]
+    stores: list[OffloadStoreDict]
+    counters: OffloadCountersDict
+
+def offload_init(
+    base: str,
+    stores: Sequence[str],
+    store_bytes: int,
+    base_bytes: int | None,
+    block_bytes: int,
+    policy_json: str,
+    overwrite: bool,
+    allow_device: bool,
+) -> OffloadStoreSetDict: ...
+def offload_store_set(base: str) -> OffloadStoreSetDict: ...
+
+class OffloadClient:
+    def __init__(self, base: str, policy_json: str | None = None) -> None: ...
+    def write(self, offset: int, data: bytes) -> None: ...
+    def read(self, offset: int, length: int) -> bytes: ...
+    def reclaim_step(self) -> int | None: ...
+    def reclaim_all(self) -> int: ...
+    def status(self) -> OffloadStatusDict: ...
+
 class RunSession:
     def __init__(
         self,

@@ -125,6 +125,22 @@ def _session(
     return session
 
 
+#: How a target names a base volume set up with `iomimic offload init` (its I/O goes through
+#: the off-loading client).
+EVEREST_PREFIX = "everest:"
+
+
+def _align(paths: list[str], direct: bool) -> int:
+    """Sectors as block traces have them; O_DIRECT wants the page size; an Everest target
+    whole blocks of its store set."""
+    align = 4096 if direct else 512
+    for p in paths:
+        if p.startswith(EVEREST_PREFIX):
+            block = _core.offload_store_set(p[len(EVEREST_PREFIX) :])["block_bytes"]
+            align = max(align, block)
+    return align
+
+
 def _session_of(paths: list[str], reach: dict[str, int], write: bool, s: RunSettings):
     return _core.RunSession(
         paths,
@@ -140,8 +156,7 @@ def _session_of(paths: list[str], reach: dict[str, int], write: bool, s: RunSett
         intensity=float(s.intensity),
         no_stall=s.no_stall,
         sqpoll=s.sqpoll,
-        # sectors as block traces have them; O_DIRECT wants the page size
-        align=4096 if s.direct else 512,
+        align=_align(paths, s.direct),
         deadline_ns=None if s.deadline_s is None else round(s.deadline_s * 1e9),
         ramp_ns=round(s.ramp_s * 1e9),
         verify=s.verify,

@@ -10,6 +10,7 @@ mod boundary;
 mod cache;
 mod errors;
 mod model;
+mod offload;
 mod realio;
 mod sim;
 mod study;
@@ -51,6 +52,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study::run_study_alone, m)?)?;
     m.add_function(wrap_pyfunction!(study::fleet_workload, m)?)?;
     m.add_function(wrap_pyfunction!(study::judge_fleet, m)?)?;
+    m.add_function(wrap_pyfunction!(offload::offload_init, m)?)?;
+    m.add_function(wrap_pyfunction!(offload::offload_store_set, m)?)?;
+    m.add_class::<offload::PyOffloadClient>()?;
     m.add_class::<realio::RunSession>()?;
     m.add_function(wrap_pyfunction!(realio::io_uring_available, m)?)?;
     m.add_function(wrap_pyfunction!(realio::engine_name, m)?)?;

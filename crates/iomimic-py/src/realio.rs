@@ -50,7 +50,7 @@ impl RunSession {
         record: bool,
     ) -> PyResult<Self> {
         let opts = realio::RunOptions {
-            engine: realio::Engine::parse(engine).map_err(to_py)?,
+            engine: realio::engine_for(engine, &paths).map_err(to_py)?,
             iodepth,
             workers,
             intensity,

@@ -51,6 +51,7 @@ COMMANDS = (
     "replay",
     "run",
     "export",
+    "offload",
     "formats",
     "demo",
 )

@@ -128,7 +128,9 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     """The options of real I/O (`run` and `replay`): where it goes, how, and its results."""
     g = p.add_argument_group("where the I/O goes")
     g.add_argument(
-        "--target", help="a file (created and preallocated with --size if missing) or a block device"
+        "--target",
+        help="a file (created and preallocated with --size if missing) or a block device; "
+        "everest:BASE for a base volume set up with `iomimic offload init` (its writes off-loaded)",
     )
     g.add_argument("--map", help="VOLUME=PATH,... one target per volume")
     g.add_argument(

@@ -104,6 +104,47 @@ pub struct Control {
 pub struct Target {
     pub(crate) file: File,
     pub size: u64,
+    /// An Everest base volume (`everest:PATH`): requests go through its off-loading client
+    /// (`file` is then the base opened read-only, for nothing but its identity).
+    pub(crate) everest: Option<std::sync::Arc<crate::offload::volume::Background>>,
+}
+
+/// Reclaim workers of an `everest:` target during a run (they work while its base is idle).
+const RECLAIM_WORKERS: usize = 2;
+
+/// How a target names an Everest base volume set up with `iomimic offload init`.
+pub const EVEREST_PREFIX: &str = "everest:";
+
+/// The engine for `name` over `paths`: Everest targets are a library call, not a file
+/// descriptor, so they run on psync (`auto` picks it; io_uring is refused).
+pub fn engine_for(name: &str, paths: &[String]) -> Result<Engine> {
+    let engine = Engine::parse(name)?;
+    if !paths.iter().any(|p| p.starts_with(EVEREST_PREFIX)) {
+        return Ok(engine);
+    }
+    match name {
+        "auto" | "psync" => Ok(Engine::Psync),
+        _ => Err(Error::Usage(format!(
+            "`engine` {name} cannot drive an {EVEREST_PREFIX} target; use psync (or auto)"
+        ))),
+    }
+}
+
+/// Opens the Everest client of the base volume `base` (recovered from its stores' logs).
+fn open_everest(base: &str) -> Result<Target> {
+    let (client, _) = crate::offload::volume::open(std::path::Path::new(base), None)?;
+    let file = File::open(base).map_err(|source| Error::Io {
+        path: base.into(),
+        source,
+    })?;
+    Ok(Target {
+        file,
+        size: client.base_bytes(),
+        everest: Some(std::sync::Arc::new(crate::offload::volume::Background::start(
+            client,
+            RECLAIM_WORKERS,
+        ))),
+    })
 }
 
 impl Target {
@@ -123,6 +164,7 @@ impl Target {
             Self {
                 file,
                 size: checked.usable,
+                everest: None,
             },
             checked,
         ))
@@ -156,7 +198,21 @@ pub fn open_targets(
                     source,
                 })?,
                 size: t.size,
+                everest: t.everest.clone(),
             },
+            None if path.starts_with(EVEREST_PREFIX) => {
+                let t = open_everest(&path[EVEREST_PREFIX.len()..])?;
+                let copy = Target {
+                    file: t.file.try_clone().map_err(|source| Error::Io {
+                        path: path.into(),
+                        source,
+                    })?,
+                    size: t.size,
+                    everest: t.everest.clone(),
+                };
+                opened.push((path, t));
+                copy
+            }
             None => {
                 let reach = paths
                     .iter()
@@ -172,6 +228,7 @@ pub fn open_targets(
                         source,
                     })?,
                     size: t.size,
+                    everest: None,
                 };
                 opened.push((path, t));
                 copy

@@ -96,7 +96,9 @@ fn perform(shared: &Shared<'_>, i: usize, buffer: &mut Buffer, summary: &mut Sum
     let (which, offset, _, _) = start;
     let file = &shared.targets[which].file;
     let op = shared.t.op[i];
-    let outcome = if op == Op::Write as u8 {
+    let outcome = if let Some(bg) = &shared.targets[which].everest {
+        everest(&bg.client, op, data, offset)
+    } else if op == Op::Write as u8 {
         file.write_all_at(data, offset)
     } else if op == Op::Flush as u8 {
         file.sync_data()
@@ -107,4 +109,20 @@ fn perform(shared: &Shared<'_>, i: usize, buffer: &mut Buffer, summary: &mut Sum
         Ok(())
     };
     shared.finish(i, data, outcome, start, summary);
+}
+
+/// Request `op` through an Everest client (writes are durable when it returns; a flush has
+/// nothing left to do). The client's errors become I/O errors, as the run records them.
+fn everest(client: &crate::offload::Client, op: u8, data: &mut [u8], offset: u64) -> std::io::Result<()> {
+    let result = if op == Op::Write as u8 {
+        client.write(offset, data)
+    } else if op == Op::Read as u8 {
+        client.read(offset, data)
+    } else {
+        Ok(())
+    };
+    result.map_err(|e| match e {
+        crate::error::Error::Io { source, .. } => source,
+        other => std::io::Error::other(other.to_string()),
+    })
 }

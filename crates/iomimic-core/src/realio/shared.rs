@@ -238,12 +238,30 @@ impl Shared<'_> {
         failures.push(what);
     }
 
+    /// Reads one sector of `target` back after the run: from the file, or through the Everest
+    /// client (whole blocks: the block holding the sector).
+    fn read_back(&self, target: usize, at: u64, sector: &mut [u8]) -> std::io::Result<()> {
+        let Some(bg) = &self.targets[target].everest else {
+            return self.targets[target].file.read_exact_at(sector, at);
+        };
+        let client = &bg.client;
+        let block = client.options().block_bytes;
+        let mut whole = vec![0u8; block as usize];
+        let start = at - at % block;
+        client
+            .read(start, &mut whole)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let from = (at - start) as usize;
+        sector.copy_from_slice(&whole[from..from + sector.len()]);
+        Ok(())
+    }
+
     /// After the run: every written sector holds the last write to it.
     pub fn check_written(&self) {
         let mut buffer = Buffer::new(verify::SECTOR);
         for ((target, at), seq, also) in self.ledger.expected() {
             let sector = buffer.slice(verify::SECTOR);
-            if let Err(e) = self.targets[target].file.read_exact_at(sector, at) {
+            if let Err(e) = self.read_back(target, at, sector) {
                 self.fail(format!(
                     "sector at {at} of target {target}: reading it back failed: {e}"
                 ));

@@ -12,7 +12,11 @@ fn target(dir: &std::path::Path, size: u64) -> Target {
         .open(&path)
         .unwrap();
     file.set_len(size).unwrap();
-    Target { file, size }
+    Target {
+        file,
+        size,
+        everest: None,
+    }
 }
 
 /// `always`, and io_uring too where this kernel allows it.
@@ -209,5 +213,62 @@ fn a_stop_request_ends_the_run_early() {
     control.stop.store(true, Ordering::Relaxed);
     let r = run(&t.view(), &targets, &RunOptions::default(), &control).unwrap();
     assert_eq!(r.completed, 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_everest_target_runs_with_verify_through_its_stores() {
+    use crate::offload::volume::{init, Setup};
+    use crate::offload::{Mode, Policy};
+    let dir = temp_dir("everest");
+    let base = dir.join("vol.dat");
+    let setup = Setup {
+        store_bytes: 4 << 20,
+        base_bytes: Some(1 << 20),
+        block_bytes: 4096,
+        policy: Policy {
+            mode: Mode::Always,
+            n_way: 2,
+            ..Policy::default()
+        },
+        overwrite: false,
+        allow_device: false,
+    };
+    init(&base, &[dir.join("a.log"), dir.join("b.log")], &setup).unwrap();
+    // writes then reads over and over the same 32 blocks, closed loop at depth 4
+    let offsets: Vec<u64> = (0..256u64).map(|i| (i * 7 % 32) * 4096).collect();
+    let mut t = reads(&[0; 256], &offsets, 4096);
+    t.op = (0..256)
+        .map(|i| {
+            if i % 3 == 2 {
+                Op::Read as u8
+            } else {
+                Op::Write as u8
+            }
+        })
+        .collect();
+    let paths = vec![format!("{EVEREST_PREFIX}{}", base.display())];
+    let access = guard::Access {
+        write: true,
+        ..guard::Access::default()
+    };
+    let targets = open_targets(&paths, &[1 << 20], None, access, &AtomicBool::new(false)).unwrap();
+    let opts = RunOptions {
+        engine: engine_for("auto", &paths).unwrap(),
+        iodepth: Some(4),
+        verify: true,
+        align: 4096,
+        ..RunOptions::default()
+    };
+    let r = run(&t.view(), &targets, &opts, &Control::default()).unwrap();
+    assert_eq!(r.completed, 256);
+    assert!(r.verify_failures.is_empty(), "{:?}", r.verify_failures);
+    assert!(r.verified_sectors > 0);
+    let client = &targets[0].everest.as_ref().unwrap().client;
+    assert_eq!(client.counters().offloaded_writes, 171);
+    assert!(client.counters().reads_from_stores > 0);
+    // Nothing went home: the base file still holds its lay-out, the stores the data.
+    assert_eq!(client.offloaded_blocks(), 32);
+    assert!(engine_for("io_uring", &paths).is_err());
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -11,6 +11,7 @@
 pub mod cache_alloc;
 pub mod defrag;
 pub mod early_errors;
+pub mod offload;
 pub mod prefetch;
 pub mod ssd_cache;
 pub mod tiers;
@@ -42,6 +43,7 @@ pub const STUDIES: &[&dyn Study] = &[
     &early_errors::STUDY,
     &cache_alloc::STUDY,
     &prefetch::STUDY,
+    &offload::STUDY,
 ];
 
 /// The study called `name` in `registry` (usually [`STUDIES`]).

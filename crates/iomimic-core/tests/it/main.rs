@@ -2,6 +2,7 @@
 //! only its own file and one registry line.
 
 mod fuzz_readers;
+mod offload_crash;
 mod toy_device;
 mod toy_format;
 mod toy_policy;

@@ -9,13 +9,14 @@ import importlib
 from iomimic.cli.args import Parser, add_read_options, count, seed
 
 #: The study modules under iomimic.cli.study, one line each, in `iomimic study --help` order.
-STUDIES = ("ssd_cache", "defrag", "early_errors", "cache_alloc", "prefetch")
+STUDIES = ("ssd_cache", "defrag", "early_errors", "cache_alloc", "prefetch", "offload")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "study",
-        help="What-if studies: SSD caching, defragmentation, early errors, cache allocation, prefetching.",
+        help="What-if studies: SSD caching, defragmentation, early errors, cache allocation, prefetching, "
+        "write off-loading.",
         description="What-if studies on a trace, a model or a preset, run on the simulator.",
     )
     studies = p.add_subparsers(dest="study_command", metavar="STUDY", parser_class=Parser, required=True)
