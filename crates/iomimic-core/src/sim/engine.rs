@@ -4,6 +4,10 @@
 //! array adds (injected faults, the shared bus), and tells the device when the I/O completed.
 //! A device that schedules work of its own (an SSD) asks to be woken at the times it names
 //! and hands back the I/Os it finished then.
+//!
+//! Past 600 lines on purpose: the loop, request phases, the controller's cache and prefetch,
+//! faults and the bus all move one `Run`'s state at each event; split into files, each part
+//! would borrow the whole of it (the tests live in `tests.rs`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
