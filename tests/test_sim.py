@@ -199,3 +199,28 @@ def test_fc60_shape_interleaved_streams(tmp_path: Path) -> None:
     few = max(t[k] for k in (1, 2, 4, 8))
     assert min(t[k] for k in (12, 16, 32)) > 2 * few, t
     assert t[32] >= t[12], t
+
+
+def test_simulate_says_when_volumes_share_a_device_and_when_it_is_saturated(tmp_path: Path) -> None:
+    from iomimic.report import micros
+
+    assert (micros(12.34), micros(4560), micros(79_755_703.8)) == ("12.3 µs", "4.56 ms", "79.76 s")
+    n = 4000
+    rng = np.random.default_rng(2)
+    busy = Trace(
+        ts_ns=np.arange(n) * 100_000,  # 10,000 IOPS of random reads: far past one disk
+        offset=rng.integers(0, 1 << 28, n) * 4096,
+        size=np.full(n, 4096),
+        op=np.zeros(n),
+        volume=np.arange(n) % 2,
+        volumes=["a", "b"],
+    )
+    path = tmp_path / "busy.parquet"
+    iomimic.write_trace(busy, path)
+    r = run_cli("simulate", str(path), "--device", "hdd-7200")
+    assert r.returncode == 0, r.stderr
+    assert "2 volumes share this one device" in r.stderr
+    assert "is saturated" in r.stderr and "--intensity below 1" in r.stderr
+    assert " s\n" in r.stdout or " s " in r.stdout  # latencies of seconds read as seconds
+    r = run_cli("simulate", str(path), "--device", "hdd-7200", "--volume", "a", "--intensity", "0.005")
+    assert r.returncode == 0 and "saturated" not in r.stderr and "share" not in r.stderr, r.stderr

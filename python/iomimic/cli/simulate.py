@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
@@ -47,7 +48,7 @@ def register(subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     from iomimic.io import output_format, write_trace
     from iomimic.report import make_console
-    from iomimic.report.simulation import render_simulation
+    from iomimic.report.simulation import render_simulation, saturation_warning
     from iomimic.sim import simulate
 
     fmt = output_format(args.output, None) if args.output else None
@@ -65,4 +66,13 @@ def handle(args: argparse.Namespace) -> int:
     if args.json and write_json(args.json, figures):
         return EXIT_OK
     render_simulation(figures, make_console())
+    if len(trace.volumes) > 1:
+        print(
+            f"note: the trace's {len(trace.volumes)} volumes share this one device, each in an equal "
+            "region of it (simulate a volume alone with --volume NAME)",
+            file=sys.stderr,
+        )
+    warning = saturation_warning(figures)
+    if warning:
+        print(f"iomimic: warning: {warning}", file=sys.stderr)
     return EXIT_OK

@@ -46,6 +46,19 @@ def mib(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
+def micros(us: float) -> str:
+    """A time given in µs, in the unit that reads best: 12.3 µs, 4.56 ms, 79.76 s.
+
+    >>> micros(12.34), micros(4560), micros(79_755_703.8)
+    ('12.3 µs', '4.56 ms', '79.76 s')
+    """
+    if us < 1000:
+        return f"{us:,.1f} µs"
+    if us < 1_000_000:
+        return f"{us / 1000:,.2f} ms"
+    return f"{us / 1e6:,.2f} s"
+
+
 def pct(part: float, whole: float = 1) -> str:
     """``part`` as a percentage of ``whole`` (a fraction when ``whole`` is left out), ``-`` when
     there is no whole.

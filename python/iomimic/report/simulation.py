@@ -6,7 +6,10 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.report import figures_table, table
+from iomimic.report import figures_table, micros, table
+
+#: Busy share past which a device is saturated: an open-loop queue then grows without bound.
+SATURATED = 0.99
 
 #: Devices listed in the table (`--json` has every one).
 MAX_DEVICE_ROWS = 32
@@ -19,12 +22,12 @@ def render_simulation(f: dict[str, Any], console: Console) -> None:
         ("requests", f"{f['requests']:,}"),
         ("duration", f"{f['duration_s']:,.3f} s"),
         ("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s"),
-        ("mean latency", f"{f['mean_latency_us']:,.1f} µs"),
+        ("mean latency", micros(f["mean_latency_us"])),
         (
             "latency p50 / p99 / max",
-            f"{pc.get('p50', 0):,.1f} / {pc.get('p99', 0):,.1f} / {pc.get('max', 0):,.1f} µs",
+            f"{micros(pc.get('p50', 0))} / {micros(pc.get('p99', 0))} / {micros(pc.get('max', 0))}",
         ),
-        ("mean device service", f"{f['mean_service_us']:,.1f} µs over {f['device_ios']:,} device I/Os"),
+        ("mean device service", f"{micros(f['mean_service_us'])} over {f['device_ios']:,} device I/Os"),
         ("energy", "-" if f.get("energy_j") is None else f"{f['energy_j']:,.1f} J"),
     ]
     by_op = f.get("by_op") or {}
@@ -35,7 +38,7 @@ def render_simulation(f: dict[str, Any], console: Console) -> None:
             rows.append(
                 (
                     f"{op}s: mean / p50 / p99",
-                    f"{o['count']:,}: {o['mean_us']:,.1f} / {p['p50']:,.1f} / {p['p99']:,.1f} µs",
+                    f"{o['count']:,}: {micros(o['mean_us'])} / {micros(p['p50'])} / {micros(p['p99'])}",
                 )
             )
     for key, label in (
@@ -70,3 +73,24 @@ def render_simulation(f: dict[str, Any], console: Console) -> None:
         hits = f"{dev['buffer_hits']:,}" if "buffer_hits" in dev else "-"
         d.add_row(str(i), f"{dev['ios']:,}", f"{100 * dev['utilization']:.1f}%", hits)
     console.print(d)
+
+
+def saturation_warning(f: dict[str, Any]) -> str | None:
+    """What to say when an open-loop run overloaded its device: the busiest part's share."""
+    if f.get("mode", "").startswith("closed"):
+        return None
+    parts = [(f"device {i}", d["utilization"]) for i, d in enumerate(f["devices"])]
+    parts += [(label, f[key]) for key, label in (
+        ("die_utilization", "the SSD's dies"), ("channel_utilization", "the SSD's channels"),
+        ("host_utilization", "the SSD's host link"),
+    ) if f.get(key) is not None]  # fmt: skip
+    if not parts:
+        return None
+    name, busy = max(parts, key=lambda p: p[1])
+    if busy < SATURATED:
+        return None
+    return (
+        f"{f['device']} is saturated ({name} {100 * busy:.0f}% busy): requests arrive faster than it "
+        "serves them, so the queue grows for the whole run and the latencies measure that backlog; "
+        "try a faster device or an array, --intensity below 1, or --iodepth for a closed loop"
+    )
