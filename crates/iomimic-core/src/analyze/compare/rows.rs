@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::super::mrc::Mrc;
+use super::super::sequentiality::Sequentiality;
 use super::super::{Figures, Profile};
 use super::{Kind, Row, IOPS_OVER_TIME_TARGET, MRC_TARGET, POINTS_TARGET, SCALAR_TARGET, SPATIAL_TARGET};
 
@@ -189,6 +190,50 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
             Some(SCALAR_TARGET),
         ),
         Row::new("IOPS", Kind::Scalar, fo.iops, fs.iops, Some(SCALAR_TARGET)),
+    ];
+    rows.extend(run_rows(qo, qs));
+    rows.extend([
+        Row::new(
+            "spatial histogram (L1/2)",
+            Kind::Spatial,
+            0.0,
+            spatial,
+            Some(SPATIAL_TARGET),
+        )
+        .shown(spatial_shown(fo), spatial_shown(fs)),
+        Row::new(
+            "IOPS over time (mean |Δ|/mean)",
+            Kind::Distance,
+            0.0,
+            iops_over_time(fo, fs),
+            Some(IOPS_OVER_TIME_TARGET),
+        ),
+    ]);
+    if let (Some(a), Some(b)) = (&fo.mrc, &fs.mrc) {
+        rows.push(Row::new(
+            "miss-ratio curve error",
+            Kind::Mrc,
+            0.0,
+            mrc_error(a, b),
+            Some(MRC_TARGET),
+        ));
+    }
+    rows.extend(worst_volume(o, s));
+    if let (Some(a), Some(b)) = (&fo.latency, &fs.latency) {
+        rows.push(Row::new(
+            "mean latency (µs)",
+            Kind::Info,
+            a.mean_us,
+            b.mean_us,
+            None,
+        ));
+    }
+    rows
+}
+
+/// The sequentiality rows (shown, not judged): P(sequential) and the three run counts.
+fn run_rows(qo: &Sequentiality, qs: &Sequentiality) -> [Row; 4] {
+    [
         Row::new(
             "P(sequential)",
             Kind::Info,
@@ -211,42 +256,7 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
             qs.relaxed_detangled_run_count,
             None,
         ),
-        Row::new(
-            "spatial histogram (L1/2)",
-            Kind::Spatial,
-            0.0,
-            spatial,
-            Some(SPATIAL_TARGET),
-        )
-        .shown(spatial_shown(fo), spatial_shown(fs)),
-        Row::new(
-            "IOPS over time (mean |Δ|/mean)",
-            Kind::Distance,
-            0.0,
-            iops_over_time(fo, fs),
-            Some(IOPS_OVER_TIME_TARGET),
-        ),
-    ];
-    if let (Some(a), Some(b)) = (&fo.mrc, &fs.mrc) {
-        rows.push(Row::new(
-            "miss-ratio curve error",
-            Kind::Mrc,
-            0.0,
-            mrc_error(a, b),
-            Some(MRC_TARGET),
-        ));
-    }
-    rows.extend(worst_volume(o, s));
-    if let (Some(a), Some(b)) = (&fo.latency, &fs.latency) {
-        rows.push(Row::new(
-            "mean latency (µs)",
-            Kind::Info,
-            a.mean_us,
-            b.mean_us,
-            None,
-        ));
-    }
-    rows
+    ]
 }
 
 /// The worst volume's read share and sequential share, in points: of the volumes with at least
