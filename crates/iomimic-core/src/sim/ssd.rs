@@ -37,6 +37,7 @@ use super::device::{read_table, Device, DeviceConfig, DeviceKind, DeviceSpec};
 use super::Scheduler;
 
 mod cache;
+mod collect;
 mod drive;
 mod events;
 mod flash;

@@ -21,7 +21,7 @@
 //!    Requests in the same leaf count a self-loop at every level and give stats to the leaf's.
 //! 5. Stats per edge: op mix, P(sequential) (starts at the previous end on its volume),
 //!    P(reuse) (not sequential, and starts at an offset the thread used before), the sizes
-//!    (at most [`MAX_SIZES`](stats::MAX_SIZES), the rarest merged into the nearest kept size)
+//!    (at most [`MAX_SIZES`](sizes::MAX_SIZES), the rarest merged into the nearest kept size)
 //!    and the model-time gap: the best of the six fitted families when its KS distance is at
 //!    most [`PARAMETRIC_KS`](stats::PARAMETRIC_KS) and fewer than
 //!    [`ZERO_GAP_LIMIT`](stats::ZERO_GAP_LIMIT) gaps are zero, else the empirical quantiles.
@@ -39,6 +39,7 @@ mod placement;
 mod rate;
 mod reuse;
 mod selection;
+mod sizes;
 mod stats;
 mod thread;
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 
-use super::stats::sizes;
+use super::sizes::sizes;
 use crate::model::{Sizes, Streams};
 
 /// Recent request ends per volume that continuations and near requests may follow.

@@ -1,6 +1,8 @@
 //! Garbage collection as work the flash does: picking a victim, moving its valid pages,
 //! erasing it.
 //!
+//! This file holds the collector's state; `collect.rs` does its work on the drive.
+//!
 //! ## Algorithm
 //! A plane starts collecting when a write leaves it fewer free blocks than `gc_threshold` of
 //! its blocks, and an idle chip starts on its planes below `gc_idle_threshold` (background
@@ -19,26 +21,24 @@
 //! et al., "Preemptible I/O scheduling of garbage collection for solid state drives" (IEEE TCAD
 //! 2013).
 
-use super::drive::Drive;
-use super::flash::{Op, Tx, ERASE, GC_READ, GC_WRITE, NONE};
-use super::ftl::Spot;
+use super::flash::{Tx, ERASE, GC_READ, GC_WRITE};
 use super::params::{Geometry, SsdParams};
 
 #[derive(Debug, Clone)]
-struct Job {
-    victim: u32,
+pub(super) struct Job {
+    pub(super) victim: u32,
     /// valid pages not yet moved (or found rewritten)
-    remaining: u32,
+    pub(super) remaining: u32,
 }
 
 pub(super) struct Collector {
     /// free-block thresholds of a plane: collect, put collection first, collect while idle
-    soft: usize,
-    hard: usize,
-    idle: usize,
-    preemptible: bool,
-    page_bytes: u32,
-    jobs: Vec<Option<Job>>,
+    pub(super) soft: usize,
+    pub(super) hard: usize,
+    pub(super) idle: usize,
+    pub(super) preemptible: bool,
+    pub(super) page_bytes: u32,
+    pub(super) jobs: Vec<Option<Job>>,
     pub erases: u64,
 }
 
@@ -64,149 +64,5 @@ impl Collector {
 
     pub(super) fn owns(tx: &Tx) -> bool {
         matches!(tx.class, GC_READ | GC_WRITE | ERASE)
-    }
-
-    /// A write took a page of `plane` (or found none): collect if it is short of blocks.
-    pub(super) fn after_write(d: &mut Drive, plane: usize) {
-        Self::update_urgency(d, plane);
-        if d.gc.jobs[plane].is_none() && d.ftl.free_blocks(plane) < d.gc.soft {
-            Self::start(d, plane);
-        }
-    }
-
-    /// `chip` went idle with nothing queued: its planes short of blocks collect in the
-    /// background.
-    pub(super) fn idle(d: &mut Drive, chip: usize) {
-        let per = d.geo.dies * d.geo.planes;
-        for plane in chip * per..(chip + 1) * per {
-            if d.gc.jobs[plane].is_none() && d.ftl.free_blocks(plane) < d.gc.idle {
-                Self::start(d, plane);
-            }
-        }
-    }
-
-    fn update_urgency(d: &mut Drive, plane: usize) {
-        let chip = d.geo.chip_of_plane(plane);
-        let per = d.geo.dies * d.geo.planes;
-        let short = (chip * per..(chip + 1) * per).any(|p| d.ftl.free_blocks(p) < d.gc.hard);
-        d.flash.set_urgent(chip, short || !d.gc.preemptible);
-    }
-
-    fn start(d: &mut Drive, plane: usize) {
-        let Some(victim) = d.ftl.pick_victim(plane) else {
-            return;
-        };
-        let pages = d.ftl.valid_pages(plane, victim);
-        d.gc.jobs[plane] = Some(Job {
-            victim,
-            remaining: pages.len() as u32,
-        });
-        if pages.is_empty() {
-            Self::erase(d, plane, victim);
-            return;
-        }
-        for (lpn, page) in pages {
-            let tx = d.flash.add(Tx {
-                op: Op::Read,
-                class: GC_READ,
-                plane: plane as u32,
-                block: victim,
-                page,
-                bytes: d.gc.page_bytes,
-                owner: plane as u32,
-                lpn,
-                then: NONE,
-                hold: 0,
-                issued: false,
-                held: 0,
-                seq: 0,
-            });
-            d.flash.enqueue(tx);
-        }
-    }
-
-    fn erase(d: &mut Drive, plane: usize, victim: u32) {
-        let tx = d.flash.add(Tx {
-            op: Op::Erase,
-            class: ERASE,
-            plane: plane as u32,
-            block: victim,
-            page: 0,
-            bytes: 0,
-            owner: plane as u32,
-            lpn: 0,
-            then: NONE,
-            hold: 0,
-            issued: false,
-            held: 0,
-            seq: 0,
-        });
-        d.flash.enqueue(tx);
-    }
-
-    /// A collection transaction finished.
-    pub(super) fn done(d: &mut Drive, tx: u32) {
-        let t = *d.flash.tx(tx);
-        d.flash.remove(tx);
-        let plane = t.plane as usize;
-        match t.op {
-            Op::Read => Self::move_page(d, plane, t.lpn, t.block, t.page),
-            Op::Program => {
-                d.tally.gc_programs += 1;
-                Self::moved(d, plane);
-            }
-            Op::Erase => {
-                d.ftl.erase(plane, t.block);
-                d.gc.erases += 1;
-                d.gc.jobs[plane] = None;
-                Self::update_urgency(d, plane);
-                // writes that waited for a page, and moves that did, try again
-                let stalled = std::mem::take(&mut d.stalled[plane]);
-                for p in stalled {
-                    d.place(p);
-                }
-                Self::after_write(d, plane);
-            }
-        }
-    }
-
-    /// The valid page read out of the victim goes to the plane's block for moved pages.
-    fn move_page(d: &mut Drive, plane: usize, lpn: u64, block: u32, page: u32) {
-        let from = Spot { block, page };
-        match d.ftl.relocate(lpn, plane, from) {
-            Some(spot) => {
-                let tx = d.flash.add(Tx {
-                    op: Op::Program,
-                    class: GC_WRITE,
-                    plane: plane as u32,
-                    block: spot.block,
-                    page: spot.page,
-                    bytes: d.gc.page_bytes,
-                    owner: plane as u32,
-                    lpn,
-                    then: NONE,
-                    hold: 0,
-                    issued: false,
-                    held: 0,
-                    seq: 0,
-                });
-                d.flash.enqueue(tx);
-                Self::update_urgency(d, plane);
-            }
-            // rewritten by the host meanwhile: nothing to move (a move always finds room: host
-            // writes leave the reserve, and one victim at a time needs at most one block)
-            None => Self::moved(d, plane),
-        }
-    }
-
-    /// One page of the victim is dealt with; the last lets the erase go.
-    fn moved(d: &mut Drive, plane: usize) {
-        let job = d.gc.jobs[plane].as_mut().expect("a collection in progress");
-        job.remaining -= 1;
-        if job.remaining == 0 {
-            let victim = job.victim;
-            debug_assert_eq!(d.ftl.valid(plane, victim), 0);
-            Self::erase(d, plane, victim);
-        }
     }
 }
