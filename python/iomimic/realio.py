@@ -36,7 +36,7 @@ def prepare_target(
 ) -> int:
     """Checks one target under the write guard (and, if it is missing, creates it at ``size``
     and lays it out with data); returns the bytes requests may use. The rules live in the core
-    (``realio::guard``): a foreign file needs ``overwrite``, a block device ``allow_device`` and
+    (``guard``): a foreign file needs ``overwrite``, a block device ``allow_device`` and
     is refused while in use, in any mount namespace."""
     usable, _created = _core.prepare_target(
         os.fspath(path), max(int(needed), 1), write, size=size, allow_device=allow_device, overwrite=overwrite

@@ -7,6 +7,7 @@ pub mod analyze;
 pub mod cache;
 pub mod error;
 pub mod formats;
+pub mod guard;
 pub mod latency;
 pub mod limits;
 pub mod merge;

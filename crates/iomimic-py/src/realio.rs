@@ -62,7 +62,7 @@ impl RunSession {
             verify,
             record,
         };
-        let access = realio::guard::Access {
+        let access = iomimic_core::guard::Access {
             write,
             allow_device,
             overwrite,
@@ -200,7 +200,7 @@ pub fn prepare_target(
     allow_device: bool,
     overwrite: bool,
 ) -> PyResult<(u64, bool)> {
-    let access = realio::guard::Access {
+    let access = iomimic_core::guard::Access {
         write,
         allow_device,
         overwrite,
@@ -208,7 +208,7 @@ pub fn prepare_target(
     };
     let stop = std::sync::atomic::AtomicBool::new(false);
     let checked = interruptible(py, &stop, || {
-        realio::guard::check(&path, needed, size, access, &stop)
+        iomimic_core::guard::check(&path, needed, size, access, &stop)
     })?
     .map_err(to_py)?;
     Ok((checked.usable, checked.created))

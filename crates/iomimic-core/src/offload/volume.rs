@@ -20,7 +20,7 @@ use super::medium::FileMedium;
 use super::policy::Policy;
 use super::store::Store;
 use crate::error::{Error, Result};
-use crate::realio::guard::{self, Access};
+use crate::guard::{self, Access};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

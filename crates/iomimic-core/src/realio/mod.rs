@@ -24,7 +24,7 @@ use crate::trace::TraceView;
 
 mod engine;
 mod engines;
-pub mod guard;
+pub use crate::guard;
 mod null;
 mod psync;
 mod session;
