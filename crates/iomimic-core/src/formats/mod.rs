@@ -169,7 +169,7 @@ pub trait RecordParser: Send {
 /// `fork` for a parser whose state never changes after construction.
 macro_rules! stateless_fork {
     () => {
-        fn fork(&self) -> Option<Box<dyn super::RecordParser>> {
+        fn fork(&self) -> Option<Box<dyn $crate::formats::RecordParser>> {
             Some(Box::new(self.clone()))
         }
     };
