@@ -109,6 +109,20 @@ pub struct Target {
     pub(crate) everest: Option<std::sync::Arc<crate::offload::volume::Background>>,
 }
 
+impl Target {
+    /// Another handle on the same target (its own file descriptor, the same Everest client).
+    fn duplicate(&self, path: &str) -> Result<Target> {
+        Ok(Target {
+            file: self.file.try_clone().map_err(|source| Error::Io {
+                path: path.into(),
+                source,
+            })?,
+            size: self.size,
+            everest: self.everest.clone(),
+        })
+    }
+}
+
 /// Reclaim workers of an `everest:` target during a run (they work while its base is idle).
 const RECLAIM_WORKERS: usize = 2;
 
@@ -191,50 +205,25 @@ pub fn open_targets(
     let mut opened: Vec<(&str, Target)> = Vec::new();
     let mut targets = Vec::with_capacity(paths.len());
     for path in paths {
-        let target = match opened.iter().find(|(p, _)| *p == path.as_str()) {
-            Some((_, t)) => Target {
-                file: t.file.try_clone().map_err(|source| Error::Io {
-                    path: path.into(),
-                    source,
-                })?,
-                size: t.size,
-                everest: t.everest.clone(),
-            },
-            None if path.starts_with(EVEREST_PREFIX) => {
-                let t = open_everest(&path[EVEREST_PREFIX.len()..])?;
-                let copy = Target {
-                    file: t.file.try_clone().map_err(|source| Error::Io {
-                        path: path.into(),
-                        source,
-                    })?,
-                    size: t.size,
-                    everest: t.everest.clone(),
-                };
-                opened.push((path, t));
-                copy
-            }
-            None => {
-                let reach = paths
-                    .iter()
-                    .zip(needed)
-                    .filter(|(p, _)| *p == path)
-                    .map(|(_, &n)| n)
-                    .max()
-                    .unwrap_or(0);
-                let (t, _) = Target::open(std::path::Path::new(path), reach.max(4096), size, access, stop)?;
-                let copy = Target {
-                    file: t.file.try_clone().map_err(|source| Error::Io {
-                        path: path.into(),
-                        source,
-                    })?,
-                    size: t.size,
-                    everest: None,
-                };
-                opened.push((path, t));
-                copy
-            }
+        // a path named for several volumes is opened once; each volume gets its own handle
+        if let Some((_, t)) = opened.iter().find(|(p, _)| *p == path.as_str()) {
+            targets.push(t.duplicate(path)?);
+            continue;
+        }
+        let t = if let Some(base) = path.strip_prefix(EVEREST_PREFIX) {
+            open_everest(base)?
+        } else {
+            let reach = paths
+                .iter()
+                .zip(needed)
+                .filter(|(p, _)| *p == path)
+                .map(|(_, &n)| n)
+                .max()
+                .unwrap_or(0);
+            Target::open(std::path::Path::new(path), reach.max(4096), size, access, stop)?.0
         };
-        targets.push(target);
+        targets.push(t.duplicate(path)?);
+        opened.push((path, t));
     }
     Ok(targets)
 }

@@ -2,7 +2,7 @@
 //! after writes and in idle time, victims' valid pages moved, victims erased.
 
 use super::drive::Drive;
-use super::flash::{Op, Tx, ERASE, GC_READ, GC_WRITE, NONE};
+use super::flash::{Op, Tx, ERASE, GC_READ, GC_WRITE};
 use super::ftl::Spot;
 use super::gc::{Collector, Job};
 
@@ -47,41 +47,29 @@ impl Collector {
             return;
         }
         for (lpn, page) in pages {
-            let tx = d.flash.add(Tx {
-                op: Op::Read,
-                class: GC_READ,
-                plane: plane as u32,
-                block: victim,
-                page,
-                bytes: d.gc.page_bytes,
-                owner: plane as u32,
+            let tx = d.flash.add(Tx::new(
+                Op::Read,
+                GC_READ,
+                plane as u32,
+                (victim, page),
+                d.gc.page_bytes,
+                plane as u32,
                 lpn,
-                then: NONE,
-                hold: 0,
-                issued: false,
-                held: 0,
-                seq: 0,
-            });
+            ));
             d.flash.enqueue(tx);
         }
     }
 
     fn erase(d: &mut Drive, plane: usize, victim: u32) {
-        let tx = d.flash.add(Tx {
-            op: Op::Erase,
-            class: ERASE,
-            plane: plane as u32,
-            block: victim,
-            page: 0,
-            bytes: 0,
-            owner: plane as u32,
-            lpn: 0,
-            then: NONE,
-            hold: 0,
-            issued: false,
-            held: 0,
-            seq: 0,
-        });
+        let tx = d.flash.add(Tx::new(
+            Op::Erase,
+            ERASE,
+            plane as u32,
+            (victim, 0),
+            0,
+            plane as u32,
+            0,
+        ));
         d.flash.enqueue(tx);
     }
 
@@ -116,21 +104,15 @@ impl Collector {
         let from = Spot { block, page };
         match d.ftl.relocate(lpn, plane, from) {
             Some(spot) => {
-                let tx = d.flash.add(Tx {
-                    op: Op::Program,
-                    class: GC_WRITE,
-                    plane: plane as u32,
-                    block: spot.block,
-                    page: spot.page,
-                    bytes: d.gc.page_bytes,
-                    owner: plane as u32,
+                let tx = d.flash.add(Tx::new(
+                    Op::Program,
+                    GC_WRITE,
+                    plane as u32,
+                    (spot.block, spot.page),
+                    d.gc.page_bytes,
+                    plane as u32,
                     lpn,
-                    then: NONE,
-                    hold: 0,
-                    issued: false,
-                    held: 0,
-                    seq: 0,
-                });
+                ));
                 d.flash.enqueue(tx);
                 Self::update_urgency(d, plane);
             }

@@ -190,21 +190,15 @@ impl Drive {
             // written before it began)
             let (plane, spot) = self.ftl.locate(lpn);
             let spot = spot.unwrap_or(super::ftl::Spot { block: 0, page: 0 });
-            let tx = self.flash.add(Tx {
-                op: Op::Read,
-                class: HOST_READ,
-                plane: plane as u32,
-                block: spot.block,
-                page: spot.page,
+            let tx = self.flash.add(Tx::new(
+                Op::Read,
+                HOST_READ,
+                plane as u32,
+                (spot.block, spot.page),
                 bytes,
-                owner: r,
+                r,
                 lpn,
-                then: NONE,
-                hold: 0,
-                issued: false,
-                held: 0,
-                seq: 0,
-            });
+            ));
             self.tally.flash_reads += 1;
             self.flash.enqueue(tx);
             pending += 1;
@@ -240,41 +234,36 @@ impl Drive {
             let (plane, old) = self.ftl.locate(lpn);
             let rewrite = partial && old.is_some();
             let program = self.flash.add(Tx {
-                op: Op::Program,
-                class: HOST_WRITE,
-                plane: plane as u32,
-                block: 0,
-                page: 0,
-                bytes: if rewrite {
-                    self.geo.page_bytes as u32
-                } else {
-                    bytes
-                },
-                owner: if cached { NONE } else { r },
-                lpn,
-                then: NONE,
                 hold: 1 + u8::from(rewrite),
-                issued: false,
                 held: bytes,
-                seq: 0,
+                ..Tx::new(
+                    Op::Program,
+                    HOST_WRITE,
+                    plane as u32,
+                    (0, 0),
+                    if rewrite {
+                        self.geo.page_bytes as u32
+                    } else {
+                        bytes
+                    },
+                    if cached { NONE } else { r },
+                    lpn,
+                )
             });
             if let (true, Some(spot)) = (rewrite, old) {
                 // the rest of the page comes from flash first
                 self.tally.partial_rewrites += 1;
                 let read = self.flash.add(Tx {
-                    op: Op::Read,
-                    class: HOST_READ,
-                    plane: plane as u32,
-                    block: spot.block,
-                    page: spot.page,
-                    bytes: (self.geo.page_bytes as u32).saturating_sub(bytes),
-                    owner: NONE,
-                    lpn,
                     then: program,
-                    hold: 0,
-                    issued: false,
-                    held: 0,
-                    seq: 0,
+                    ..Tx::new(
+                        Op::Read,
+                        HOST_READ,
+                        plane as u32,
+                        (spot.block, spot.page),
+                        (self.geo.page_bytes as u32).saturating_sub(bytes),
+                        NONE,
+                        lpn,
+                    )
                 });
                 self.flash.enqueue(read);
             }

@@ -77,6 +77,36 @@ pub(super) struct Tx {
 
 pub(super) const NONE: u32 = u32::MAX;
 
+impl Tx {
+    /// An operation of `class` on `plane`, not yet queued: nothing to wait for, no read to
+    /// follow, no host data held (callers that need those set them over this).
+    pub fn new(
+        op: Op,
+        class: usize,
+        plane: u32,
+        (block, page): (u32, u32),
+        bytes: u32,
+        owner: u32,
+        lpn: u64,
+    ) -> Tx {
+        Tx {
+            op,
+            class,
+            plane,
+            block,
+            page,
+            bytes,
+            owner,
+            lpn,
+            then: NONE,
+            hold: 0,
+            issued: false,
+            held: 0,
+            seq: 0,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Chip {
     /// transactions queued at its planes, by class and in all
