@@ -29,8 +29,7 @@ pub fn run_study(
     options: &str,
 ) -> PyResult<Py<PyAny>> {
     let s = study::find(name, study::STUDIES).map_err(err_to_py)?;
-    let options: serde_json::Value = serde_json::from_str(options)
-        .map_err(|e| InputError::new_err(format!("study {name}: options are not JSON: {e}")))?;
+    let options = options_of(name, options)?;
     let report = with_checked_view(&columns, &volumes, &files, "study", |view| {
         py.detach(|| s.run(view, &options)).map_err(err_to_py)
     })?;
@@ -44,8 +43,7 @@ pub fn run_study_alone(py: Python<'_>, name: &str, options: &str) -> PyResult<Py
     if s.needs_workload() {
         return Err(InputError::new_err(format!("study {name} runs on a workload")));
     }
-    let options: serde_json::Value = serde_json::from_str(options)
-        .map_err(|e| InputError::new_err(format!("study {name}: options are not JSON: {e}")))?;
+    let options = options_of(name, options)?;
     let empty = iomimic_core::trace::Trace::default();
     let report = py.detach(|| s.run(&empty.view(), &options)).map_err(err_to_py)?;
     to_py(py, &report)
@@ -99,4 +97,10 @@ pub fn judge_fleet(
         ))
     })?;
     to_py(py, &outcome)
+}
+
+/// A study's options, from the JSON text Python hands over.
+fn options_of(name: &str, text: &str) -> PyResult<serde_json::Value> {
+    serde_json::from_str(text)
+        .map_err(|e| InputError::new_err(format!("study {name}: options are not JSON: {e}")))
 }
