@@ -146,29 +146,23 @@ def test_latency_percentiles() -> None:
     t = Trace(
         ts_ns=[0, 1, 2, 3], offset=[0] * 4, size=[512] * 4, op=[0] * 4, latency_ns=[4000, 1000, 3000, 2000]
     )
-    lat = iomimic.characterize(t, mrc="none")["latency"]
-    assert (lat["count"], lat["mean_us"]) == (4, 2.5)
-    assert (lat["percentiles_us"]["p50"], lat["percentiles_us"]["max"]) == (2.0, 4.0)
-    assert "read" not in lat and "write" not in lat  # reads only: nothing to split
-    # reads and writes apart: reads 1 and 3 µs, writes 4 and 2 µs, a flush in the whole only
+    p = iomimic.characterize(t, mrc="none")
+    lat = p["latency_us"]
+    assert (lat["count"], lat["mean"], lat["p50"], lat["max"]) == (4, 2.5, 2.0, 4.0)
+    assert p["by_op"] == {}  # reads only: nothing to split
+    # each operation apart: reads 1 and 3 µs, writes 4 and 2 µs, a flush 5 µs
     mixed = Trace(
         ts_ns=[0, 1, 2, 3, 4], offset=[0] * 5, size=[512] * 5, op=[1, 0, 0, 1, 3],
         latency_ns=[4000, 1000, 3000, 2000, 5000],
     )  # fmt: skip
-    lat = iomimic.characterize(mixed, mrc="none")["latency"]
-    assert (lat["count"], lat["mean_us"]) == (5, 3.0)
-    assert (lat["read"]["count"], lat["read"]["mean_us"], lat["read"]["percentiles_us"]["max"]) == (
-        2,
-        2.0,
-        3.0,
-    )
-    assert (lat["write"]["count"], lat["write"]["mean_us"], lat["write"]["percentiles_us"]["p50"]) == (
-        2,
-        3.0,
-        2.0,
-    )
+    p = iomimic.characterize(mixed, mrc="none")
+    assert (p["latency_us"]["count"], p["latency_us"]["mean"]) == (5, 3.0)
+    ops = {op: o["latency_us"] for op, o in p["by_op"].items()}
+    assert (ops["read"]["count"], ops["read"]["mean"], ops["read"]["max"]) == (2, 2.0, 3.0)
+    assert (ops["write"]["count"], ops["write"]["mean"], ops["write"]["p50"]) == (2, 3.0, 2.0)
+    assert (ops["flush"]["count"], ops["flush"]["max"]) == (1, 5.0)
     no_latency = Trace(ts_ns=[0], offset=[0], size=[512], op=[0])
-    assert iomimic.characterize(no_latency, mrc="none")["latency"] is None
+    assert iomimic.characterize(no_latency, mrc="none")["latency_us"] is None
 
 
 def test_thread_types_by_stream() -> None:
@@ -222,7 +216,7 @@ def test_per_volume_figures_add_up(mix: dict) -> None:
     assert sum(v["requests"] for v in p["volumes"].values()) == p["requests"]
     assert sum(v["iops"] for v in p["volumes"].values()) == approx(p["iops"])
     assert p["volumes"]["hm_0"]["sequential_fraction"] == 0.5
-    assert p["latency"]["mean_us"] == approx((10_000_000 + 155_700 + 2_000) / 3 / 1e3)
+    assert p["latency_us"]["mean"] == approx((10_000_000 + 155_700 + 2_000) / 3 / 1e3)
 
 
 def test_profile_json_round_trips(mix: dict) -> None:
@@ -286,7 +280,7 @@ def test_cli_characterize_table_and_json(tmp_path: Path) -> None:
         "spatial",
         "mrc",
         "fluctuation",
-        "latency",
+        "latency_us",
         "volumes",
         "streams",
         "threads",

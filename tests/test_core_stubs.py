@@ -128,6 +128,11 @@ def test_results_have_the_declared_keys(trace: iomimic.Trace, tmp_path: Path) ->
     sim = _core.simulate(*args, dict(_core.device_presets())["hdd-7200"])
     _check("SimResult", sim)
     _check("SimFiguresDict", sim["figures"])
+    hdd = dict(_core.device_presets())["hdd-7200"]
+    mapped = _core.simulate_mapped(*args, [(hdd, [0])])
+    _check("MappedSimResult", mapped)
+    _check("MappedFiguresDict", mapped["figures"])
+    _check("PlacedDict", mapped["figures"]["placements"][0])
     _check("PresetDict", _core.preset_info("tpcc"))
     _check("TraceColumns", _core.preset_model("tpcc").generate(100))
     path = tmp_path / "t.csv"

@@ -211,10 +211,10 @@ def test_blkparse_process_names_and_btt_phases(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "Q2D" in r.stdout and "D2C" in r.stdout
     phases = json.loads((tmp_path / "info.json").read_text())["latency_phases"]
-    assert list(phases) == ["q2d", "d2c", "q2c"]
-    assert (phases["q2d"]["count"], phases["q2d"]["mean"], phases["q2d"]["max"]) == (2, 12.0, 20.0)
-    assert (phases["d2c"]["mean"], phases["d2c"]["p50"]) == (300.0, 100.0)
-    assert (phases["q2c"]["mean"], phases["q2c"]["max"]) == (312.0, 520.0)
+    assert list(phases) == ["q2d_us", "d2c_us", "q2c_us"]
+    assert (phases["q2d_us"]["count"], phases["q2d_us"]["mean"], phases["q2d_us"]["max"]) == (2, 12.0, 20.0)
+    assert (phases["d2c_us"]["mean"], phases["d2c_us"]["p50"]) == (300.0, 100.0)
+    assert (phases["q2c_us"]["mean"], phases["q2c_us"]["max"]) == (312.0, 520.0)
     r = run_cli("characterize", str(path), "--mrc", "none")
     assert "100 (postgres: writer)" in r.stdout and "200 (jbd2/sda1-8)" in r.stdout
 

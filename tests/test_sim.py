@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -68,9 +69,9 @@ def test_latency_column_and_open_loop_intensity() -> None:
     assert f["energy_j"] > 0
     # ten times the rate on the same disk: it saturates and requests wait
     _, busy = simulate(t, "hdd-7200", intensity=10)
-    assert busy["mean_latency_us"] > 3 * f["mean_latency_us"]
+    assert busy["latency_us"]["mean"] > 3 * f["latency_us"]["mean"]
     _, ssd = simulate(t, "ssd-nvme", intensity=10)
-    assert ssd["mean_latency_us"] < f["mean_latency_us"] / 10
+    assert ssd["latency_us"]["mean"] < f["latency_us"]["mean"] / 10
 
 
 def test_closed_loop_depth_raises_disk_throughput_with_sstf() -> None:
@@ -101,12 +102,12 @@ def test_cli_simulate_devices_and_errors(tmp_path: Path) -> None:
     out, figs = tmp_path / "lat.parquet", tmp_path / "sim.json"
     r = run_cli("simulate", str(src), "--device", "fc60-r5-4disk", "--json", str(figs), "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert "simulated on fc60-r5-4disk" in r.stdout
+    assert "hm_0 on fc60-r5-4disk" in r.stdout
     figures = json.loads(figs.read_text())
     assert figures["requests"] == 3
     # the fixture's two reads and one write, apart
-    assert {op: o["count"] for op, o in figures["by_op"].items()} == {"read": 2, "write": 1}
-    assert "writes: mean / p50 / p99" in r.stdout
+    assert {op: o["latency_us"]["count"] for op, o in figures["by_op"].items()} == {"read": 2, "write": 1}
+    assert "writes (1): mean / p50 / p99 / max" in r.stdout
     assert iomimic.read_trace(out).latency_ns is not None
     r = run_cli("devices")
     assert r.returncode == 0 and "tpc-raid10-28disk" in r.stdout and "raid5 x4" in r.stdout
@@ -168,7 +169,7 @@ def interleaved(streams: int, n: int = 2400, rate: int = 100, seed: int = 3) -> 
 
 
 def service_ms(trace: Trace, config: Path) -> float:
-    return simulate(trace, config=config)[1]["mean_latency_us"] / 1000
+    return simulate(trace, config=config)[1]["latency_us"]["mean"] / 1000
 
 
 JUMPS = [0, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20]
@@ -201,26 +202,102 @@ def test_fc60_shape_interleaved_streams(tmp_path: Path) -> None:
     assert t[32] >= t[12], t
 
 
-def test_simulate_says_when_volumes_share_a_device_and_when_it_is_saturated(tmp_path: Path) -> None:
-    from iomimic.report import micros
-
-    assert (micros(12.34), micros(4560), micros(79_755_703.8)) == ("12.3 µs", "4.56 ms", "79.76 s")
-    n = 4000
-    rng = np.random.default_rng(2)
-    busy = Trace(
-        ts_ns=np.arange(n) * 100_000,  # 10,000 IOPS of random reads: far past one disk
+def two_volumes(n: int = 4000, gap_ns: int = 100_000, seed: int = 2) -> Trace:
+    """Random 4 KiB reads alternating between volumes a and b (10,000 IOPS by default: far
+    past one disk)."""
+    rng = np.random.default_rng(seed)
+    return Trace(
+        ts_ns=np.arange(n) * gap_ns,
         offset=rng.integers(0, 1 << 28, n) * 4096,
         size=np.full(n, 4096),
-        op=np.zeros(n),
+        op=(rng.random(n) < 0.3).astype(np.uint8),
         volume=np.arange(n) % 2,
         volumes=["a", "b"],
     )
+
+
+def alone(t: Trace, volume: int) -> Trace:
+    """The requests of one volume, as a trace of that volume only."""
+    keep = t.volume == volume
+    return Trace(
+        ts_ns=t.ts_ns[keep], offset=t.offset[keep], size=t.size[keep], op=t.op[keep],
+        volumes=[t.volumes[volume]],
+    )  # fmt: skip
+
+
+def test_each_volume_on_its_own_device_runs_as_that_volume_alone() -> None:
+    t = two_volumes(n=2000, gap_ns=2_000_000)
+    out, f = simulate(t, "hdd-7200")
+    assert [p["volumes"] for p in f["placements"]] == [["a"], ["b"]]
+    assert f["device"] == "a on hdd-7200, b on hdd-7200"
+    for v in (0, 1):
+        solo_out, solo = simulate(alone(t, v), "hdd-7200")
+        mine = t.volume == v
+        # the same latencies, request for request; issue times on the trace's clock
+        assert np.array_equal(out.latency_ns[mine], solo_out.latency_ns)
+        first = t.ts_ns[mine][0]
+        assert np.array_equal(out.ts_ns[mine], solo_out.ts_ns + first)
+        assert f["placements"][v]["latency_us"] == solo["latency_us"]
+    # the whole: every request, from the first arrival to the last completion
+    assert f["requests"] == 2000 and f["latency_us"]["count"] == 2000
+    end = (out.ts_ns + out.latency_ns).max()
+    assert f["duration_s"] == pytest.approx(end / 1e9, rel=1e-6)
+    assert f["latency_us"]["mean"] == pytest.approx(out.latency_ns.mean() / 1e3, rel=1e-9)
+    assert sum(o["latency_us"]["count"] for o in f["by_op"].values()) == 2000
+    # sharing one disk, the volumes queue at each other and seek between their regions
+    _, shared = simulate(t, "hdd-7200", shared=True)
+    assert "placements" not in shared and shared["latency_us"]["mean"] > f["latency_us"]["mean"]
+    # two volumes named on one device are exactly the shared run
+    out_ab, ab = simulate(t, "ssd-sata", map="a+b=hdd-7200")
+    out_sh, _ = simulate(t, "hdd-7200", shared=True)
+    assert np.array_equal(out_ab.latency_ns, out_sh.latency_ns)
+    assert ab["placements"][0]["volumes"] == ["a", "b"]
+
+
+def test_map_names_each_volumes_device(tmp_path: Path) -> None:
+    t = two_volumes(n=1000, gap_ns=2_000_000)
+    config = tmp_path / "ssd.toml"
+    config.write_text(iomimic.sim.device_presets()["ssd-sata"])
+    for where in ("b=ssd-sata", f"b={config}", {"b": "ssd-sata"}):
+        out, f = simulate(t, "hdd-7200", map=where)
+        placed = [(p["volumes"], p["device"]) for p in f["placements"]]
+        assert placed == [(["b"], "ssd-sata"), (["a"], "hdd-7200")]
+        b = t.volume == 1
+        # the SSD's reads are far faster than the disk's
+        assert np.median(out.latency_ns[b]) * 10 < np.median(out.latency_ns[~b])
+        assert np.array_equal(out.latency_ns[b], simulate(alone(t, 1), "ssd-sata")[0].latency_ns)
+    for where, message in (
+        ("c=ssd-sata", "the trace has no volume 'c' (it has a, b)"),
+        ("a=ssd-sata,a=hdd-7200", "volume 'a' is named twice"),
+        ("a+b=ssd-sata,b=hdd-7200", "volume 'b' is named twice"),
+        ("a", "expected VOLUME=DEVICE, found 'a'"),
+        ("a=floppy", "unknown device 'floppy'"),
+    ):
+        with pytest.raises(iomimic.InputError, match=re.escape(message)):
+            simulate(t, "hdd-7200", map=where)
+    with pytest.raises(iomimic.InputError, match="volume 'b' has no device"):
+        simulate(t, map="a=ssd-sata")
+    with pytest.raises(iomimic.InputError, match="give one of them"):
+        simulate(t, "hdd-7200", map="a=ssd-sata", shared=True)
+
+
+def test_simulate_says_where_volumes_went_and_when_a_device_is_saturated(tmp_path: Path) -> None:
+    from iomimic.report import micros
+
+    assert (micros(12.34), micros(4560), micros(79_755_703.8)) == ("12.3 µs", "4.56 ms", "79.76 s")
     path = tmp_path / "busy.parquet"
-    iomimic.write_trace(busy, path)
-    r = run_cli("simulate", str(path), "--device", "hdd-7200")
+    iomimic.write_trace(two_volumes(), path)
+    r = run_cli("simulate", str(path), "--device", "hdd-7200", "--map", "b=ssd-sata")
     assert r.returncode == 0, r.stderr
-    assert "2 volumes share this one device" in r.stderr
-    assert "is saturated" in r.stderr and "--intensity below 1" in r.stderr
+    assert "each volume on its own device" in r.stdout
+    assert "a on hdd-7200" in r.stdout and "b on ssd-sata" in r.stdout
+    # 5,000 IOPS of random reads overload the disk, not the SSD
+    assert "hdd-7200 (serving a) is saturated" in r.stderr and "--intensity below 1" in r.stderr
+    assert "ssd-sata (serving b)" not in r.stderr
     assert " s\n" in r.stdout or " s " in r.stdout  # latencies of seconds read as seconds
+    r = run_cli("simulate", str(path), "--device", "hdd-7200", "--shared")
+    assert r.returncode == 0 and "2 volumes share this one device" in r.stderr, r.stderr
     r = run_cli("simulate", str(path), "--device", "hdd-7200", "--volume", "a", "--intensity", "0.005")
     assert r.returncode == 0 and "saturated" not in r.stderr and "share" not in r.stderr, r.stderr
+    r = run_cli("simulate", str(path), "--device", "hdd-7200", "--map", "z=ssd-sata")
+    assert r.returncode == 2 and "--map: the trace has no volume 'z'" in r.stderr, r.stderr

@@ -85,6 +85,11 @@ class LatencyUsDict(TypedDict):
 class ReadTrace(TraceColumns):
     report: ReadReportDict
 
+class OpLatencyDict(TypedDict):
+    """One operation's response times, in a ``by_op`` map."""
+
+    latency_us: LatencyUsDict
+
 class VolumeCountDict(TypedDict):
     id: int
     name: str
@@ -127,7 +132,9 @@ class ProfileDict(TypedDict):
     sequentiality: dict[str, Any]
     spatial: dict[str, Any]
     fluctuation: dict[str, Any]
-    latency: dict[str, Any] | None
+    latency_us: LatencyUsDict | None
+    latency_cv: float | None
+    by_op: dict[str, OpLatencyDict]
     mrc: dict[str, Any] | None
     volumes: dict[str, dict[str, Any]]
     streams: dict[str, dict[str, Any]]
@@ -171,13 +178,12 @@ class SimFiguresDict(TypedDict, total=False):
     duration_s: float
     iops: float
     mb_per_s: float
-    mean_latency_us: float
-    latency_us: dict[str, float] | None
+    latency_us: LatencyUsDict | None
     mean_service_us: float
     device_ios: int
     devices: list[dict[str, Any]]
     energy_j: float | None
-    by_op: dict[str, dict[str, Any]]
+    by_op: dict[str, OpLatencyDict]
     cache_hits: int
     slow_ios: int
     failed_ios: int
@@ -204,6 +210,31 @@ class SimResult(TypedDict):
     status: npt.NDArray[np.uint8]
     figures: SimFiguresDict
 
+class PlacedDict(SimFiguresDict, total=False):
+    """One device's figures, and the volumes it served."""
+
+    volumes: list[str]
+
+class MappedFiguresDict(TypedDict):
+    """Volumes on several devices: the whole run's figures, then each device's."""
+
+    device: str
+    mode: str
+    requests: int
+    duration_s: float
+    iops: float
+    mb_per_s: float
+    latency_us: LatencyUsDict | None
+    by_op: dict[str, OpLatencyDict]
+    energy_j: float | None
+    placements: list[PlacedDict]
+
+class MappedSimResult(TypedDict):
+    latency_ns: npt.NDArray[np.uint64]
+    issue_ns: npt.NDArray[np.uint64]
+    status: npt.NDArray[np.uint8]
+    figures: MappedFiguresDict
+
 class PresetDict(TypedDict):
     name: str
     description: str
@@ -224,14 +255,6 @@ class RunPiece(TypedDict):
     ran: npt.NDArray[np.bool_]
     status: npt.NDArray[np.uint8]
     over: bool
-
-class HdrPercentilesDict(TypedDict):
-    mean: float
-    p50: float
-    p90: float
-    p99: float
-    p999: float
-    max: float
 
 class FailedDict(TypedDict):
     requests: int
@@ -257,7 +280,7 @@ class RunFiguresDict(TypedDict, total=False):
     elapsed_s: float
     iops: float
     mb_per_s: float
-    latency_us: HdrPercentilesDict | None
+    latency_us: LatencyUsDict | None
     by_op: dict[str, dict[str, Any]]
     time_limited: bool
     cpu_us_per_io: float
@@ -265,7 +288,7 @@ class RunFiguresDict(TypedDict, total=False):
     submission: str
     verify: dict[str, Any]
     scheduled_iops: float | None
-    lag_us: HdrPercentilesDict | None
+    lag_us: LatencyUsDict | None
     last_request_lag_us: float | None
 
 class TraceReader:
@@ -410,6 +433,15 @@ def simulate(
     intensity: float = 1.0,
     scheduler: str | None = None,
 ) -> SimResult: ...
+def simulate_mapped(
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    placements: Sequence[tuple[str, Sequence[int]]],
+    iodepth: int | None = None,
+    intensity: float = 1.0,
+    scheduler: str | None = None,
+) -> MappedSimResult: ...
 def device_presets() -> list[tuple[str, str]]: ...
 def device_table() -> list[tuple[str, str, str, str]]: ...
 def check_device(config_toml: str) -> dict[str, Any]: ...

@@ -46,6 +46,8 @@ def simulate(
     device: str | None = None,
     *,
     config: str | os.PathLike | None = None,
+    map: str | dict[str, str] | None = None,
+    shared: bool = False,
     iodepth: int | None = None,
     intensity: float = 1.0,
     scheduler: str | None = None,
@@ -57,19 +59,27 @@ def simulate(
     ``latency_ns`` filled in (times as simulated), a ``status`` column when injected failed
     sectors failed requests (``EIO``), and the run's figures.
 
+    A trace of several volumes puts each volume on a device of its own, as the servers it
+    was traced on had them: ``device`` (a preset) or ``config`` (a device file) for each,
+    unless ``map`` names others (``"data=ssd-sata,log=hdd-7200"`` or a dict; a device is a
+    preset or a ``.toml`` file; ``data+log=ssd-sata`` puts two volumes on one device). The
+    figures are then the whole run's, with ``placements`` holding each device's (docs/simulate.md).
+    ``shared=True`` puts every volume on the one device instead, each in an equal region of it.
+    In a closed loop each device keeps ``iodepth`` of its own requests outstanding.
+
     >>> t = Trace(ts_ns=[0, 10**6], offset=[0, 1 << 30], size=[4096, 4096], op=[0, 0])
     >>> out, figures = simulate(t, "hdd-7200")
     >>> len(out), figures["requests"], out.latency_ns.min() > 0
     (2, 2, True)
     """
-    text = device_config(device, config)
-    d = _core.simulate(
-        *trace._core_args(),
-        text,
-        iodepth=iodepth,
-        intensity=float(intensity),
-        scheduler=scheduler,
-    )
+    options = {"iodepth": iodepth, "intensity": float(intensity), "scheduler": scheduler}
+    if shared and map is not None:
+        raise InputError("`shared` and `map`: give one of them (`shared` puts every volume on one device)")
+    if shared or (len(trace.volumes) <= 1 and map is None):
+        d = _core.simulate(*trace._core_args(), device_config(device, config), **options)
+    else:
+        where = placements(trace.volumes, map, device, config)
+        d = _core.simulate_mapped(*trace._core_args(), where, **options)
     cols = dict(trace.columns)
     cols["ts_ns"] = d["issue_ns"]
     cols["latency_ns"] = d["latency_ns"]
@@ -80,3 +90,49 @@ def simulate(
     out = Trace(**cols, volumes=trace.volumes, files=trace.files)
     out.report = {**trace.report, "simulated_on": d["figures"]["device"]}
     return out, d["figures"]
+
+
+def placements(
+    volumes: list[str],
+    map: str | dict[str, str] | None,
+    device: str | None,
+    config: str | os.PathLike | None,
+) -> list[tuple[str, list[int]]]:
+    """(device file text, volume ids) per device: the ``map``'s, then one device of
+    ``device``/``config`` for each volume it leaves out."""
+    items = (
+        [_map_item(item) for item in filter(None, map.split(","))]
+        if isinstance(map, str)
+        else (map or {}).items()
+    )
+    ids = {v: i for i, v in enumerate(volumes)}
+    placed: list[tuple[str, list[int]]] = []
+    seen: set[str] = set()
+    for names, dev in items:
+        group = [names] if names in ids else names.split("+")
+        for v in group:
+            if v not in ids:
+                raise InputError(f"`map`: the trace has no volume {v!r} (it has {', '.join(volumes)})")
+            if v in seen:
+                raise InputError(f"`map`: volume {v!r} is named twice")
+            seen.add(v)
+        is_file = dev.endswith(".toml") or Path(dev).is_file()
+        text = device_config(config=dev) if is_file else device_config(dev)
+        placed.append((text, [ids[v] for v in group]))
+    rest = [v for v in volumes if v not in seen]
+    if rest:
+        if device is None and config is None and placed:
+            raise InputError(
+                f"volume {rest[0]!r} has no device: name one for every volume in `map`, or a "
+                "`device`/`config` for the volumes it leaves out"
+            )
+        text = device_config(device, config)
+        placed += [(text, [ids[v]]) for v in rest]
+    return placed
+
+
+def _map_item(item: str) -> tuple[str, str]:
+    volumes, sep, dev = item.partition("=")
+    if not sep or not volumes or not dev:
+        raise InputError(f"`map`: expected VOLUME=DEVICE, found {item!r}")
+    return volumes, dev

@@ -3,9 +3,12 @@
 //! `latency_us`, `q2c_us`, ...). Characterization, simulation, real runs and trace reading all
 //! use it, so a figure means the same wherever it appears (docs/json.md).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::analyze::stats;
+use crate::trace::Op;
 
 /// Count, mean and percentiles of response times, in µs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -55,6 +58,22 @@ impl LatencyUs {
             max: h.max() as f64 / 1e3,
         })
     }
+}
+
+/// One operation's response times, as a `by_op` map holds them (keyed by operation name).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct OpLatency {
+    pub latency_us: LatencyUs,
+}
+
+/// Each operation's response times apart, from times in ns per operation (read, write, trim,
+/// flush, as [`Op`] numbers them); operations with none are left out. Reorders the times.
+pub fn by_op(per_op: &mut [Vec<u64>; 4]) -> BTreeMap<&'static str, OpLatency> {
+    [Op::Read, Op::Write, Op::Trim, Op::Flush]
+        .into_iter()
+        .zip(per_op.iter_mut())
+        .filter_map(|(op, times)| Some((op.name(), OpLatency { latency_us: LatencyUs::from_ns(times)? })))
+        .collect()
 }
 
 #[cfg(test)]

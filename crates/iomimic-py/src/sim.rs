@@ -23,6 +23,61 @@ pub fn simulate<'py>(
     scheduler: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let config = sim::Config::from_toml(config_toml).map_err(err_to_py)?;
+    let opts = options(iodepth, intensity, scheduler)?;
+    let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
+        py.detach(|| sim::simulate(view, &config, &opts))
+            .map_err(err_to_py)
+    })?;
+    outcome(py, result.latency_ns, result.issue_ns, result.status, &result.figures)
+}
+
+/// Simulates a trace with each placement's volumes (ids) on its own device (TOML text).
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, placements, iodepth=None, intensity=1.0, scheduler=None))]
+pub fn simulate_mapped<'py>(
+    py: Python<'py>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    placements: Vec<(String, Vec<u32>)>,
+    iodepth: Option<usize>,
+    intensity: f64,
+    scheduler: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let placements = placements
+        .into_iter()
+        .map(|(text, volumes)| {
+            Ok(sim::Placement {
+                config: sim::Config::from_toml(&text).map_err(err_to_py)?,
+                volumes,
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let opts = options(iodepth, intensity, scheduler)?;
+    let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
+        py.detach(|| sim::simulate_mapped(view, &placements, &opts))
+            .map_err(err_to_py)
+    })?;
+    outcome(py, result.latency_ns, result.issue_ns, result.status, &result.figures)
+}
+
+/// A simulation's outcome as Python gets it: the columns as numpy arrays, the figures as a dict.
+fn outcome<'py>(
+    py: Python<'py>,
+    latency_ns: Vec<u64>,
+    issue_ns: Vec<u64>,
+    status: Vec<u8>,
+    figures: &impl serde::Serialize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("latency_ns", PyArray1::from_vec(py, latency_ns))?;
+    d.set_item("issue_ns", PyArray1::from_vec(py, issue_ns))?;
+    d.set_item("status", PyArray1::from_vec(py, status))?;
+    d.set_item("figures", to_py(py, figures)?)?;
+    Ok(d)
+}
+
+fn options(iodepth: Option<usize>, intensity: f64, scheduler: Option<&str>) -> PyResult<sim::SimOptions> {
     let scheduler = match scheduler {
         None => None,
         Some("fifo") => Some(sim::Scheduler::Fifo),
@@ -34,21 +89,11 @@ pub fn simulate<'py>(
             )))
         }
     };
-    let opts = sim::SimOptions {
+    Ok(sim::SimOptions {
         iodepth,
         intensity,
         scheduler,
-    };
-    let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
-        py.detach(|| sim::simulate(view, &config, &opts))
-            .map_err(err_to_py)
-    })?;
-    let d = PyDict::new(py);
-    d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
-    d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
-    d.set_item("status", PyArray1::from_vec(py, result.status))?;
-    d.set_item("figures", to_py(py, &result.figures)?)?;
-    Ok(d)
+    })
 }
 
 /// [(name, TOML text)] of the built-in device files.

@@ -26,11 +26,25 @@ def register(subparsers) -> None:
         "  iomimic simulate trace.csv --device hdd-7200\n"
         "  iomimic simulate trace.csv --device fc60-r5-4disk --json sim.json -o with_latency.parquet\n"
         "  iomimic simulate trace.csv --config my_array.toml --intensity 2\n"
-        "  iomimic simulate trace.csv --device ssd-nvme --iodepth 32       # closed loop\n",
+        "  iomimic simulate trace.csv --device ssd-nvme --iodepth 32       # closed loop\n"
+        "  iomimic simulate trace.csv --device hdd-7200 --map log=ssd-sata  # data on a disk, log on an SSD\n"
+        "  iomimic simulate trace.csv --map data+log=tpc-raid10-28disk     # two volumes on one array\n",
     )
     p.add_argument("trace", help="trace file")
     p.add_argument("--device", help="a preset (see `iomimic devices`)")
     p.add_argument("--config", help="a device file (TOML; see docs/simulate.md)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--map",
+        metavar="VOLUME=DEVICE,...",
+        help="a trace of several volumes puts each on its own device of --device/--config; this "
+        "names others (a preset or a .toml device file; A+B=DEVICE puts two volumes on one)",
+    )
+    g.add_argument(
+        "--shared",
+        action="store_true",
+        help="put every volume on the one device instead, each in an equal region of it",
+    )
     p.add_argument(
         "--iodepth", type=count, help="closed loop with this many outstanding (default: open loop)"
     )
@@ -48,7 +62,7 @@ def register(subparsers) -> None:
 def handle(args: argparse.Namespace) -> int:
     from iomimic.io import output_format, write_trace
     from iomimic.report import make_console
-    from iomimic.report.simulation import render_simulation, saturation_warning
+    from iomimic.report.simulation import render_simulation, saturation_warnings
     from iomimic.sim import simulate
 
     fmt = output_format(args.output, None) if args.output else None
@@ -57,6 +71,8 @@ def handle(args: argparse.Namespace) -> int:
         trace,
         args.device,
         config=args.config,
+        map=args.map,
+        shared=args.shared,
         iodepth=args.iodepth,
         intensity=intensity(args),
         scheduler=args.scheduler,
@@ -66,13 +82,12 @@ def handle(args: argparse.Namespace) -> int:
     if args.json and write_json(args.json, figures):
         return EXIT_OK
     render_simulation(figures, make_console())
-    if len(trace.volumes) > 1:
+    if args.shared and len(trace.volumes) > 1:
         print(
             f"note: the trace's {len(trace.volumes)} volumes share this one device, each in an equal "
-            "region of it (simulate a volume alone with --volume NAME)",
+            "region of it (without --shared each has its own)",
             file=sys.stderr,
         )
-    warning = saturation_warning(figures)
-    if warning:
+    for warning in saturation_warnings(figures):
         print(f"iomimic: warning: {warning}", file=sys.stderr)
     return EXIT_OK

@@ -78,6 +78,12 @@ def table(title: str, *columns: str, **options: Any) -> Table:
     return t
 
 
+def latency_text(lat: dict[str, Any]) -> str:
+    """A latency object (docs/json.md) as ``mean / p50 / p99 / max``, each in the unit that
+    reads best."""
+    return " / ".join(micros(lat[k]) for k in ("mean", "p50", "p99", "max"))
+
+
 def figures_table(title: str, *more: str) -> Table:
     """A headless two-column table of named figures (bold names, right-justified values), with
     ``more`` right-justified columns after the value."""

@@ -69,9 +69,9 @@ def errno_counts(by_errno: dict[str, int]) -> str:
 
 #: What each block-layer phase measures, as btt names them.
 PHASES = {
-    "q2d": "Q2D  queued → dispatched (I/O scheduler)",
-    "d2c": "D2C  dispatched → complete (driver, device)",
-    "q2c": "Q2C  queued → complete (the whole)",
+    "q2d_us": "Q2D  queued → dispatched (I/O scheduler)",
+    "d2c_us": "D2C  dispatched → complete (driver, device)",
+    "q2c_us": "Q2C  queued → complete (the whole)",
 }
 
 

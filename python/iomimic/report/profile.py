@@ -42,15 +42,14 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
     if p.get("mrc"):
         _mrc(p["mrc"], console)
     _fluctuation(p["fluctuation"], console)
-    if p.get("latency"):
-        lat = p["latency"]
+    if p.get("latency_us"):
         t = table("latency (µs)", "requests", "mean", "p50", "p90", "p99", "p99.9", "max")
-        # the whole, then reads and writes apart when the trace has both
-        for label, part in (("all", lat), ("reads", lat.get("read")), ("writes", lat.get("write"))):
-            if part:
-                pc = part["percentiles_us"]
-                figures = (part["mean_us"], pc["p50"], pc["p90"], pc["p99"], pc["p999"], pc["max"])
-                t.add_row(f"{label}: {part['count']:,}", *(f"{v:,.1f}" for v in figures))
+        # the whole, then each operation apart when the trace has more than one
+        by_op = p.get("by_op", {})
+        parts = [("all", p["latency_us"])] + [(f"{op}s", o["latency_us"]) for op, o in by_op.items()]
+        for label, lat in parts:
+            figures = (lat[k] for k in ("mean", "p50", "p90", "p99", "p999", "max"))
+            t.add_row(f"{label}: {lat['count']:,}", *(f"{v:,.1f}" for v in figures))
         console.print(t)
     for key, label in (("volumes", "volume"), ("streams", "stream")):
         if len(p[key]) > 1:

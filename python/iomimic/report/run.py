@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.report import figures_table, human_bytes
+from iomimic.report import figures_table, human_bytes, latency_text
 
 
 def render_run(f: dict[str, Any], console: Console) -> None:
@@ -41,12 +41,9 @@ def render_run(f: dict[str, Any], console: Console) -> None:
         for op, o in by_op.items():
             t.add_row(f"{op}s", f"{o['completed']:,}: {o['iops']:,.1f} IOPS, {o['mb_per_s']:,.2f} MB/s")
         percentiles[1:1] = [(f"{op} latency", o["latency_us"]) for op, o in by_op.items()]
-    for label, p in percentiles:
-        if p:
-            t.add_row(
-                f"{label} mean / p50 / p99 / max",
-                f"{p['mean']:,.1f} / {p['p50']:,.1f} / {p['p99']:,.1f} / {p['max']:,.1f} µs",
-            )
+    for label, lat in percentiles:
+        if lat:
+            t.add_row(f"{label} mean / p50 / p99 / max", latency_text(lat))
     if f.get("last_request_lag_us") is not None:
         t.add_row("last request's lag (drift)", f"{f['last_request_lag_us']:,.1f} µs")
     console.print(t)

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.report import figures_table, micros, table
+from iomimic.report import figures_table, latency_text, micros, table
 
 #: Busy share past which a device is saturated: an open-loop queue then grows without bound.
 SATURATED = 0.99
@@ -16,31 +16,43 @@ MAX_DEVICE_ROWS = 32
 
 
 def render_simulation(f: dict[str, Any], console: Console) -> None:
-    t = figures_table(f"simulated on {f['device']} ({f['mode']})")
-    pc = f.get("latency_us") or {}
+    """One device's figures; with volumes on several devices, the whole run's and then each
+    device's."""
+    if "placements" not in f:
+        _render_device(f"simulated on {f['device']} ({f['mode']})", f, console)
+        return
+    t = figures_table(f"simulated with each volume on its own device ({f['mode']})")
+    for row in _whole_rows(f):
+        t.add_row(*row)
+    console.print(t)
+    for p in f["placements"]:
+        _render_device(f"{'+'.join(p['volumes'])} on {p['device']}", p, console)
+
+
+def _whole_rows(f: dict[str, Any]) -> list[tuple[str, str]]:
+    """The figures of the requests, whatever served them."""
     rows = [
         ("requests", f"{f['requests']:,}"),
         ("duration", f"{f['duration_s']:,.3f} s"),
         ("throughput", f"{f['iops']:,.1f} IOPS, {f['mb_per_s']:,.2f} MB/s"),
-        ("mean latency", micros(f["mean_latency_us"])),
-        (
-            "latency p50 / p99 / max",
-            f"{micros(pc.get('p50', 0))} / {micros(pc.get('p99', 0))} / {micros(pc.get('max', 0))}",
-        ),
-        ("mean device service", f"{micros(f['mean_service_us'])} over {f['device_ios']:,} device I/Os"),
-        ("energy", "-" if f.get("energy_j") is None else f"{f['energy_j']:,.1f} J"),
     ]
+    if f.get("latency_us"):
+        rows.append(("latency mean / p50 / p99 / max", latency_text(f["latency_us"])))
     by_op = f.get("by_op") or {}
     if len(by_op) > 1:
         # a mix: each operation's latency apart (a write cache shows here)
         for op, o in by_op.items():
-            p = o["percentiles_us"]
-            rows.append(
-                (
-                    f"{op}s: mean / p50 / p99",
-                    f"{o['count']:,}: {micros(o['mean_us'])} / {micros(p['p50'])} / {micros(p['p99'])}",
-                )
-            )
+            lat = o["latency_us"]
+            rows.append((f"{op}s ({lat['count']:,}): mean / p50 / p99 / max", latency_text(lat)))
+    rows.append(("energy", "-" if f.get("energy_j") is None else f"{f['energy_j']:,.1f} J"))
+    return rows
+
+
+def _render_device(title: str, f: dict[str, Any], console: Console) -> None:
+    t = figures_table(title)
+    rows = _whole_rows(f)
+    service = f"{micros(f['mean_service_us'])} over {f['device_ios']:,} device I/Os"
+    rows.append(("mean device service", service))
     for key, label in (
         ("gc_erases", "garbage-collection erases"),
         ("gc_page_moves", "garbage-collection page moves"),
@@ -75,6 +87,12 @@ def render_simulation(f: dict[str, Any], console: Console) -> None:
     console.print(d)
 
 
+def saturation_warnings(f: dict[str, Any]) -> list[str]:
+    """What to say of each device an open-loop run overloaded."""
+    devices = f.get("placements", [f])
+    return [w for w in map(saturation_warning, devices) if w]
+
+
 def saturation_warning(f: dict[str, Any]) -> str | None:
     """What to say when an open-loop run overloaded its device: the busiest part's share."""
     if f.get("mode", "").startswith("closed"):
@@ -89,8 +107,9 @@ def saturation_warning(f: dict[str, Any]) -> str | None:
     name, busy = max(parts, key=lambda p: p[1])
     if busy < SATURATED:
         return None
+    who = f"{f['device']} (serving {'+'.join(f['volumes'])})" if "volumes" in f else f["device"]
     return (
-        f"{f['device']} is saturated ({name} {100 * busy:.0f}% busy): requests arrive faster than it "
+        f"{who} is saturated ({name} {100 * busy:.0f}% busy): requests arrive faster than it "
         "serves them, so the queue grows for the whole run and the latencies measure that backlog; "
         "try a faster device or an array, --intensity below 1, or --iodepth for a closed loop"
     )

@@ -1,6 +1,8 @@
 //! The figures of one group of requests (the whole trace, a volume or a stream): accumulated in
 //! the single pass over the columns, finished into [`Figures`].
 
+use std::collections::BTreeMap;
+
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -8,6 +10,7 @@ use super::distfit::{self, Fit};
 use super::mrc::Mrc;
 use super::sequentiality::{SeqCounts, Sequentiality};
 use super::stats::{self, Percentiles};
+use crate::latency::{self, LatencyUs, OpLatency};
 use crate::trace::LATENCY_UNKNOWN;
 
 /// Most request sizes listed in a size distribution; the rest are summed in `other_fraction`.
@@ -89,7 +92,7 @@ impl GroupAcc {
         let fraction = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         let size_of = |maps: &[&FxHashMap<u32, u64>]| size_figures(maps);
         let [reads, writes] = &self.sizes;
-        Figures {
+        let mut figures = Figures {
             requests,
             reads: self.ops[0],
             writes: self.ops[1],
@@ -116,21 +119,21 @@ impl GroupAcc {
                 write_fractions: normalise(&self.spatial[2]),
             },
             fluctuation: fluctuation(&self.windows, window_ns),
-            latency: if has_latency {
-                let mut all = self.latency.concat();
-                latency(&mut all).map(|mut whole| {
-                    // reads and writes apart, when the trace has both
-                    if !self.latency[0].is_empty() && !self.latency[1].is_empty() {
-                        whole.read = latency(&mut self.latency[0]).map(Box::new);
-                        whole.write = latency(&mut self.latency[1]).map(Box::new);
-                    }
-                    whole
-                })
-            } else {
-                None
-            },
+            latency_us: None,
+            latency_cv: None,
+            by_op: BTreeMap::new(),
             mrc,
+        };
+        if has_latency {
+            let mut all = self.latency.concat();
+            figures.latency_cv = (!all.is_empty()).then(|| stats::mean_cv(all.iter().map(|&v| v as f64)).1);
+            figures.latency_us = LatencyUs::from_ns(&mut all);
+            // each operation apart, when the group has more than one with latencies
+            if self.latency.iter().filter(|l| !l.is_empty()).count() > 1 {
+                figures.by_op = latency::by_op(&mut self.latency);
+            }
         }
+        figures
     }
 }
 
@@ -201,22 +204,6 @@ fn interarrival(gaps: &mut [u64]) -> Interarrival {
     }
 }
 
-/// Count, mean, variation and percentiles of latencies in ns (reorders `values`).
-pub fn latency(values: &mut [u64]) -> Option<Latency> {
-    if values.is_empty() {
-        return None;
-    }
-    let (mean, cv) = stats::mean_cv(values.iter().map(|&v| v as f64));
-    Some(Latency {
-        count: values.len(),
-        mean_us: mean / 1e3,
-        cv,
-        percentiles_us: stats::percentiles(values, 1e-3)?,
-        read: None,
-        write: None,
-    })
-}
-
 /// Peaks are windows whose rate exceeds the mean by more than this many standard deviations.
 pub const PEAK_SIGMAS: f64 = 3.0;
 
@@ -265,7 +252,12 @@ pub struct Figures {
     pub sequentiality: Sequentiality,
     pub spatial: Spatial,
     pub fluctuation: Fluctuation,
-    pub latency: Option<Latency>,
+    /// Response times, when the trace records them (docs/json.md gives the shape).
+    pub latency_us: Option<LatencyUs>,
+    /// Their coefficient of variation.
+    pub latency_cv: Option<f64>,
+    /// Each operation's response times apart, when more than one kind has them (else empty).
+    pub by_op: BTreeMap<&'static str, OpLatency>,
     pub mrc: Option<Mrc>,
 }
 
@@ -327,15 +319,3 @@ pub struct Fluctuation {
     pub peaks: Vec<Peak>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Latency {
-    pub count: usize,
-    pub mean_us: f64,
-    pub cv: f64,
-    pub percentiles_us: Percentiles,
-    /// The same for reads and for writes alone, when the group has both.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub read: Option<Box<Latency>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub write: Option<Box<Latency>>,
-}

@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use group::GroupAcc;
-pub use group::{latency, Figures, Latency, PEAK_SIGMAS};
+pub use group::{Figures, PEAK_SIGMAS};
 use mrc::Mrc;
 use sequentiality::KeyState;
 pub use threads::{Thread, Thresholds};
@@ -210,7 +210,7 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
     };
     let peak_correlation = (t.volumes.len() > 1).then(|| peak_correlation(t.volumes, &figures.window_series));
     Ok(Profile {
-        format_version: 1,
+        format_version: 2, // 2: response times as latency objects (docs/json.md)
         options: Options {
             window_ns: Some(window_ns),
             ranges,

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{run_on, Clock, Control, RunOptions, RunResult, Summary, Target};
 use crate::error::Result;
+use crate::latency::LatencyUs;
 use crate::trace::{Op, TraceView};
 
 /// A volume whose target is smaller than the part of it the workload reaches: its offsets fold
@@ -145,7 +146,7 @@ impl Session {
                     completed: count,
                     iops: per_s(count as f64),
                     mb_per_s: per_s(bytes as f64 / 1e6),
-                    latency_us: HdrPercentiles::of(h),
+                    latency_us: LatencyUs::from_histogram(h),
                 };
                 (op.name(), figures)
             })
@@ -165,7 +166,7 @@ impl Session {
             elapsed_s,
             iops: per_s(s.completed as f64),
             mb_per_s: per_s(s.bytes as f64 / 1e6),
-            latency_us: HdrPercentiles::of(&s.all_latencies()),
+            latency_us: LatencyUs::from_histogram(&s.all_latencies()),
             by_op,
             time_limited,
             cpu_us_per_io: if s.completed > 0 {
@@ -195,7 +196,7 @@ impl Session {
                 scheduled_iops: (span_ns > 0).then(|| {
                     self.opts.intensity * requests.saturating_sub(1) as f64 / (span_ns as f64 / 1e9)
                 }),
-                lag_us: HdrPercentiles::of(&s.lag),
+                lag_us: LatencyUs::from_histogram(&s.lag),
                 last_request_lag_us: s.last_lag_ns.map(|ns| ns as f64 / 1e3),
             }),
         }
@@ -213,40 +214,12 @@ fn process_cpu_ns() -> u64 {
     u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
 }
 
-/// Percentiles of an HDR histogram, in µs (three significant digits, as fio's).
-#[derive(Debug, Clone, Serialize)]
-pub struct HdrPercentiles {
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-}
-
-impl HdrPercentiles {
-    fn of(h: &hdrhistogram::Histogram<u64>) -> Option<Self> {
-        if h.is_empty() {
-            return None;
-        }
-        let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
-        Some(Self {
-            mean: h.mean() / 1e3,
-            p50: us(0.5),
-            p90: us(0.9),
-            p99: us(0.99),
-            p999: us(0.999),
-            max: h.max() as f64 / 1e3,
-        })
-    }
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct OpFigures {
     pub completed: u64,
     pub iops: f64,
     pub mb_per_s: f64,
-    pub latency_us: Option<HdrPercentiles>,
+    pub latency_us: Option<LatencyUs>,
 }
 
 /// IOPS and MB/s per window of issue time.
@@ -298,7 +271,7 @@ pub struct Schedule {
     /// The rate the schedule asked for.
     pub scheduled_iops: Option<f64>,
     /// Issue time minus scheduled time.
-    pub lag_us: Option<HdrPercentiles>,
+    pub lag_us: Option<LatencyUs>,
     /// The last request's lag: drift shows here (a schedule that lost time and never made it
     /// up ends late).
     pub last_request_lag_us: Option<f64>,
@@ -320,7 +293,7 @@ pub struct RunFigures {
     pub elapsed_s: f64,
     pub iops: f64,
     pub mb_per_s: f64,
-    pub latency_us: Option<HdrPercentiles>,
+    pub latency_us: Option<LatencyUs>,
     /// Reads, writes, trims and flushes apart (those that ran), as fio reports them.
     pub by_op: BTreeMap<&'static str, OpFigures>,
     /// The run had a `duration`, and stopping at it is no failure.

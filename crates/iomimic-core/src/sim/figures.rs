@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::device::{Counters, Gauges, Report};
-use crate::analyze::{self, stats};
-use crate::trace::{Op, TraceView};
+use crate::latency::{self, LatencyUs, OpLatency};
+use crate::trace::TraceView;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceFigures {
@@ -36,8 +36,8 @@ pub struct SimFigures {
     pub duration_s: f64,
     pub iops: f64,
     pub mb_per_s: f64,
-    pub mean_latency_us: f64,
-    pub latency_us: Option<stats::Percentiles>,
+    /// The requests' response times (docs/json.md gives the shape).
+    pub latency_us: Option<LatencyUs>,
     pub mean_service_us: f64,
     pub device_ios: u64,
     pub devices: Vec<DeviceFigures>,
@@ -56,8 +56,8 @@ pub struct SimFigures {
     #[serde(flatten)]
     pub gauges: Gauges,
     /// The latency of each operation that the trace has (read, write, trim, flush), apart, as
-    /// characterization summarises latency.
-    pub by_op: BTreeMap<&'static str, analyze::Latency>,
+    /// characterization and real runs give it.
+    pub by_op: BTreeMap<&'static str, OpLatency>,
 }
 
 impl SimFigures {
@@ -98,12 +98,6 @@ pub(super) struct Member {
 pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>) -> SimFigures {
     let (n, span) = (run.latency_ns.len(), run.span);
     let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
-    let mut lat = run.latency_ns.to_vec();
-    let mean_latency = if n == 0 {
-        0.0
-    } else {
-        lat.iter().map(|&l| l as f64).sum::<f64>() / n as f64 / 1e3
-    };
     let mut energy = None;
     let mut counters = Counters::new();
     let mut gauges = Gauges::new();
@@ -147,8 +141,7 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
         } else {
             0.0
         },
-        mean_latency_us: mean_latency,
-        latency_us: stats::percentiles(&mut lat, 1e-3),
+        latency_us: LatencyUs::from_ns(&mut run.latency_ns.to_vec()),
         mean_service_us: if run.device_ios == 0 {
             0.0
         } else {
@@ -167,14 +160,10 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
 }
 
 /// Each operation's latency apart.
-fn by_op(t: &TraceView<'_>, latency_ns: &[u64]) -> BTreeMap<&'static str, analyze::Latency> {
+fn by_op(t: &TraceView<'_>, latency_ns: &[u64]) -> BTreeMap<&'static str, OpLatency> {
     let mut per_op: [Vec<u64>; 4] = Default::default();
     for (&l, &op) in latency_ns.iter().zip(t.op) {
         per_op[usize::from(op).min(3)].push(l);
     }
-    [Op::Read, Op::Write, Op::Trim, Op::Flush]
-        .into_iter()
-        .zip(&mut per_op)
-        .filter_map(|(op, mine)| Some((op.name(), analyze::latency(mine)?)))
-        .collect()
+    latency::by_op(&mut per_op)
 }

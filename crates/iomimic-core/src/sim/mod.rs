@@ -20,6 +20,7 @@ mod device;
 mod engine;
 mod figures;
 mod hdd;
+mod mapped;
 mod raid;
 mod ssd;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub use device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceS
 pub use engine::{simulate, SimOptions, SimResult, EIO};
 pub use figures::{DeviceFigures, SimFigures};
 pub use hdd::HddParams;
+pub use mapped::{simulate_mapped, MappedFigures, MappedResult, Placed, Placement};
 pub use raid::Level;
 pub use ssd::{HostInterface, SsdParams, SsdPower};
 

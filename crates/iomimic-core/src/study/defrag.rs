@@ -225,8 +225,8 @@ fn simulate(t: &TraceView<'_>, device: &Config, opts: &SimOptions) -> Result<Per
     let r = sim::simulate(t, device, opts)?;
     let f = &r.figures;
     Ok(Perf {
-        mean_us: f.mean_latency_us,
-        p99_us: f.latency_us.as_ref().map_or(0.0, |p| p.p99),
+        mean_us: f.latency_us.map_or(0.0, |l| l.mean),
+        p99_us: f.latency_us.map_or(0.0, |l| l.p99),
         iops: f.iops,
         energy_j: f.energy_j,
     })

@@ -1,0 +1,198 @@
+//! Several devices, each serving some of a trace's volumes: a trace of many volumes (a
+//! server's disks) replayed as it ran, each volume on its own device rather than all of them
+//! queueing at one. The devices share nothing, so each runs alone on its volumes' requests
+//! and the results are put back in trace order on one clock.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::engine::{simulate, SimOptions};
+use super::figures::SimFigures;
+use super::Config;
+use crate::error::{Error, Result};
+use crate::latency::{self, LatencyUs, OpLatency};
+use crate::trace::{Trace, TraceView};
+
+/// A device and the volumes (ids into the trace's `volumes`) it serves.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub config: Config,
+    pub volumes: Vec<u32>,
+}
+
+/// What the whole run measured, then each device's own figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct MappedFigures {
+    /// Which volumes went where, in words ("data on ssd-sata, log on hdd-7200").
+    pub device: String,
+    pub mode: String,
+    pub requests: u64,
+    /// From the first arrival to the last completion on any device.
+    pub duration_s: f64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub latency_us: Option<LatencyUs>,
+    pub by_op: BTreeMap<&'static str, OpLatency>,
+    /// Summed over the devices that report it.
+    pub energy_j: Option<f64>,
+    pub placements: Vec<Placed>,
+}
+
+/// One device's volumes and figures (as a one-device run gives them).
+#[derive(Debug, Clone, Serialize)]
+pub struct Placed {
+    pub volumes: Vec<String>,
+    #[serde(flatten)]
+    pub figures: SimFigures,
+}
+
+pub struct MappedResult {
+    /// Issue time and latency of every request, in trace order, on one clock (0 at the
+    /// trace's first request).
+    pub issue_ns: Vec<u64>,
+    pub latency_ns: Vec<u64>,
+    pub status: Vec<u8>,
+    pub figures: MappedFigures,
+}
+
+/// Replays `t` with each placement's volumes on its own device. Every volume of the trace
+/// must be in exactly one placement. In a closed loop each device keeps `iodepth`
+/// outstanding of its own requests.
+pub fn simulate_mapped(t: &TraceView<'_>, placements: &[Placement], opts: &SimOptions) -> Result<MappedResult> {
+    let owner = owners(t.volumes, placements)?;
+    let n = t.len();
+    let start = t.ts_ns.first().copied().unwrap_or(0);
+    let (mut issue_ns, mut latency_ns, mut status) = (vec![0; n], vec![0; n], vec![0; n]);
+    let (mut span_ns, mut placed) = (0.0f64, Vec::with_capacity(placements.len()));
+    for (p, placement) in placements.iter().enumerate() {
+        let rows: Vec<usize> = (0..n).filter(|&i| owner[t.volume[i] as usize] == p).collect();
+        let part = rows_of(t, &rows, &placement.volumes);
+        let r = simulate(&part.view(), &placement.config, opts)?;
+        // a device's clock starts at its first request; open loop puts that where it arrived
+        let offset = match (opts.iodepth, rows.first()) {
+            (None, Some(&first)) => ((t.ts_ns[first] - start) as f64 / opts.intensity) as u64,
+            _ => 0,
+        };
+        for (k, &i) in rows.iter().enumerate() {
+            issue_ns[i] = r.issue_ns[k] + offset;
+            latency_ns[i] = r.latency_ns[k];
+            status[i] = r.status[k];
+        }
+        span_ns = span_ns.max(offset as f64 + r.figures.duration_s * 1e9);
+        placed.push(Placed {
+            volumes: placement.volumes.iter().map(|&v| t.volumes[v as usize].clone()).collect(),
+            figures: r.figures,
+        });
+    }
+    let figures = summarise(t, &latency_ns, span_ns, placed, opts);
+    Ok(MappedResult {
+        issue_ns,
+        latency_ns,
+        status,
+        figures,
+    })
+}
+
+/// The placement of each volume; an error names a volume placed twice or not at all.
+fn owners(volumes: &[String], placements: &[Placement]) -> Result<Vec<usize>> {
+    let mut owner = vec![usize::MAX; volumes.len()];
+    for (p, placement) in placements.iter().enumerate() {
+        for &v in &placement.volumes {
+            let Some(slot) = owner.get_mut(v as usize) else {
+                return Err(Error::Usage(format!("`placements`: no volume {v} in the trace")));
+            };
+            if *slot != usize::MAX {
+                return Err(Error::Usage(format!(
+                    "`placements`: volume {} is on two devices",
+                    volumes[v as usize]
+                )));
+            }
+            *slot = p;
+        }
+    }
+    if let Some(v) = owner.iter().position(|&o| o == usize::MAX) {
+        return Err(Error::Usage(format!("`placements`: volume {} is on no device", volumes[v])));
+    }
+    Ok(owner)
+}
+
+/// The rows of `t` in `rows`, with the volumes renumbered to their place in `volumes` (each
+/// gets its own equal region of the device, as the device's volumes).
+fn rows_of(t: &TraceView<'_>, rows: &[usize], volumes: &[u32]) -> Trace {
+    let mut local = vec![0u32; t.volumes.len()];
+    for (k, &v) in volumes.iter().enumerate() {
+        local[v as usize] = k as u32;
+    }
+    let take = |col: &[u64]| rows.iter().map(|&i| col[i]).collect::<Vec<_>>();
+    Trace {
+        ts_ns: take(t.ts_ns),
+        offset: take(t.offset),
+        size: rows.iter().map(|&i| t.size[i]).collect(),
+        op: rows.iter().map(|&i| t.op[i]).collect(),
+        volume: rows.iter().map(|&i| local[t.volume[i] as usize]).collect(),
+        stream: rows.iter().map(|&i| t.stream[i]).collect(),
+        latency_ns: None,
+        file: None,
+        status: None,
+        volumes: volumes.iter().map(|&v| t.volumes[v as usize].clone()).collect(),
+        files: Vec::new(),
+    }
+}
+
+fn summarise(t: &TraceView<'_>, latency_ns: &[u64], span_ns: f64, placed: Vec<Placed>, opts: &SimOptions) -> MappedFigures {
+    let per_s = |x: f64| if span_ns > 0.0 { x / (span_ns / 1e9) } else { 0.0 };
+    let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
+    let mut per_op: [Vec<u64>; 4] = Default::default();
+    for (&l, &op) in latency_ns.iter().zip(t.op) {
+        per_op[usize::from(op).min(3)].push(l);
+    }
+    let energy = placed.iter().filter_map(|p| p.figures.energy_j).reduce(|a, b| a + b);
+    MappedFigures {
+        device: placed
+            .iter()
+            .map(|p| format!("{} on {}", p.volumes.join("+"), p.figures.device))
+            .collect::<Vec<_>>()
+            .join(", "),
+        mode: opts
+            .iodepth
+            .map_or_else(|| "open loop".to_string(), |d| format!("closed loop, depth {d} per device")),
+        requests: t.len() as u64,
+        duration_s: span_ns / 1e9,
+        iops: per_s(t.len() as f64),
+        mb_per_s: per_s(bytes as f64 / 1e6),
+        latency_us: LatencyUs::from_ns(&mut latency_ns.to_vec()),
+        by_op: latency::by_op(&mut per_op),
+        energy_j: energy,
+        placements: placed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> Vec<String> {
+        vec!["a".into(), "b".into()]
+    }
+
+    fn placed(volumes: &[&[u32]]) -> Vec<Placement> {
+        let config = Config::preset("hdd-7200").unwrap();
+        volumes
+            .iter()
+            .map(|v| Placement {
+                config: config.clone(),
+                volumes: v.to_vec(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_volume_is_placed_once() {
+        assert_eq!(owners(&names(), &placed(&[&[1], &[0]])).unwrap(), [1, 0]);
+        let message = |p: &[&[u32]]| owners(&names(), &placed(p)).unwrap_err().to_string();
+        assert!(message(&[&[0, 1], &[1]]).contains("volume b is on two devices"));
+        assert!(message(&[&[0]]).contains("volume b is on no device"));
+        assert!(message(&[&[0, 1, 2]]).contains("no volume 2"));
+    }
+}
