@@ -72,7 +72,14 @@ pub fn by_op(per_op: &mut [Vec<u64>; 4]) -> BTreeMap<&'static str, OpLatency> {
     [Op::Read, Op::Write, Op::Trim, Op::Flush]
         .into_iter()
         .zip(per_op.iter_mut())
-        .filter_map(|(op, times)| Some((op.name(), OpLatency { latency_us: LatencyUs::from_ns(times)? })))
+        .filter_map(|(op, times)| {
+            Some((
+                op.name(),
+                OpLatency {
+                    latency_us: LatencyUs::from_ns(times)?,
+                },
+            ))
+        })
         .collect()
 }
 

@@ -28,7 +28,13 @@ pub fn simulate<'py>(
         py.detach(|| sim::simulate(view, &config, &opts))
             .map_err(err_to_py)
     })?;
-    outcome(py, result.latency_ns, result.issue_ns, result.status, &result.figures)
+    outcome(
+        py,
+        result.latency_ns,
+        result.issue_ns,
+        result.status,
+        &result.figures,
+    )
 }
 
 /// Simulates a trace with each placement's volumes (ids) on its own device (TOML text).
@@ -58,7 +64,13 @@ pub fn simulate_mapped<'py>(
         py.detach(|| sim::simulate_mapped(view, &placements, &opts))
             .map_err(err_to_py)
     })?;
-    outcome(py, result.latency_ns, result.issue_ns, result.status, &result.figures)
+    outcome(
+        py,
+        result.latency_ns,
+        result.issue_ns,
+        result.status,
+        &result.figures,
+    )
 }
 
 /// A simulation's outcome as Python gets it: the columns as numpy arrays, the figures as a dict.

@@ -318,4 +318,3 @@ pub struct Fluctuation {
     pub peak_threshold_iops: f64,
     pub peaks: Vec<Peak>,
 }
-

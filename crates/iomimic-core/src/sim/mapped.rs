@@ -59,7 +59,11 @@ pub struct MappedResult {
 /// Replays `t` with each placement's volumes on its own device. Every volume of the trace
 /// must be in exactly one placement. In a closed loop each device keeps `iodepth`
 /// outstanding of its own requests.
-pub fn simulate_mapped(t: &TraceView<'_>, placements: &[Placement], opts: &SimOptions) -> Result<MappedResult> {
+pub fn simulate_mapped(
+    t: &TraceView<'_>,
+    placements: &[Placement],
+    opts: &SimOptions,
+) -> Result<MappedResult> {
     let owner = owners(t.volumes, placements)?;
     let n = t.len();
     let start = t.ts_ns.first().copied().unwrap_or(0);
@@ -81,7 +85,11 @@ pub fn simulate_mapped(t: &TraceView<'_>, placements: &[Placement], opts: &SimOp
         }
         span_ns = span_ns.max(offset as f64 + r.figures.duration_s * 1e9);
         placed.push(Placed {
-            volumes: placement.volumes.iter().map(|&v| t.volumes[v as usize].clone()).collect(),
+            volumes: placement
+                .volumes
+                .iter()
+                .map(|&v| t.volumes[v as usize].clone())
+                .collect(),
             figures: r.figures,
         });
     }
@@ -112,7 +120,10 @@ fn owners(volumes: &[String], placements: &[Placement]) -> Result<Vec<usize>> {
         }
     }
     if let Some(v) = owner.iter().position(|&o| o == usize::MAX) {
-        return Err(Error::Usage(format!("`placements`: volume {} is on no device", volumes[v])));
+        return Err(Error::Usage(format!(
+            "`placements`: volume {} is on no device",
+            volumes[v]
+        )));
     }
     Ok(owner)
 }
@@ -140,23 +151,33 @@ fn rows_of(t: &TraceView<'_>, rows: &[usize], volumes: &[u32]) -> Trace {
     }
 }
 
-fn summarise(t: &TraceView<'_>, latency_ns: &[u64], span_ns: f64, placed: Vec<Placed>, opts: &SimOptions) -> MappedFigures {
+fn summarise(
+    t: &TraceView<'_>,
+    latency_ns: &[u64],
+    span_ns: f64,
+    placed: Vec<Placed>,
+    opts: &SimOptions,
+) -> MappedFigures {
     let per_s = |x: f64| if span_ns > 0.0 { x / (span_ns / 1e9) } else { 0.0 };
     let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
     let mut per_op: [Vec<u64>; 4] = Default::default();
     for (&l, &op) in latency_ns.iter().zip(t.op) {
         per_op[usize::from(op).min(3)].push(l);
     }
-    let energy = placed.iter().filter_map(|p| p.figures.energy_j).reduce(|a, b| a + b);
+    let energy = placed
+        .iter()
+        .filter_map(|p| p.figures.energy_j)
+        .reduce(|a, b| a + b);
     MappedFigures {
         device: placed
             .iter()
             .map(|p| format!("{} on {}", p.volumes.join("+"), p.figures.device))
             .collect::<Vec<_>>()
             .join(", "),
-        mode: opts
-            .iodepth
-            .map_or_else(|| "open loop".to_string(), |d| format!("closed loop, depth {d} per device")),
+        mode: opts.iodepth.map_or_else(
+            || "open loop".to_string(),
+            |d| format!("closed loop, depth {d} per device"),
+        ),
         requests: t.len() as u64,
         duration_s: span_ns / 1e9,
         iops: per_s(t.len() as f64),

@@ -220,13 +220,7 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
     }
     rows.extend(worst_volume(o, s));
     if let (Some(a), Some(b)) = (&fo.latency_us, &fs.latency_us) {
-        rows.push(Row::new(
-            "mean latency (µs)",
-            Kind::Info,
-            a.mean,
-            b.mean,
-            None,
-        ));
+        rows.push(Row::new("mean latency (µs)", Kind::Info, a.mean, b.mean, None));
     }
     rows
 }
