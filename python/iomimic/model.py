@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,13 +139,15 @@ def train(
     reuse: bool = True,
     name: str | None = None,
     seed: int = 1,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Model:
     """Trains a model of ``trace``.
 
     ``levels`` and ``states`` (per level) are chosen automatically unless given; ``by``
     ``"stream"`` makes one thread model per stream, ``"none"`` one for the whole trace (default:
     per stream when the trace has 2 to 256 streams); ``reuse=False`` leaves out the
-    temporal-locality extension.
+    temporal-locality extension. ``progress(done, total)`` is called about ten times a second
+    with the models built so far (one per number of levels tried, then the final one).
     """
     if by not in (None, "stream", "none"):
         raise InputError(f"`by` must be stream or none, found {by!r}")
@@ -159,6 +162,7 @@ def train(
         name=name or (Path(source).name if source else "model"),
         source=source,
         seed=seed,
+        progress=progress,
     )
     return Model._wrap(core_model)
 

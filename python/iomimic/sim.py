@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ def simulate(
     iodepth: int | None = None,
     intensity: float = 1.0,
     scheduler: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Trace, dict[str, Any]]:
     """Replays ``trace`` on a simulated device or array.
 
@@ -66,13 +68,19 @@ def simulate(
     figures are then the whole run's, with ``placements`` holding each device's (docs/simulate.md).
     ``shared=True`` puts every volume on the one device instead, each in an equal region of it.
     In a closed loop each device keeps ``iodepth`` of its own requests outstanding.
+    ``progress(done, total)`` is called about ten times a second with the requests completed.
 
     >>> t = Trace(ts_ns=[0, 10**6], offset=[0, 1 << 30], size=[4096, 4096], op=[0, 0])
     >>> out, figures = simulate(t, "hdd-7200")
     >>> len(out), figures["requests"], out.latency_ns.min() > 0
     (2, 2, True)
     """
-    options = {"iodepth": iodepth, "intensity": float(intensity), "scheduler": scheduler}
+    options = {
+        "iodepth": iodepth,
+        "intensity": float(intensity),
+        "scheduler": scheduler,
+        "progress": progress,
+    }
     if shared and map is not None:
         raise InputError("`shared` and `map`: give one of them (`shared` puts every volume on one device)")
     if shared or (len(trace.volumes) <= 1 and map is None):

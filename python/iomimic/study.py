@@ -20,9 +20,12 @@ def studies() -> list[tuple[str, str]]:
     return list(_core.study_table())
 
 
-def run(name: str, workload: Trace, **options: Any) -> dict[str, Any]:
+def run(
+    name: str, workload: Trace, *, progress: Callable[[int, int], None] | None = None, **options: Any
+) -> dict[str, Any]:
     """Runs study ``name`` on ``workload``; ``options`` are the study's own (a bad one raises
-    InputError naming it).
+    InputError naming it). ``progress(done, total)`` is called about ten times a second with
+    what the study counts (workloads, configurations; ``total`` 0 while unknown).
 
     >>> import iomimic
     >>> offsets = [(i % 40) * 4096 for i in range(400)]
@@ -35,17 +38,20 @@ def run(name: str, workload: Trace, **options: Any) -> dict[str, Any]:
     >>> round(run0["hit_ratio"], 2), run0["speedup"] > 1
     (0.9, True)
     """
-    return _core.run_study(name, *workload._core_args(), json.dumps(options))
+    return _core.run_study(name, *workload._core_args(), json.dumps(options), progress=progress)
 
 
-def run_alone(name: str, **options: Any) -> dict[str, Any]:
-    """Runs study ``name``, one whose inputs are all in its ``options`` (no workload).
+def run_alone(
+    name: str, *, progress: Callable[[int, int], None] | None = None, **options: Any
+) -> dict[str, Any]:
+    """Runs study ``name``, one whose inputs are all in its ``options`` (no workload);
+    ``progress`` as for :func:`run`.
 
     >>> r = run_alone("cache-alloc", schemes=["working-set", "transaction-aware"])
     >>> [round(s["schemes"][1]["overall"], 5) for s in r["scenarios"]]
     [0.53875, 0.71875, 0.80875]
     """
-    return _core.run_study_alone(name, json.dumps(options))
+    return _core.run_study_alone(name, json.dumps(options), progress=progress)
 
 
 def workload(

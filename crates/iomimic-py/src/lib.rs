@@ -17,6 +17,7 @@ mod study;
 mod synth;
 mod trace;
 mod units;
+mod watch;
 
 use pyo3::prelude::*;
 

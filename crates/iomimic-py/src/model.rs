@@ -10,6 +10,7 @@ use iomimic_core::model::{self, Model, Preset};
 
 use crate::boundary::{to_py, trace_to_py, with_checked_view, Columns};
 use crate::errors::to_py as err_to_py;
+use crate::watch::watched;
 
 /// A validated model. Generation works on it directly: the JSON is parsed once.
 #[pyclass(name = "Model", module = "iomimic._core", frozen)]
@@ -76,7 +77,7 @@ impl PyModel {
 
 /// Trains a model of a trace.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name=None, source=None, seed=1))]
+#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name=None, source=None, seed=1, progress=None))]
 pub fn train_model(
     py: Python<'_>,
     columns: Columns<'_>,
@@ -89,6 +90,7 @@ pub fn train_model(
     name: Option<String>,
     source: Option<String>,
     seed: u64,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<PyModel> {
     let opts = model::TrainOptions {
         levels,
@@ -100,9 +102,7 @@ pub fn train_model(
         seed,
     };
     with_checked_view(&columns, &volumes, &files, "train on", |view| {
-        py.detach(|| model::train(view, &opts))
-            .map(PyModel::wrap)
-            .map_err(err_to_py)
+        watched(py, progress.as_ref(), |p| model::train_watched(view, &opts, p)).map(PyModel::wrap)
     })
 }
 

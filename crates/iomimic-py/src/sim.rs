@@ -8,10 +8,11 @@ use iomimic_core::sim;
 
 use crate::boundary::{to_py, with_checked_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
+use crate::watch::watched;
 
 /// Simulates a trace on a device file (TOML text); returns latencies, issue times and figures.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, config_toml, iodepth=None, intensity=1.0, scheduler=None))]
+#[pyo3(signature = (columns, volumes, files, config_toml, iodepth=None, intensity=1.0, scheduler=None, progress=None))]
 pub fn simulate<'py>(
     py: Python<'py>,
     columns: Columns<'_>,
@@ -21,12 +22,15 @@ pub fn simulate<'py>(
     iodepth: Option<usize>,
     intensity: f64,
     scheduler: Option<&str>,
+    progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let config = sim::Config::from_toml(config_toml).map_err(err_to_py)?;
     let opts = options(iodepth, intensity, scheduler)?;
     let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
-        py.detach(|| sim::simulate(view, &config, &opts))
-            .map_err(err_to_py)
+        watched(py, progress.as_ref(), |p| {
+            p.add_total(view.len() as u64);
+            sim::simulate_watched(view, &config, &opts, p)
+        })
     })?;
     outcome(
         py,
@@ -39,7 +43,7 @@ pub fn simulate<'py>(
 
 /// Simulates a trace with each placement's volumes (ids) on its own device (TOML text).
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, placements, iodepth=None, intensity=1.0, scheduler=None))]
+#[pyo3(signature = (columns, volumes, files, placements, iodepth=None, intensity=1.0, scheduler=None, progress=None))]
 pub fn simulate_mapped<'py>(
     py: Python<'py>,
     columns: Columns<'_>,
@@ -49,6 +53,7 @@ pub fn simulate_mapped<'py>(
     iodepth: Option<usize>,
     intensity: f64,
     scheduler: Option<&str>,
+    progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let placements = placements
         .into_iter()
@@ -61,8 +66,10 @@ pub fn simulate_mapped<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     let opts = options(iodepth, intensity, scheduler)?;
     let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
-        py.detach(|| sim::simulate_mapped(view, &placements, &opts))
-            .map_err(err_to_py)
+        watched(py, progress.as_ref(), |p| {
+            p.add_total(view.len() as u64);
+            sim::simulate_mapped(view, &placements, &opts, p)
+        })
     })?;
     outcome(
         py,

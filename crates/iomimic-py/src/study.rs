@@ -7,6 +7,7 @@ use iomimic_core::study::{self, early_errors};
 
 use crate::boundary::{to_py, trace_to_py, with_checked_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
+use crate::watch::watched;
 
 /// [(name, description)] of every study.
 #[pyfunction]
@@ -18,8 +19,9 @@ pub fn study_table() -> Vec<(&'static str, &'static str)> {
 }
 
 /// Runs study `name` on a workload with `options` (JSON text: the study's own fields);
-/// returns its report.
+/// returns its report. `progress(done, total)` is called while it runs.
 #[pyfunction]
+#[pyo3(signature = (name, columns, volumes, files, options, progress=None))]
 pub fn run_study(
     py: Python<'_>,
     name: &str,
@@ -27,25 +29,32 @@ pub fn run_study(
     volumes: Vec<String>,
     files: Vec<String>,
     options: &str,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let s = study::find(name, study::STUDIES).map_err(err_to_py)?;
     let options = options_of(name, options)?;
     let report = with_checked_view(&columns, &volumes, &files, "study", |view| {
-        py.detach(|| s.run(view, &options)).map_err(err_to_py)
+        watched(py, progress.as_ref(), |p| s.run(view, &options, p))
     })?;
     to_py(py, &report)
 }
 
 /// Runs study `name`, one that takes no workload (its inputs are all in `options`).
 #[pyfunction]
-pub fn run_study_alone(py: Python<'_>, name: &str, options: &str) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (name, options, progress=None))]
+pub fn run_study_alone(
+    py: Python<'_>,
+    name: &str,
+    options: &str,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
     let s = study::find(name, study::STUDIES).map_err(err_to_py)?;
     if s.needs_workload() {
         return Err(InputError::new_err(format!("study {name} runs on a workload")));
     }
     let options = options_of(name, options)?;
     let empty = iomimic_core::trace::Trace::default();
-    let report = py.detach(|| s.run(&empty.view(), &options)).map_err(err_to_py)?;
+    let report = watched(py, progress.as_ref(), |p| s.run(&empty.view(), &options, p))?;
     to_py(py, &report)
 }
 

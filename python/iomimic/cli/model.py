@@ -93,18 +93,21 @@ def _save(model, path: str) -> None:
 
 
 def handle_train(args: argparse.Namespace) -> int:
+    from iomimic.cli.progress import working
     from iomimic.model import train
 
     trace = read_reported(args)
-    model = train(
-        trace,
-        levels=args.levels,
-        states=args.states,
-        by=args.by,
-        reuse=not args.no_reuse,
-        name=args.name,
-        seed=args.seed,
-    )
+    with working("training (models tried)") as progress:
+        model = train(
+            trace,
+            levels=args.levels,
+            states=args.states,
+            by=args.by,
+            reuse=not args.no_reuse,
+            name=args.name,
+            seed=args.seed,
+            progress=progress,
+        )
     _save(model, args.output)
     return EXIT_OK
 

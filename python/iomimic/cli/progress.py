@@ -1,9 +1,11 @@
-"""Progress bars on stderr, only on a terminal: reading a big file, and real I/O."""
+"""Progress bars on stderr, only on a terminal: reading a big file, real I/O, and the core's
+long work (simulation, training, studies)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from iomimic.errors import InputError
@@ -12,7 +14,7 @@ from iomimic.errors import InputError
 PROGRESS_MIN_BYTES = 32 << 20
 
 
-def _live_bar(description: str, total: int, *columns, **fields):
+def _live_bar(description: str, total: int | None, *columns, **fields):
     """A transient rich progress bar on stderr, started: (bar, task)."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress
@@ -66,3 +68,24 @@ def running(
         bar.update(task, completed=done, iops=rate + lag)
 
     return report, bar.stop
+
+
+@contextmanager
+def working(description: str) -> Iterator[Callable[[int, int], None] | None]:
+    """On a terminal: a live bar for work in the core, which calls the callback yielded here
+    with (units done, units in all; 0 while unknown): requests simulated, models tried,
+    workloads studied. Elsewhere it yields None."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+
+    bar, task = _live_bar(description, None, MofNCompleteColumn(), TimeElapsedColumn())
+
+    def report(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total or None)
+
+    try:
+        yield report
+    finally:
+        bar.stop()

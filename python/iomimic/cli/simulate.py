@@ -66,17 +66,21 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.sim import simulate
 
     fmt = output_format(args.output, None) if args.output else None
+    from iomimic.cli.progress import working
+
     trace = read_reported(args)
-    out, figures = simulate(
-        trace,
-        args.device,
-        config=args.config,
-        map=args.map,
-        shared=args.shared,
-        iodepth=args.iodepth,
-        intensity=intensity(args),
-        scheduler=args.scheduler,
-    )
+    with working("simulating") as progress:
+        out, figures = simulate(
+            trace,
+            args.device,
+            config=args.config,
+            map=args.map,
+            shared=args.shared,
+            iodepth=args.iodepth,
+            intensity=intensity(args),
+            scheduler=args.scheduler,
+            progress=progress,
+        )
     if args.output:
         write_trace(out, args.output, fmt)
     if args.json and write_json(args.json, figures):

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 pub use generate::{generate, GenerateOptions};
 pub use mix::mix;
 pub use preset::Preset;
-pub use train::{train, TrainOptions};
+pub use train::{train, train_watched, TrainOptions};
 pub use train::{HEADS, NEAR_GAP};
 
 use crate::error::{Error, Result};

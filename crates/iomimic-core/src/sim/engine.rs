@@ -18,8 +18,12 @@ use super::figures::{self, Member, SimFigures, Tally};
 use super::raid::{DevIo, Layout};
 use super::{Config, Controller, Faults, Scheduler};
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::random::unit_hash2;
 use crate::trace::{Op, TraceView, STATUS_OK};
+
+/// Requests completed between two reports of progress (and checks for a stop).
+const PROGRESS_UNIT: usize = 4096;
 
 /// The granule of injected sector faults.
 const FAULT_BLOCK: u64 = 4096;
@@ -532,7 +536,7 @@ impl<'t, 'v> Run<'t, 'v> {
 
     /// Runs the trace through: every request issued (at its arrival, or as others complete in
     /// a closed loop of depth `closed`) and completed. Returns the simulated span (ns).
-    fn replay(&mut self, closed: Option<usize>, intensity: f64) -> f64 {
+    fn replay(&mut self, closed: Option<usize>, intensity: f64, progress: &Progress) -> Result<f64> {
         let t = self.t;
         let n = t.len();
         let start_ts = t.ts_ns.first().copied().unwrap_or(0);
@@ -584,6 +588,10 @@ impl<'t, 'v> Run<'t, 'v> {
                         self.status[r] = EIO;
                     }
                     done_count += 1;
+                    if done_count.is_multiple_of(PROGRESS_UNIT) {
+                        progress.advance(PROGRESS_UNIT as u64);
+                        progress.check()?;
+                    }
                     if closed.is_some() && next < n {
                         self.issue(next, now);
                         next += 1;
@@ -593,19 +601,31 @@ impl<'t, 'v> Run<'t, 'v> {
             }
         }
         debug_assert_eq!(done_count, n);
-        last_done.max(now)
+        progress.advance((done_count % PROGRESS_UNIT) as u64);
+        Ok(last_done.max(now))
     }
 }
 
 /// Replays `t` against the device or array of `config`.
 pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result<SimResult> {
+    simulate_watched(t, config, opts, &Progress::default())
+}
+
+/// [`simulate`], counting completed requests in `progress` (whose total the caller sets) and
+/// stopping with `Interrupted` when it is told to.
+pub fn simulate_watched(
+    t: &TraceView<'_>,
+    config: &Config,
+    opts: &SimOptions,
+    progress: &Progress,
+) -> Result<SimResult> {
     let span = t.ts_ns.last().map_or(0, |last| last - t.ts_ns[0]);
     crate::trace::check_time_scale(span, opts.intensity)?;
     if opts.iodepth == Some(0) {
         return Err(Error::Usage("`iodepth` must be at least 1".into()));
     }
     let mut run = Run::new(t, config, opts.scheduler.unwrap_or(config.scheduler));
-    let span = run.replay(opts.iodepth, opts.intensity);
+    let span = run.replay(opts.iodepth, opts.intensity, progress)?;
     let members = run
         .slots
         .iter_mut()

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::engine::{simulate, SimOptions};
+use super::engine::{simulate_watched, SimOptions};
 use super::figures::SimFigures;
 use super::Config;
 use crate::error::{Error, Result};
 use crate::latency::{self, LatencyUs, OpLatency};
+use crate::progress::Progress;
 use crate::trace::{Trace, TraceView};
 
 /// A device and the volumes (ids into the trace's `volumes`) it serves.
@@ -58,11 +59,13 @@ pub struct MappedResult {
 
 /// Replays `t` with each placement's volumes on its own device. Every volume of the trace
 /// must be in exactly one placement. In a closed loop each device keeps `iodepth`
-/// outstanding of its own requests.
+/// outstanding of its own requests. `progress` counts completed requests, as
+/// [`simulate_watched`](super::simulate_watched).
 pub fn simulate_mapped(
     t: &TraceView<'_>,
     placements: &[Placement],
     opts: &SimOptions,
+    progress: &Progress,
 ) -> Result<MappedResult> {
     let owner = owners(t.volumes, placements)?;
     let n = t.len();
@@ -72,7 +75,7 @@ pub fn simulate_mapped(
     for (p, placement) in placements.iter().enumerate() {
         let rows: Vec<usize> = (0..n).filter(|&i| owner[t.volume[i] as usize] == p).collect();
         let part = rows_of(t, &rows, &placement.volumes);
-        let r = simulate(&part.view(), &placement.config, opts)?;
+        let r = simulate_watched(&part.view(), &placement.config, opts, progress)?;
         // a device's clock starts at its first request; open loop puts that where it arrived
         let offset = match (opts.iodepth, rows.first()) {
             (None, Some(&first)) => ((t.ts_ns[first] - start) as f64 / opts.intensity) as u64,

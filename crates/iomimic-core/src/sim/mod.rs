@@ -29,7 +29,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Gauges, Io, Report};
-pub use engine::{simulate, SimOptions, SimResult, EIO};
+pub use engine::{simulate, simulate_watched, SimOptions, SimResult, EIO};
 pub use figures::{DeviceFigures, SimFigures};
 pub use hdd::HddParams;
 pub use mapped::{simulate_mapped, MappedFigures, MappedResult, Placed, Placement};

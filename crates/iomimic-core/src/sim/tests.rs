@@ -565,3 +565,36 @@ fn device_fields_past_any_device_are_refused_by_name() {
     let e = Config::from_toml(&faulty).unwrap_err().to_string();
     assert!(e.contains("faults.slow_ms"), "{e}");
 }
+
+#[test]
+fn progress_counts_every_request_and_a_stop_interrupts() {
+    use crate::progress::Progress;
+    let n = 10_000u64;
+    let ts: Vec<u64> = (0..n).map(|i| i * 1_000_000).collect();
+    let offsets: Vec<u64> = (0..n).map(|i| (i * 7919 % 1000) * 4096).collect();
+    let t = trace(&ts, &offsets, 4096, 0);
+    let progress = Progress::default();
+    progress.add_total(n);
+    simulate_watched(&t.view(), &disk(false), &SimOptions::default(), &progress).unwrap();
+    assert_eq!(progress.get(), (n, n));
+    // several devices count into the one progress
+    let progress = Progress::default();
+    let mut two = t.clone();
+    two.volume = (0..n).map(|i| (i % 2) as u32).collect();
+    two.volumes = vec!["a".into(), "b".into()];
+    let placements: Vec<Placement> = [vec![0], vec![1]]
+        .into_iter()
+        .map(|volumes| Placement {
+            config: disk(false),
+            volumes,
+        })
+        .collect();
+    simulate_mapped(&two.view(), &placements, &SimOptions::default(), &progress).unwrap();
+    assert_eq!(progress.get().0, n);
+    // told to stop, the run ends at its next check with Interrupted
+    let stopped = Progress::default();
+    stopped.stop();
+    let e = simulate_watched(&t.view(), &disk(false), &SimOptions::default(), &stopped);
+    assert!(matches!(e, Err(crate::error::Error::Interrupted)));
+    assert_eq!(stopped.get().0, 4096);
+}

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Study;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::sim::{self, Config, SimOptions};
 use crate::trace::{Op, Trace, TraceView};
 
@@ -158,12 +159,19 @@ impl Study for Defrag {
         "defragmentation without performing it: blocks laid out in co-access order, replayed"
     }
 
-    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
-        super::typed(self.name(), options, |o: Options| run(workload, &o))
+    fn run(
+        &self,
+        workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        progress: &Progress,
+    ) -> Result<serde_json::Value> {
+        super::typed(self.name(), options, |o: Options| run(workload, &o, progress))
     }
 }
 
-pub fn run(t: &TraceView<'_>, o: &Options) -> Result<Report> {
+/// Simulates the trace as it is, then after each policy's relayout (one unit of `progress`
+/// each).
+pub fn run(t: &TraceView<'_>, o: &Options, progress: &Progress) -> Result<Report> {
     if o.block_bytes == 0 || o.windows == 0 {
         return Err(Error::Usage(
             "`block_bytes` and `windows` must be positive".into(),
@@ -185,9 +193,12 @@ pub fn run(t: &TraceView<'_>, o: &Options) -> Result<Report> {
         intensity: o.intensity,
         ..SimOptions::default()
     };
+    progress.add_total(policies.len() as u64 + 1);
     let before = simulate(t, &device, &opts)?;
+    progress.advance(1);
     let mut runs = Vec::new();
     for policy in policies {
+        progress.check()?;
         let (after, moved) = relayout(t, policy, o.block_bytes, o.windows);
         let perf = simulate(&after.view(), &device, &opts)?;
         runs.push(Run {
@@ -202,6 +213,7 @@ pub fn run(t: &TraceView<'_>, o: &Options) -> Result<Report> {
             moved_bytes: moved,
             perf,
         });
+        progress.advance(1);
     }
     Ok(Report {
         device: device.name.clone(),
@@ -438,7 +450,7 @@ mod tests {
             windows: 10,
             intensity: 1.0,
         };
-        let r = run(&t.view(), &o).unwrap();
+        let r = run(&t.view(), &o, &Progress::default()).unwrap();
         assert!(r.runs[0].speedup > 1.5, "{}", r.runs[0].speedup);
         assert!(r.runs[0].energy_change.is_some_and(|e| e < 0.0));
     }

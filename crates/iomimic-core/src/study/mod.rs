@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::trace::TraceView;
 
 /// A study as the driver sees it.
@@ -27,8 +28,15 @@ pub trait Study: Sync {
     /// The name `iomimic study NAME` takes.
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
-    /// Runs on `workload` with `options` (JSON); returns the report.
-    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value>;
+    /// Runs on `workload` with `options` (JSON); returns the report. A study counts in
+    /// `progress` what it can (workloads, configurations) and stops with `Interrupted` between
+    /// them when told to.
+    fn run(
+        &self,
+        workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        progress: &Progress,
+    ) -> Result<serde_json::Value>;
     /// Whether the study needs a workload; one that does not (its inputs can all be in its
     /// options) may be run on an empty trace.
     fn needs_workload(&self) -> bool {

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::Study;
 use crate::analyze::sequentiality::{KeyState, SeqCounts, Sequentiality};
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::random::Prng;
 use crate::sim::{self, Config, SimOptions};
 use crate::trace::{Op, Trace, TraceView};
@@ -122,7 +123,12 @@ impl Study for Prefetch {
          and simulated benefit"
     }
 
-    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
+    fn run(
+        &self,
+        workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        _progress: &Progress,
+    ) -> Result<serde_json::Value> {
         super::typed(self.name(), options, |o: Options| run(workload, &o))
     }
 

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::tiers::{self, Hits, Keying, TierRun, WritePolicy};
 use super::Study;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::sim::{Array, Config, Level};
 use crate::trace::{Trace, TraceView};
 
@@ -175,8 +176,13 @@ impl Study for SsdCache {
         "an SSD cache in front of a backend: hit ratios and speedups per size, policy and stream"
     }
 
-    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
-        super::typed(self.name(), options, |o: Options| run(workload, &o))
+    fn run(
+        &self,
+        workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        progress: &Progress,
+    ) -> Result<serde_json::Value> {
+        super::typed(self.name(), options, |o: Options| run(workload, &o, progress))
     }
 }
 
@@ -203,7 +209,8 @@ fn check(o: &Options) -> Result<()> {
     Ok(())
 }
 
-pub fn run(original: &TraceView<'_>, o: &Options) -> Result<Report> {
+/// Studies each workload made from `original` (one unit of `progress` each).
+pub fn run(original: &TraceView<'_>, o: &Options, progress: &Progress) -> Result<Report> {
     check(o)?;
     let backend = Config::from_toml(&o.backend)?;
     let ssd = Config::from_toml(&o.ssd)?;
@@ -213,10 +220,13 @@ pub fn run(original: &TraceView<'_>, o: &Options) -> Result<Report> {
         .map(|p| tiers::policy(p))
         .collect::<Result<Vec<_>>>()?;
     let mut reports = Vec::new();
+    progress.add_total(o.workloads.len() as u64);
     for &w in &o.workloads {
+        progress.check()?;
         let trace = workload(original, w, o.seed)?;
         let scaled = scale(&trace.view(), o.intensity);
         reports.push(study_workload(&scaled.view(), w, o, &policies, &backend, &ssd)?);
+        progress.advance(1);
     }
     Ok(Report {
         backend: backend.name.clone(),

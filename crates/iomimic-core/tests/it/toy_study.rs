@@ -1,5 +1,6 @@
 //! A study added from outside the crate: this file and one registry line.
 
+use iomimic_core::progress::Progress;
 use iomimic_core::study::{self, Study};
 use iomimic_core::{Error, Trace, TraceView};
 
@@ -27,7 +28,12 @@ impl Study for BigRequests {
         "requests larger than a size"
     }
 
-    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value, Error> {
+    fn run(
+        &self,
+        workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        _progress: &Progress,
+    ) -> Result<serde_json::Value, Error> {
         study::typed(self.name(), options, |o: Options| {
             Ok(Report {
                 requests: workload.len(),
@@ -52,11 +58,15 @@ fn a_toy_study_needs_one_registry_line() {
     };
     let s = study::find("big-requests", &registry).unwrap();
     let report = s
-        .run(&t.view(), &serde_json::json!({ "over_bytes": 4096 }))
+        .run(
+            &t.view(),
+            &serde_json::json!({ "over_bytes": 4096 }),
+            &Progress::default(),
+        )
         .unwrap();
     assert_eq!(report, serde_json::json!({ "requests": 3, "big": 2 }));
     let e = s
-        .run(&t.view(), &serde_json::json!({ "over": 1 }))
+        .run(&t.view(), &serde_json::json!({ "over": 1 }), &Progress::default())
         .unwrap_err()
         .to_string();
     assert!(

@@ -66,3 +66,21 @@ def device_text(name: str) -> str:
     from iomimic.sim import device_config
 
     return device_config(config=name) if Path(name).is_file() else device_config(name)
+
+
+def run(name: str, trace, **options):
+    """:func:`iomimic.study.run` with a progress bar on a terminal."""
+    from iomimic.cli.progress import working
+    from iomimic.study import run
+
+    with working(f"study {name}") as progress:
+        return run(name, trace, progress=progress, **options)
+
+
+def run_alone(name: str, **options):
+    """:func:`iomimic.study.run_alone` with a progress bar on a terminal."""
+    from iomimic.cli.progress import working
+    from iomimic.study import run_alone
+
+    with working(f"study {name}") as progress:
+        return run_alone(name, progress=progress, **options)

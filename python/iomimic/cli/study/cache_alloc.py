@@ -97,10 +97,10 @@ def vm_workload(key: str, source: str, requests: Any, path: Path, seed: int):
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.study import run_alone
     from iomimic.errors import InputError
     from iomimic.report import make_console
     from iomimic.report.cache_alloc import plot_cache_alloc, render_cache_alloc
-    from iomimic.study import run_alone
 
     if args.example == bool(args.apps):
         raise InputError("give an applications file or --example (not both)")

@@ -36,9 +36,9 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.study import run
     from iomimic.report import make_console
     from iomimic.report.defrag import plot_defrag, render_defrag
-    from iomimic.study import run
     from iomimic.units import parse_size_bytes
 
     trace, kind = workload(args)

@@ -93,7 +93,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.targets:
         report = on_targets(args, trace, rule)
     else:
-        from iomimic.study import run
+        from iomimic.cli.study import run
 
         report = run(
             "early-errors",

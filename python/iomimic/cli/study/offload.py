@@ -54,9 +54,9 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.study import run
     from iomimic.report import make_console
     from iomimic.report.offload import plot_offload_study, render_offload_study
-    from iomimic.study import run
     from iomimic.units import parse_duration_ns, parse_size_bytes
 
     trace, kind = workload(args)

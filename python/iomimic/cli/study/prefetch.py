@@ -40,10 +40,10 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.study import run, run_alone
     from iomimic.errors import InputError
     from iomimic.report import make_console
     from iomimic.report.prefetch import plot_prefetch, render_prefetch
-    from iomimic.study import run, run_alone
 
     if bool(args.experiment) == bool(args.workload):
         raise InputError("give a workload or --experiment (not both)")

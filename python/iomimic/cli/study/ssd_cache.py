@@ -66,10 +66,10 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.study import run
     from iomimic.errors import InputError
     from iomimic.report import make_console
     from iomimic.report.ssd_cache import plot_ssd_cache, render_ssd_cache
-    from iomimic.study import run
     from iomimic.units import parse_size_bytes
 
     trace, kind = workload(args)

@@ -49,6 +49,7 @@ pub use placement::{HEADS, NEAR_GAP};
 
 use super::{Model, RateProfile, Thread, Volume};
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::trace::TraceView;
 
 pub const MAX_THREADS: usize = 256;
@@ -82,6 +83,12 @@ impl Default for TrainOptions {
 
 /// Trains a model, choosing levels and states unless given.
 pub fn train(t: &TraceView<'_>, opts: &TrainOptions) -> Result<Model> {
+    train_watched(t, opts, &Progress::default())
+}
+
+/// [`train`], counting in `progress` the models tried while choosing the levels and the final
+/// one, and stopping with `Interrupted` between them when told to.
+pub fn train_watched(t: &TraceView<'_>, opts: &TrainOptions, progress: &Progress) -> Result<Model> {
     if t.len() < 2 {
         return Err(Error::Usage("training needs at least two requests".into()));
     }
@@ -91,8 +98,15 @@ pub fn train(t: &TraceView<'_>, opts: &TrainOptions) -> Result<Model> {
     if let Some(s) = opts.states.filter(|s| !(1..=1024).contains(s)) {
         return Err(Error::Usage(format!("`states` must be 1 to 1024, found {s}")));
     }
-    let (levels, states, selection) = selection::select(t, opts)?;
+    progress.add_total(if opts.levels.is_some() {
+        1
+    } else {
+        u64::from(selection::MAX_LEVELS) + 1
+    });
+    let (levels, states, selection) = selection::select(t, opts, progress)?;
+    progress.check()?;
     let mut model = train_fixed(t, levels, states, opts);
+    progress.complete();
     model.selection = Some(serde_json::Value::Object(selection));
     model.validate()?;
     Ok(model)

@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap;
 use super::{train_fixed, volume_spans, TrainOptions};
 use crate::analyze::{self, compare, MrcScope};
 use crate::error::Result;
+use crate::progress::Progress;
 use crate::trace::TraceView;
 
 pub const MAX_LEVELS: u32 = 3;
@@ -21,6 +22,7 @@ pub const SELECTION_SAMPLE: usize = 100_000;
 pub(super) fn select(
     t: &TraceView<'_>,
     opts: &TrainOptions,
+    progress: &Progress,
 ) -> Result<(u32, u32, serde_json::Map<String, serde_json::Value>)> {
     let states = opts
         .states
@@ -30,7 +32,7 @@ pub(super) fn select(
     let levels = match opts.levels {
         Some(l) => l,
         None => {
-            let (l, tried) = choose_levels(t, states, opts)?;
+            let (l, tried) = choose_levels(t, states, opts, progress)?;
             selection.insert("levels_tried".into(), tried);
             l
         }
@@ -94,7 +96,12 @@ fn choose_states(t: &TraceView<'_>) -> u32 {
     best.1
 }
 
-fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<(u32, serde_json::Value)> {
+fn choose_levels(
+    t: &TraceView<'_>,
+    states: u32,
+    opts: &TrainOptions,
+    progress: &Progress,
+) -> Result<(u32, serde_json::Value)> {
     let sample = head(t, SELECTION_SAMPLE);
     let n = sample.len();
     let opts_char = analyze::Options {
@@ -114,6 +121,7 @@ fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<
     let mut tried = Vec::new();
     let mut previous: Option<f64> = None;
     for levels in 1..=MAX_LEVELS {
+        progress.check()?;
         let model = train_fixed(&sample, levels, states, opts);
         let gen = crate::model::GenerateOptions {
             requests: Some(n as u64),
@@ -130,10 +138,33 @@ fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions) -> Result<
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);
         tried.push(serde_json::json!({ "levels": levels, "worst_deviation": worst, "improvement": gain }));
+        progress.advance(1);
         if gain.is_some_and(|g| g < LEVEL_CHANGE) {
             return Ok((levels - 1, serde_json::Value::Array(tried)));
         }
         previous = Some(worst);
     }
     Ok((MAX_LEVELS, serde_json::Value::Array(tried)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::train::{train_watched, TrainOptions};
+    use crate::progress::Progress;
+    use crate::trace::testing::reads;
+
+    #[test]
+    fn training_counts_the_models_it_tries_and_stops_between_them() {
+        let ts: Vec<u64> = (0..3000).map(|i| i * 1_000_000).collect();
+        let offsets: Vec<u64> = (0..3000).map(|i| (i * 7919 % 500) * 4096).collect();
+        let t = reads(&ts, &offsets, 4096);
+        let progress = Progress::default();
+        train_watched(&t.view(), &TrainOptions::default(), &progress).unwrap();
+        let total = u64::from(super::MAX_LEVELS) + 1;
+        assert_eq!(progress.get(), (total, total));
+        let stopped = Progress::default();
+        stopped.stop();
+        let e = train_watched(&t.view(), &TrainOptions::default(), &stopped);
+        assert!(matches!(e, Err(crate::error::Error::Interrupted)));
+    }
 }

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Study;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::trace::TraceView;
 use apps::{MeasuredCurve, System};
 use ga::GaOptions;
@@ -145,7 +146,12 @@ impl Study for CacheAlloc {
          transaction latency; a MAPE-K loop over workload changes"
     }
 
-    fn run(&self, _workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
+    fn run(
+        &self,
+        _workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        _progress: &Progress,
+    ) -> Result<serde_json::Value> {
         super::typed("cache-alloc", options, |o: Options| run(&o))
     }
 

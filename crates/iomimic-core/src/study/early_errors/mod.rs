@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Study;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::random::Prng;
 use crate::sim::{self, Config, Faults, SimOptions};
 use crate::trace::{Trace, TraceView, STATUS_OK};
@@ -118,7 +119,12 @@ impl Study for EarlyErrors {
          sooner at higher intensity"
     }
 
-    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
+    fn run(
+        &self,
+        workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        _progress: &Progress,
+    ) -> Result<serde_json::Value> {
         super::typed(self.name(), options, |o: Options| run(workload, &o))
     }
 }

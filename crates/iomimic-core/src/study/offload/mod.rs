@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::Study;
 use crate::error::{Error, Result};
 use crate::offload::policy::{Mode, Policy};
+use crate::progress::Progress;
 use crate::sim::{self, Config, SimOptions};
 use crate::trace::{Op, Trace, TraceView};
 use route::{Io, StoreSpec, BLOCK, RECLAIM};
@@ -160,7 +161,12 @@ impl Study for Offload {
          p99 read/write response time per peak, store occupancy, reclaim time, peak correlation"
     }
 
-    fn run(&self, workload: &TraceView<'_>, options: &serde_json::Value) -> Result<serde_json::Value> {
+    fn run(
+        &self,
+        workload: &TraceView<'_>,
+        options: &serde_json::Value,
+        _progress: &Progress,
+    ) -> Result<serde_json::Value> {
         super::typed("offload", options, |o: Options| study(workload, &o))
     }
 }

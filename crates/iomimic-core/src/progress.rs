@@ -1,0 +1,50 @@
+//! A long computation's progress, read from another thread while it runs (a progress bar),
+//! and the flag that asks it to stop (Ctrl-C). The work counts in units it names (requests
+//! simulated, models tried) and checks the flag between units.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct Progress {
+    done: AtomicU64,
+    total: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    /// Units of work done so far, and in all (0 while unknown).
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.done.load(Ordering::Relaxed),
+            self.total.load(Ordering::Relaxed),
+        )
+    }
+
+    pub fn add_total(&self, units: u64) {
+        self.total.fetch_add(units, Ordering::Relaxed);
+    }
+
+    pub fn advance(&self, units: u64) {
+        self.done.fetch_add(units, Ordering::Relaxed);
+    }
+
+    /// All of the work is done (a search that stops early skips the rest).
+    pub fn complete(&self) {
+        self.done
+            .store(self.total.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Asks the work to stop at its next check.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// `Err(Interrupted)` once [`stop`](Self::stop) was called.
+    pub fn check(&self) -> crate::error::Result<()> {
+        if self.stop.load(Ordering::Relaxed) {
+            Err(crate::error::Error::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+}

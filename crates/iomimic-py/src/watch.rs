@@ -1,0 +1,47 @@
+//! Long work in the core, watched from Python: it runs on a thread of its own without the
+//! GIL while Python shows its progress and hears Ctrl-C (which stops the work at its next
+//! check: `Interrupted` becomes KeyboardInterrupt).
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+use iomimic_core::progress::Progress;
+
+use crate::errors::to_py;
+
+/// Runs `work`, calling `report(done, total)` about ten times a second while it runs.
+pub fn watched<R: Send>(
+    py: Python<'_>,
+    report: Option<&Bound<'_, PyAny>>,
+    work: impl FnOnce(&Progress) -> iomimic_core::Result<R> + Send,
+) -> PyResult<R> {
+    let progress = Progress::default();
+    std::thread::scope(|scope| {
+        let (done, mut finished) = mpsc::channel();
+        let watched = &progress;
+        scope.spawn(move || {
+            // the receiver outlives the scope's threads, so the send cannot fail
+            let _ = done.send(work(watched));
+        });
+        loop {
+            let wait = Duration::from_millis(100);
+            // (the receiver travels into the GIL-free closure and back: it is not Sync)
+            let (got, back) = py.detach(move || (finished.recv_timeout(wait), finished));
+            finished = back;
+            match got {
+                Ok(result) => break result.map_err(to_py),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => panic!("the work's thread ended without a result"),
+            }
+            if py.check_signals().is_err() {
+                progress.stop();
+            }
+            if let Some(report) = report {
+                // a failing progress display must not stop the work
+                let _ = report.call1(progress.get());
+            }
+        }
+    })
+}
