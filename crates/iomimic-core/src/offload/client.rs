@@ -301,7 +301,20 @@ impl Client {
             // Not enough copies: the data is home now, so every version up to this one is
             // released (older-only stores first) and the range is no longer off-loaded.
             self.tally.written_through.fetch_add(1, Ordering::Relaxed);
-            self.release(start, n, version)?;
+            if let Some(s) = self.release(start, n, version) {
+                // Nothing newer is on a store, and an older version could not be deleted: a
+                // restart could bring it back, so the write is not acknowledged. (A copy of
+                // this version on an up store would have made it safe.)
+                if locs.is_empty() {
+                    return Err(Error::Io {
+                        path: self.store_name(s).into(),
+                        source: std::io::Error::other(format!(
+                            "the write at {offset} went home, but this store, unavailable, \
+                             holds an older version of it that could not be deleted"
+                        )),
+                    });
+                }
+            }
         } else {
             self.tally.base_writes.fetch_add(1, Ordering::Relaxed);
         }
@@ -432,23 +445,37 @@ impl Client {
     /// as the newest record; blocks are grouped by the stores they need, as a delete names a
     /// range. Where a store is down the group stops there (its latest copies stay, if the
     /// older ones could not go) and its blocks stay in the map, home, until it is re-admitted.
-    fn release(&self, start: u64, n: u64, version: u64) -> Result<()> {
+    ///
+    /// Returns a store that still holds a version older than `version` that is the newest
+    /// record of its block (a delete there failed): after a restart that version would come
+    /// back over the data home.
+    fn release(&self, start: u64, n: u64, version: u64) -> Option<usize> {
         let groups = {
             let mut st = self.state.lock().expect("client lock");
-            let mut groups: Vec<(u64, u64, u64, u64)> = Vec::new(); // (start, blocks, older, latest)
+            // (start, blocks, older, latest, risky): `risky` are the stores whose failure
+            // would leave an older version as a block's newest record.
+            let mut groups: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
             for b in start..start + n {
-                let (older, latest) = match st.map.get(b) {
-                    None => (0, 0),
+                let (older, latest, risky) = match st.map.get(b) {
+                    None => (0, 0, 0),
                     Some(e) if e.version <= version => {
                         let holders = e.locs.iter().fold(0, |m, l| m | bit(l.store));
-                        (e.stale & !holders, holders)
+                        let older = e.stale & !holders;
+                        let risky = if e.version < version {
+                            older | holders
+                        } else {
+                            older
+                        };
+                        (older, holders, risky)
                     }
                     // A newer write came: nothing of it is touched, the older copies go.
-                    Some(e) => (e.stores(), 0),
+                    Some(e) => (e.stores(), 0, 0),
                 };
                 match groups.last_mut() {
-                    Some(g) if g.0 + g.1 == b && (g.2, g.3) == (older, latest) => g.1 += 1,
-                    _ => groups.push((b, 1, older, latest)),
+                    Some(g) if g.0 + g.1 == b && (g.2, g.3, g.4) == (older, latest, risky) => {
+                        g.1 += 1;
+                    }
+                    _ => groups.push((b, 1, older, latest, risky)),
                 }
                 st.map.mark_home(b, version);
             }
@@ -456,7 +483,8 @@ impl Client {
             groups
         };
         let mut done = Vec::new();
-        for (first, blocks, older, latest) in groups {
+        let mut left = None;
+        for (first, blocks, older, latest, risky) in groups {
             let mut all = true;
             for mask in [older, latest] {
                 for s in (0..self.stores.len()).filter(|&s| mask & bit(s) != 0) {
@@ -468,6 +496,9 @@ impl Client {
                     if !ok {
                         self.fail(s);
                         all = false;
+                        if risky & bit(s) != 0 {
+                            left = Some(s);
+                        }
                     }
                 }
                 if !all {
@@ -484,7 +515,7 @@ impl Client {
                 st.map.remove_if(b, version);
             }
         }
-        Ok(())
+        left
     }
 
     /// Reclaims one extent when there is one and the base volume is idle: copies it home and
@@ -541,7 +572,8 @@ impl Client {
         }
         self.base.write_at(&data, ext.start * b)?;
         self.base.sync()?;
-        self.release(ext.start, u64::from(ext.blocks), ext.version)?;
+        // Whatever deletes fail leave only this version, which is home now.
+        self.release(ext.start, u64::from(ext.blocks), ext.version);
         self.tally
             .reclaimed_blocks
             .fetch_add(u64::from(ext.blocks), Ordering::Relaxed);
@@ -673,7 +705,7 @@ impl Client {
                 .collect()
         };
         for (b, version) in waiting {
-            self.release(b, 1, version)?;
+            self.release(b, 1, version);
         }
         Ok(())
     }
