@@ -74,7 +74,8 @@ def test_a_lost_store_is_survived_with_two_replicas(tmp_path: Path) -> None:
     assert [st["state"] for st in s["stores"]] == ["lost", "up"]
     assert "a.log" in s["notes"][0] and "nothing is lost" in s["notes"][0]
     v = offload.Volume(base)  # every write reads back from the other copy; a is retired
-    assert [v.read(b * K, K) for b in range(8)] == [b"z" * K if b == 2 else bytes([b + 1]) * K for b in range(8)]
+    want = [b"z" * K if b == 2 else bytes([b + 1]) * K for b in range(8)]
+    assert [v.read(b * K, K) for b in range(8)] == want
     assert offload.store_set(base)["retired"] == [0]
     assert v.reclaim_all() == 8
     assert base.read_bytes()[2 * K : 3 * K] == b"z" * K

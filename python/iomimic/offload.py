@@ -96,7 +96,9 @@ class Volume:
     ``accept_loss``, as the latest data of ranges off-loaded only there is gone. Either way the
     store is retired from the store set and never used again."""
 
-    def __init__(self, base: str | os.PathLike[str], *, accept_loss: bool = False, **policy_options: Any) -> None:
+    def __init__(
+        self, base: str | os.PathLike[str], *, accept_loss: bool = False, **policy_options: Any
+    ) -> None:
         text = json.dumps(policy(**policy_options)) if policy_options else None
         self._c = _core.OffloadClient(os.fspath(base), text, accept_loss, False)
 

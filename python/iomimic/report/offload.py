@@ -34,7 +34,9 @@ def render_status(s: dict[str, Any], title: str, console: Console) -> None:
     )
     for note in s.get("notes", []):
         console.print(f"[bold yellow]note:[/] {note}")
-    t = table("stores", "store", "state", "used", "of", "live blocks", "this client's", "records", "head", "tail")
+    t = table(
+        "stores", "store", "state", "used", "of", "live blocks", "this client's", "records", "head", "tail"
+    )
     for st in s["stores"]:
         u = st["usage"]
         if u is None:
