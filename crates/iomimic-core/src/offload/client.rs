@@ -562,9 +562,9 @@ impl Client {
         let b = self.opts.block_bytes;
         let mut data = vec![0u8; (u64::from(ext.blocks) * b) as usize];
         let s = ext.from.store;
-        if !self
+        if self
             .store(s)
-            .is_some_and(|st| st.read(&mut data, ext.from.at).is_ok())
+            .is_none_or(|st| st.read(&mut data, ext.from.at).is_err())
         {
             // The store is down: its extents wait until it is re-admitted.
             self.fail(s);
