@@ -60,13 +60,65 @@ def test_init_write_status_recover_and_reclaim(tmp_path: Path) -> None:
     assert r.returncode == 0 and "0 blocks off-loaded" in r.stdout
 
 
-def test_a_lost_store_is_named_not_skipped(tmp_path: Path) -> None:
+def test_a_lost_store_is_survived_with_two_replicas(tmp_path: Path) -> None:
     base, stores = _init(tmp_path, "--n-way", "2", "--replicas", "2")
-    offload.Volume(base).write(8 * K, b"z" * K)
+    v = offload.Volume(base)
+    for b in range(8):
+        v.write(b * K, bytes([b + 1]) * K)
+    v.write(2 * K, b"z" * K)
+    del v
     stores[0].write_bytes(bytes(1 << 20))  # store a is wiped: its header is gone
-    # Opening would rebuild the state without that store's records: refused, naming it.
-    with pytest.raises(InputError, match=r"a\.log.*no good header"):
+    r = run_cli("offload", "status", str(base), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert [st["state"] for st in s["stores"]] == ["lost", "up"]
+    assert "a.log" in s["notes"][0] and "nothing is lost" in s["notes"][0]
+    v = offload.Volume(base)  # every write reads back from the other copy; a is retired
+    want = [b"z" * K if b == 2 else bytes([b + 1]) * K for b in range(8)]
+    assert [v.read(b * K, K) for b in range(8)] == want
+    assert offload.store_set(base)["retired"] == [0]
+    assert v.reclaim_all() == 8
+    assert base.read_bytes()[2 * K : 3 * K] == b"z" * K
+
+
+def test_a_lost_store_is_reported_and_refused_when_it_held_data(tmp_path: Path) -> None:
+    base, stores = _init(tmp_path, "--n-way", "2")  # one replica
+    v = offload.Volume(base)
+    v.write(0, b"a" * K)  # store a
+    v.write(K, b"b" * K)  # store b
+    del v
+    stores[0].unlink()
+    for action in ("status", "recover"):
+        r = run_cli("offload", action, str(base))
+        assert r.returncode == 2, r.stderr
+        assert str(stores[0]) in r.stderr and "--accept-loss" in r.stderr and "Traceback" not in r.stderr
+    with pytest.raises(InputError, match=r"a\.log"):
         offload.Volume(base)
+    assert "retired" not in offload.store_set(base)
+    r = run_cli("offload", "recover", str(base), "--accept-loss", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert "LOSS ACCEPTED" in s["notes"][0] and s["offloaded_blocks"] == 1
+    assert offload.store_set(base)["retired"] == [0]
+    v = offload.Volume(base)  # accepted once: later opens go on, and say so
+    assert v.read(K, K) == b"b" * K and v.read(0, K) != b"a" * K
+    assert "retired earlier" in v.status()["notes"][0]
+
+
+def test_status_on_read_only_files_changes_nothing(tmp_path: Path) -> None:
+    base, stores = _init(tmp_path, "--n-way", "2", "--replicas", "2")
+    v = offload.Volume(base)
+    v.write(0, b"q" * 3 * K)
+    del v
+    files = [base, base.with_name(base.name + ".everest"), *stores]
+    for f in files:
+        f.chmod(0o444)
+    before = [(f.read_bytes(), f.stat().st_mtime_ns) for f in files]
+    r = run_cli("offload", "status", str(base), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["offloaded_blocks"] == 3
+    assert offload.status(base)["offloaded_blocks"] == 3
+    assert [(f.read_bytes(), f.stat().st_mtime_ns) for f in files] == before
 
 
 def test_the_write_guard_protects_bases_and_stores(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ once, errors naming the parameter in backquotes.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -480,6 +480,8 @@ class OffloadStoreSetDict(TypedDict):
     policy: dict[str, Any]
     overwrite: bool
     allow_device: bool
+    least_replicas: NotRequired[int]
+    retired: NotRequired[list[int]]
 
 class OffloadStoreUsageDict(TypedDict):
     area_bytes: int
@@ -491,7 +493,8 @@ class OffloadStoreUsageDict(TypedDict):
 
 class OffloadStoreDict(TypedDict):
     name: str
-    usage: OffloadStoreUsageDict
+    state: str
+    usage: OffloadStoreUsageDict | None
     client_blocks: int
 
 class OffloadCountersDict(TypedDict):
@@ -501,6 +504,7 @@ class OffloadCountersDict(TypedDict):
     reads: int
     reads_from_stores: int
     reclaimed_blocks: int
+    store_failures: int
 
 class OffloadStatusDict(TypedDict):
     client_id: int
@@ -510,6 +514,7 @@ class OffloadStatusDict(TypedDict):
     extents: list[tuple[int, int, int]]
     stores: list[OffloadStoreDict]
     counters: OffloadCountersDict
+    notes: list[str]
 
 def offload_init(
     base: str,
@@ -524,7 +529,10 @@ def offload_init(
 def offload_store_set(base: str) -> OffloadStoreSetDict: ...
 
 class OffloadClient:
-    def __init__(self, base: str, policy_json: str | None = None) -> None: ...
+    def __init__(
+        self, base: str, policy_json: str | None = None, accept_loss: bool = False, read_only: bool = False
+    ) -> None: ...
+    def readmit(self, store: int) -> None: ...
     def write(self, offset: int, data: bytes) -> None: ...
     def read(self, offset: int, length: int) -> bytes: ...
     def reclaim_step(self) -> int | None: ...

@@ -24,7 +24,7 @@ from typing import Any
 
 from iomimic import _core
 
-__all__ = ["Volume", "init", "policy", "store_set"]
+__all__ = ["Volume", "init", "policy", "status", "store_set"]
 
 
 def policy(
@@ -77,15 +77,30 @@ def store_set(base: str | os.PathLike[str]) -> dict[str, Any]:
     return _core.offload_store_set(os.fspath(base))
 
 
+def status(base: str | os.PathLike[str], *, accept_loss: bool = False) -> dict[str, Any]:
+    """The off-loading state of ``base``, rebuilt from the stores' logs without writing
+    anything: base, stores and store set are opened read-only (no recovery writes, no store
+    retired). A lost store that held the only copy of some data is refused unless
+    ``accept_loss``."""
+    return _core.OffloadClient(os.fspath(base), None, accept_loss, True).status()
+
+
 class Volume:
     """A base volume with its stores, opened (and recovered from the stores' logs).
 
     Reads and writes are whole blocks (``block_bytes`` of the store set, 4 KiB by default);
-    a write is durable when it returns."""
+    a write is durable when it returns.
 
-    def __init__(self, base: str | os.PathLike[str], **policy_options: Any) -> None:
+    A store that cannot be opened is *lost*: when every off-load has a copy on another store
+    the volume opens without it; otherwise the open is refused (naming the store) unless
+    ``accept_loss``, as the latest data of ranges off-loaded only there is gone. Either way the
+    store is retired from the store set and never used again."""
+
+    def __init__(
+        self, base: str | os.PathLike[str], *, accept_loss: bool = False, **policy_options: Any
+    ) -> None:
         text = json.dumps(policy(**policy_options)) if policy_options else None
-        self._c = _core.OffloadClient(os.fspath(base), text)
+        self._c = _core.OffloadClient(os.fspath(base), text, accept_loss, False)
 
     def write(self, offset: int, data: bytes) -> None:
         self._c.write(int(offset), bytes(data))
@@ -100,6 +115,10 @@ class Volume:
     def reclaim_all(self) -> int:
         """Copies everything off-loaded home now; blocks reclaimed."""
         return self._c.reclaim_all()
+
+    def readmit(self, store: int) -> None:
+        """Takes store number ``store`` back after an I/O error made it unavailable."""
+        self._c.readmit(int(store))
 
     def status(self) -> dict[str, Any]:
         return self._c.status()

@@ -59,23 +59,43 @@ pub fn offload_store_set(py: Python<'_>, base: PathBuf) -> PyResult<Py<PyAny>> {
 #[pyclass(name = "OffloadClient", module = "iomimic._core")]
 pub struct PyOffloadClient {
     client: Arc<Client>,
+    set: volume::StoreSet,
     names: Vec<String>,
 }
 
 #[pymethods]
 impl PyOffloadClient {
-    /// Opens (recovers) the client of `base`; `policy_json` replaces the recorded policy.
+    /// Opens (recovers) the client of `base`; `policy_json` replaces the recorded policy;
+    /// `accept_loss` goes on without lost stores that held the only copies of some data;
+    /// `read_only` opens everything read-only and writes nothing (for `status`).
     #[new]
-    #[pyo3(signature = (base, policy_json=None))]
-    fn new(py: Python<'_>, base: PathBuf, policy_json: Option<&str>) -> PyResult<Self> {
-        let p = policy_json.map(policy).transpose()?;
+    #[pyo3(signature = (base, policy_json=None, accept_loss=false, read_only=false))]
+    fn new(
+        py: Python<'_>,
+        base: PathBuf,
+        policy_json: Option<&str>,
+        accept_loss: bool,
+        read_only: bool,
+    ) -> PyResult<Self> {
+        let o = volume::OpenOptions {
+            policy: policy_json.map(policy).transpose()?,
+            accept_loss,
+            read_only,
+        };
         let (client, set) = py
-            .detach(|| volume::open(Path::new(&base), p))
+            .detach(|| volume::open_with(Path::new(&base), &o))
             .map_err(err_to_py)?;
         Ok(Self {
             client: Arc::new(client),
             names: set.stores.iter().map(|s| s.display().to_string()).collect(),
+            set,
         })
+    }
+
+    /// Takes store number `store` back after an I/O error made it unavailable.
+    fn readmit(&self, py: Python<'_>, store: usize) -> PyResult<()> {
+        py.detach(|| volume::readmit(&self.client, &self.set, store))
+            .map_err(err_to_py)
     }
 
     fn write(&self, py: Python<'_>, offset: u64, data: &[u8]) -> PyResult<()> {

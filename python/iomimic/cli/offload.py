@@ -68,20 +68,28 @@ def register(subparsers) -> None:
             "status",
             handle_status,
             "Show a base volume's off-loaded ranges, versions, store use and reclaim progress "
-            "(the state is rebuilt from the stores' logs).",
+            "(the state is rebuilt from the stores' logs; everything is opened read-only and nothing "
+            "is written).",
             "  iomimic offload status /data/vol.dat\n  iomimic offload status vol.dat --json status.json\n",
         ),
         (
             "recover",
             handle_recover,
             "After a crash: rebuild the state from the store set and the stores' logs, and with "
-            "--reclaim copy everything off-loaded home.",
+            "--reclaim copy everything off-loaded home. A lost store is retired; when it held the only "
+            "copy of some data this needs --accept-loss.",
             "  iomimic offload recover /data/vol.dat\n  iomimic offload recover vol.dat --reclaim\n",
         ),
     ):
         p = subcommand(actions, name, handler, help_text, example)
         p.add_argument("base", help="the base volume given to `offload init`")
         p.add_argument("--json", metavar="PATH", help="write the status as JSON (- for stdout only)")
+        p.add_argument(
+            "--accept-loss",
+            action="store_true",
+            help="go on without lost stores even when they held the only copy of some data "
+            "(those ranges read back older data)",
+        )
         if name == "recover":
             p.add_argument("--reclaim", action="store_true", help="copy all off-loaded data home now")
 
@@ -126,13 +134,13 @@ def _show(args: argparse.Namespace, status: dict, title: str) -> int:
 def handle_status(args: argparse.Namespace) -> int:
     from iomimic import offload
 
-    return _show(args, offload.Volume(args.base).status(), f"off-loading of {args.base}")
+    return _show(args, offload.status(args.base, accept_loss=args.accept_loss), f"off-loading of {args.base}")
 
 
 def handle_recover(args: argparse.Namespace) -> int:
     from iomimic import offload
 
-    v = offload.Volume(args.base)
+    v = offload.Volume(args.base, accept_loss=args.accept_loss)
     found = v.status()
     reclaimed = v.reclaim_all() if args.reclaim else 0
     status = v.status()

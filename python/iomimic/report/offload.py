@@ -32,12 +32,20 @@ def render_status(s: dict[str, Any], title: str, console: Console) -> None:
         f"of a {human_bytes(s['base_bytes'])} base volume; this session: {c['offloaded_writes']:,} writes "
         f"off-loaded, {c['base_writes']:,} home, {c['reclaimed_blocks']:,} blocks reclaimed"
     )
-    t = table("stores", "store", "used", "of", "live blocks", "this client's", "records", "head", "tail")
+    for note in s.get("notes", []):
+        console.print(f"[bold yellow]note:[/] {note}")
+    t = table(
+        "stores", "store", "state", "used", "of", "live blocks", "this client's", "records", "head", "tail"
+    )
     for st in s["stores"]:
         u = st["usage"]
+        if u is None:
+            t.add_row(st["name"], st["state"], *["-"] * 7)
+            continue
         t.add_row(
-            st["name"], human_bytes(u["used_bytes"]), human_bytes(u["area_bytes"]), f"{u['live_blocks']:,}",
-            f"{st['client_blocks']:,}", f"{u['records']:,}", f"{u['head']:,}", f"{u['tail']:,}",
+            st["name"], st["state"], human_bytes(u["used_bytes"]), human_bytes(u["area_bytes"]),
+            f"{u['live_blocks']:,}", f"{st['client_blocks']:,}", f"{u['records']:,}", f"{u['head']:,}",
+            f"{u['tail']:,}",
         )  # fmt: skip
     console.print(t)
     if s["extents"]:

@@ -11,6 +11,11 @@
 //!   surviving record is the newest version or the data is home. A write that arrives
 //!   meanwhile has a newer version, which `delete(range, version)` does not touch.
 //! - Recovery ([`Client::open`]) rebuilds the map from the stores' logs.
+//! - A store that fails (an I/O error) is *down*: it is no longer chosen, reads use another
+//!   replica, reclaim leaves what it holds alone, and a write it failed goes to other stores or
+//!   home. Until [`Client::readmit`] takes it back, any block it may hold stays in the map, so
+//!   that a later write to the block is off-loaded with a newer version instead of going home
+//!   silently over a copy the store could bring back.
 //!
 //! Foreground I/O never waits for reclaim's I/O: reclaim holds the client's lock only to pick
 //! an extent and to update the map. A read that raced with reclaim's deletes (whose space a
@@ -22,7 +27,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde::Serialize;
 
 use super::load::RateMeter;
-use super::map::{Loc, Map, MAX_STORES};
+use super::map::{Entry, Loc, Map, MAX_STORES};
 use super::medium::Medium;
 use super::policy::{Candidate, Policy};
 use super::store::{Store, Usage};
@@ -47,6 +52,8 @@ pub struct Counters {
     pub reads: u64,
     pub reads_from_stores: u64,
     pub reclaimed_blocks: u64,
+    /// I/O errors from stores (each makes the store down).
+    pub store_failures: u64,
 }
 
 #[derive(Default)]
@@ -57,6 +64,7 @@ struct Tally {
     reads: AtomicU64,
     reads_from_stores: AtomicU64,
     reclaimed_blocks: AtomicU64,
+    store_failures: AtomicU64,
 }
 
 struct State {
@@ -79,19 +87,28 @@ pub struct Status {
     pub extents: Vec<(u64, u32, u64)>,
     pub stores: Vec<StoreStatus>,
     pub counters: Counters,
+    /// What the client was told at open (lost stores, accepted losses).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Clone)]
 pub struct StoreStatus {
     pub name: String,
-    pub usage: Usage,
+    /// `up`; `down` after an I/O error (until re-admitted); `lost` when it could not be opened.
+    pub state: &'static str,
+    /// `None` for a lost store.
+    pub usage: Option<Usage>,
     /// This client's live blocks there.
     pub client_blocks: u64,
 }
 
 pub struct Client {
     base: Box<dyn Medium>,
-    stores: Vec<RwLock<Arc<Store>>>,
+    /// `None`: lost (not opened); slots keep store numbers stable, as records name them.
+    stores: Vec<RwLock<Option<Arc<Store>>>>,
+    /// Stores not to use, a bit each: lost, or down since an I/O error.
+    down: AtomicU64,
+    notes: Mutex<Vec<String>>,
     opts: Options,
     state: Mutex<State>,
     base_meter: RateMeter,
@@ -113,6 +130,13 @@ impl Client {
     /// Opens a client over `base` and already formatted or recovered `stores`, rebuilding the
     /// map from the stores' logs (recovery after a crash of the client, the stores or both).
     pub fn open(base: Box<dyn Medium>, stores: Vec<Store>, opts: Options) -> Result<Client> {
+        Client::open_partial(base, stores.into_iter().map(Some).collect(), opts)
+    }
+
+    /// [`Client::open`] with some stores lost (`None`): the map is rebuilt from the others,
+    /// and a lost store is never chosen. Whether that loses data is the caller's judgement
+    /// (the volume layer's, from the replicas each off-load had).
+    pub fn open_partial(base: Box<dyn Medium>, stores: Vec<Option<Store>>, opts: Options) -> Result<Client> {
         opts.policy.check()?;
         if stores.len() > MAX_STORES {
             return Err(Error::Usage(format!(
@@ -128,7 +152,12 @@ impl Client {
         }
         let mut map = Map::default();
         let mut newest = 0;
+        let mut down = 0;
         for (s, store) in stores.iter().enumerate() {
+            let Some(store) = store else {
+                down |= bit(s);
+                continue;
+            };
             for (block, live) in store.live(opts.client_id) {
                 map.record(
                     block,
@@ -143,7 +172,9 @@ impl Client {
         }
         Ok(Client {
             base,
-            stores: stores.into_iter().map(|s| RwLock::new(Arc::new(s))).collect(),
+            stores: stores.into_iter().map(|s| RwLock::new(s.map(Arc::new))).collect(),
+            down: AtomicU64::new(down),
+            notes: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 map,
                 // Versions stay above any a log still holds, and above the clock so that a
@@ -160,8 +191,36 @@ impl Client {
         })
     }
 
-    fn store(&self, s: usize) -> Arc<Store> {
+    /// Store `s` when it is up.
+    fn store(&self, s: usize) -> Option<Arc<Store>> {
+        if self.down.load(Ordering::SeqCst) & bit(s) != 0 {
+            return None;
+        }
         self.stores[s].read().expect("store slot").clone()
+    }
+
+    fn store_name(&self, s: usize) -> String {
+        match &*self.stores[s].read().expect("store slot") {
+            Some(store) => store.name(),
+            None => format!("store #{s}"),
+        }
+    }
+
+    /// Store `s` failed an I/O: it is down until re-admitted.
+    fn fail(&self, s: usize) {
+        if self.down.fetch_or(bit(s), Ordering::SeqCst) & bit(s) == 0 {
+            self.tally.store_failures.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Stores down or lost, a bit each.
+    pub fn down_stores(&self) -> u64 {
+        self.down.load(Ordering::SeqCst)
+    }
+
+    /// Adds a line to what `status` shows.
+    pub fn note(&self, text: String) {
+        self.notes.lock().expect("notes").push(text);
     }
 
     pub fn options(&self) -> &Options {
@@ -193,40 +252,26 @@ impl Client {
         self.base_meter.rate()
     }
 
-    /// Writes `data` at `offset`; durable when this returns.
+    /// Writes `data` at `offset`; durable when this returns. An off-load is acknowledged only
+    /// with `replicas` copies; one with fewer (stores full or failing) also goes home, and its
+    /// copies are then released like any older version.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         let (start, n) = self.blocks_of(offset, data.len())?;
         self.base_meter.record(1);
         let load = self.base_meter.rate();
-        let (offloaded, chosen, version) = {
+        let (offloaded, version) = {
             let mut st = self.state.lock().expect("client lock");
-            let offloaded = st.map.any_in(start, n);
-            let mut chosen = Vec::new();
-            if offloaded || self.opts.policy.offload_now(load) {
-                let candidates: Vec<Candidate> = (0..self.stores.len())
-                    .map(|s| {
-                        let store = self.store(s);
-                        Candidate {
-                            store: s,
-                            load: store.meter.rate(),
-                            has_room: store.has_room(data.len() as u64),
-                        }
-                    })
-                    .collect();
-                chosen = self.opts.policy.choose(&candidates, st.turn);
-                st.turn += 1;
-            }
             let version = st.next_version;
             st.next_version += 1;
-            (offloaded, chosen, version)
+            (st.map.any_in(start, n), version)
         };
-        let mut locs = Vec::new();
-        for &s in &chosen {
-            if let Some(at) = self.store(s).put(self.opts.client_id, start, version, data)? {
-                locs.push(Loc { store: s, at });
-            }
-        }
-        if !locs.is_empty() {
+        let mut failed = 0u64;
+        let locs = if offloaded || self.opts.policy.offload_now(load) {
+            self.place(start, version, data, &mut failed)
+        } else {
+            Vec::new()
+        };
+        if !locs.is_empty() || failed != 0 {
             let mut st = self.state.lock().expect("client lock");
             for i in 0..n {
                 let here: Vec<Loc> = locs
@@ -236,22 +281,92 @@ impl Client {
                         at: l.at + i * self.opts.block_bytes,
                     })
                     .collect();
-                st.map.record(start + i, version, &here);
+                if !here.is_empty() {
+                    st.map.record(start + i, version, &here);
+                }
+                // A store that failed may hold part of the record: it must be deleted there
+                // before the blocks may go home for good.
+                for s in (0..self.stores.len()).filter(|&s| failed & bit(s) != 0) {
+                    st.map.note_stale(start + i, version, s);
+                }
             }
+        }
+        if locs.len() >= self.opts.policy.replicas {
             self.tally.offloaded_writes.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
         self.base.write_at(data, offset)?;
         self.base.sync()?;
-        if offloaded {
-            // No store could take it: the data is home now, so every older version is
+        if offloaded || !locs.is_empty() || failed != 0 {
+            // Not enough copies: the data is home now, so every version up to this one is
             // released (older-only stores first) and the range is no longer off-loaded.
             self.tally.written_through.fetch_add(1, Ordering::Relaxed);
-            self.release(start, n, version)?;
+            if let Some(s) = self.release(start, n, version) {
+                // Nothing newer is on a store, and an older version could not be deleted: a
+                // restart could bring it back, so the write is not acknowledged. (A copy of
+                // this version on an up store would have made it safe.)
+                if locs.is_empty() {
+                    return Err(Error::Io {
+                        path: self.store_name(s).into(),
+                        source: std::io::Error::other(format!(
+                            "the write at {offset} went home, but this store, unavailable, \
+                             holds an older version of it that could not be deleted"
+                        )),
+                    });
+                }
+            }
         } else {
             self.tally.base_writes.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Off-loads `data` at `version` to the stores the policy chooses among those up; a store
+    /// that is full or fails is replaced by the next choice, so a failing store costs a retry,
+    /// not the write. Stores whose `put` failed are added to `failed`.
+    fn place(&self, start: u64, version: u64, data: &[u8], failed: &mut u64) -> Vec<Loc> {
+        let replicas = self.opts.policy.replicas;
+        let mut locs = Vec::new();
+        let mut tried = 0u64;
+        while locs.len() < replicas {
+            let candidates: Vec<Candidate> = (0..self.stores.len())
+                .filter(|&s| tried & bit(s) == 0)
+                .filter_map(|s| {
+                    let store = self.store(s)?;
+                    Some(Candidate {
+                        store: s,
+                        load: store.meter.rate(),
+                        has_room: store.has_room(data.len() as u64),
+                    })
+                })
+                .collect();
+            let turn = {
+                let mut st = self.state.lock().expect("client lock");
+                st.turn += 1;
+                st.turn - 1
+            };
+            let policy = Policy {
+                replicas: replicas - locs.len(),
+                ..self.opts.policy.clone()
+            };
+            let chosen = policy.choose(&candidates, turn);
+            if chosen.is_empty() {
+                break;
+            }
+            for s in chosen {
+                tried |= bit(s);
+                let Some(store) = self.store(s) else { continue };
+                match store.put(self.opts.client_id, start, version, data) {
+                    Ok(Some(at)) => locs.push(Loc { store: s, at }),
+                    Ok(None) => {}
+                    Err(_) => {
+                        self.fail(s);
+                        *failed |= bit(s);
+                    }
+                }
+            }
+        }
+        locs
     }
 
     /// Reads `buf.len()` bytes at `offset`: each block's latest version.
@@ -263,13 +378,19 @@ impl Client {
         loop {
             let (epoch, places) = {
                 let st = self.state.lock().expect("client lock");
-                let places: Vec<Option<Loc>> = (0..blocks)
-                    .map(|i| st.map.get(start + i).filter(|e| !e.home).map(|e| e.locs[0]))
-                    .collect();
+                let down = self.down.load(Ordering::SeqCst);
+                let mut places: Vec<Option<Loc>> = Vec::with_capacity(blocks as usize);
+                for b in start..start + blocks {
+                    places.push(match st.map.get(b).filter(|e| !e.home) {
+                        None => None,
+                        Some(e) => Some(self.up_copy(b, e, down)?),
+                    });
+                }
                 (self.epoch.load(Ordering::SeqCst), places)
             };
             let mut first = 0usize;
             let mut from_stores = false;
+            let mut failed = false;
             while first < places.len() {
                 // One read per run of blocks lying one after the other in one place.
                 let mut j = first + 1;
@@ -279,12 +400,21 @@ impl Client {
                 let part = &mut buf[first * bytes..j * bytes];
                 match places[first] {
                     Some(l) => {
-                        self.store(l.store).read(part, l.at)?;
+                        // A store that fails is down from now on: read again from a replica.
+                        let ok = self.store(l.store).is_some_and(|s| s.read(part, l.at).is_ok());
+                        if !ok {
+                            self.fail(l.store);
+                            failed = true;
+                            break;
+                        }
                         from_stores = true;
                     }
                     None => self.base.read_at(part, offset + (first * bytes) as u64)?,
                 }
                 first = j;
+            }
+            if failed {
+                continue;
             }
             if !from_stores || self.epoch.load(Ordering::SeqCst) == epoch {
                 if from_stores {
@@ -295,48 +425,97 @@ impl Client {
         }
     }
 
+    /// A copy of block `b`'s latest version on a store that is up.
+    fn up_copy(&self, b: u64, e: &Entry, down: u64) -> Result<Loc> {
+        match e.locs.iter().find(|l| down & bit(l.store) == 0) {
+            Some(l) => Ok(*l),
+            None => Err(Error::Io {
+                path: self.store_name(e.locs.first().map_or(0, |l| l.store)).into(),
+                source: std::io::Error::other(format!(
+                    "block {b}: its latest version lies only on stores that are unavailable"
+                )),
+            }),
+        }
+    }
+
     /// Releases every version ≤ `version` of `n` blocks from `start` on every store holding
     /// one, then forgets the blocks whose latest version is ≤ `version`. The data must be home
     /// and durable already. For each block, stores holding only older versions are released
     /// before those holding its latest, so a crash in between never leaves an older version
     /// as the newest record; blocks are grouped by the stores they need, as a delete names a
-    /// range.
-    fn release(&self, start: u64, n: u64, version: u64) -> Result<()> {
+    /// range. Where a store is down the group stops there (its latest copies stay, if the
+    /// older ones could not go) and its blocks stay in the map, home, until it is re-admitted.
+    ///
+    /// Returns a store that still holds a version older than `version` that is the newest
+    /// record of its block (a delete there failed): after a restart that version would come
+    /// back over the data home.
+    fn release(&self, start: u64, n: u64, version: u64) -> Option<usize> {
         let groups = {
             let mut st = self.state.lock().expect("client lock");
-            let mut groups: Vec<(u64, u64, u64, u64)> = Vec::new(); // (start, blocks, older, latest)
+            // (start, blocks, older, latest, risky): `risky` are the stores whose failure
+            // would leave an older version as a block's newest record.
+            let mut groups: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
             for b in start..start + n {
-                let (older, latest) = match st.map.get(b) {
-                    None => (0, 0),
+                let (older, latest, risky) = match st.map.get(b) {
+                    None => (0, 0, 0),
                     Some(e) if e.version <= version => {
                         let holders = e.locs.iter().fold(0, |m, l| m | bit(l.store));
-                        (e.stale & !holders, holders)
+                        let older = e.stale & !holders;
+                        let risky = if e.version < version {
+                            older | holders
+                        } else {
+                            older
+                        };
+                        (older, holders, risky)
                     }
                     // A newer write came: nothing of it is touched, the older copies go.
-                    Some(e) => (e.stores(), 0),
+                    Some(e) => (e.stores(), 0, 0),
                 };
                 match groups.last_mut() {
-                    Some(g) if g.0 + g.1 == b && (g.2, g.3) == (older, latest) => g.1 += 1,
-                    _ => groups.push((b, 1, older, latest)),
+                    Some(g) if g.0 + g.1 == b && (g.2, g.3, g.4) == (older, latest, risky) => {
+                        g.1 += 1;
+                    }
+                    _ => groups.push((b, 1, older, latest, risky)),
                 }
                 st.map.mark_home(b, version);
             }
             self.epoch.fetch_add(1, Ordering::SeqCst);
             groups
         };
-        for (first, blocks, older, latest) in groups {
+        let mut done = Vec::new();
+        let mut left = None;
+        for (first, blocks, older, latest, risky) in groups {
+            let mut all = true;
             for mask in [older, latest] {
                 for s in (0..self.stores.len()).filter(|&s| mask & bit(s) != 0) {
-                    self.store(s)
-                        .delete(self.opts.client_id, first, blocks as u32, version)?;
+                    let ok = self.store(s).is_some_and(|store| {
+                        store
+                            .delete(self.opts.client_id, first, blocks as u32, version)
+                            .is_ok()
+                    });
+                    if !ok {
+                        self.fail(s);
+                        all = false;
+                        if risky & bit(s) != 0 {
+                            left = Some(s);
+                        }
+                    }
                 }
+                if !all {
+                    break;
+                }
+            }
+            if all {
+                done.push((first, blocks));
             }
         }
         let mut st = self.state.lock().expect("client lock");
-        for b in start..start + n {
-            st.map.remove_if(b, version);
+        for (first, blocks) in done {
+            for b in first..first + blocks {
+                st.map.remove_if(b, version);
+            }
         }
-        Ok(())
+        left
     }
 
     /// Reclaims one extent when there is one and the base volume is idle: copies it home and
@@ -353,10 +532,12 @@ impl Client {
     pub fn reclaim_one(&self) -> Result<Option<u64>> {
         let ext = {
             let mut st = self.state.lock().expect("client lock");
-            let Some(ext) = st
-                .map
-                .extent_from(st.cursor, self.opts.block_bytes, RECLAIM_BLOCKS)
-            else {
+            let Some(ext) = st.map.extent_from(
+                st.cursor,
+                self.opts.block_bytes,
+                RECLAIM_BLOCKS,
+                self.down.load(Ordering::SeqCst),
+            ) else {
                 return Ok(None);
             };
             st.cursor = ext.start + u64::from(ext.blocks);
@@ -380,10 +561,19 @@ impl Client {
     fn reclaim_extent(&self, ext: super::map::Extent) -> Result<u64> {
         let b = self.opts.block_bytes;
         let mut data = vec![0u8; (u64::from(ext.blocks) * b) as usize];
-        self.store(ext.from.store).read(&mut data, ext.from.at)?;
+        let s = ext.from.store;
+        if self
+            .store(s)
+            .is_none_or(|st| st.read(&mut data, ext.from.at).is_err())
+        {
+            // The store is down: its extents wait until it is re-admitted.
+            self.fail(s);
+            return Ok(0);
+        }
         self.base.write_at(&data, ext.start * b)?;
         self.base.sync()?;
-        self.release(ext.start, u64::from(ext.blocks), ext.version)?;
+        // Whatever deletes fail leave only this version, which is home now.
+        self.release(ext.start, u64::from(ext.blocks), ext.version);
         self.tally
             .reclaimed_blocks
             .fetch_add(u64::from(ext.blocks), Ordering::Relaxed);
@@ -396,7 +586,12 @@ impl Client {
         loop {
             let ext = {
                 let st = self.state.lock().expect("client lock");
-                st.map.extent_from(0, self.opts.block_bytes, RECLAIM_BLOCKS)
+                st.map.extent_from(
+                    0,
+                    self.opts.block_bytes,
+                    RECLAIM_BLOCKS,
+                    self.down.load(Ordering::SeqCst),
+                )
             };
             let Some(ext) = ext else { return Ok(total) };
             total += self.reclaim_extent(ext)?;
@@ -433,6 +628,7 @@ impl Client {
             reads: t.reads.load(Ordering::Relaxed),
             reads_from_stores: t.reads_from_stores.load(Ordering::Relaxed),
             reclaimed_blocks: t.reclaimed_blocks.load(Ordering::Relaxed),
+            store_failures: t.store_failures.load(Ordering::Relaxed),
         }
     }
 
@@ -455,13 +651,19 @@ impl Client {
                 extents.push((b, 1, e.version));
             }
         }
+        let down = self.down.load(Ordering::SeqCst);
         let stores = (0..self.stores.len())
             .map(|s| {
-                let store = self.store(s);
+                let store = self.stores[s].read().expect("store slot").clone();
                 StoreStatus {
-                    name: names.get(s).cloned().unwrap_or_else(|| store.name()),
-                    usage: store.usage(),
-                    client_blocks: store.live(self.opts.client_id).len() as u64,
+                    name: names.get(s).cloned().unwrap_or_else(|| self.store_name(s)),
+                    state: match (&store, down & bit(s) != 0) {
+                        (None, _) => "lost",
+                        (Some(_), true) => "down",
+                        (Some(_), false) => "up",
+                    },
+                    usage: store.as_ref().map(|x| x.usage()),
+                    client_blocks: store.map_or(0, |x| x.live(self.opts.client_id).len() as u64),
                 }
             })
             .collect();
@@ -473,7 +675,39 @@ impl Client {
             extents,
             stores,
             counters: self.counters(),
+            notes: self.notes.lock().expect("notes").clone(),
         }
+    }
+
+    /// Takes store `s` back after it was down: `store` is it opened afresh from its medium
+    /// (its log replayed). Its records join the map (older versions as stale ones), it may be
+    /// chosen again, and blocks left in the map for its sake are released at last.
+    pub fn readmit(&self, s: usize, store: Store) -> Result<()> {
+        let store = Arc::new(store);
+        let waiting: Vec<(u64, u64)> = {
+            let mut st = self.state.lock().expect("client lock");
+            for (block, live) in store.live(self.opts.client_id) {
+                st.map.record(
+                    block,
+                    live.version,
+                    &[Loc {
+                        store: s,
+                        at: live.at,
+                    }],
+                );
+            }
+            *self.stores[s].write().expect("store slot") = Some(store);
+            self.down.fetch_and(!bit(s), Ordering::SeqCst);
+            st.map
+                .iter()
+                .filter(|(_, e)| e.home)
+                .map(|(&b, e)| (b, e.version))
+                .collect()
+        };
+        for (b, version) in waiting {
+            self.release(b, 1, version);
+        }
+        Ok(())
     }
 }
 

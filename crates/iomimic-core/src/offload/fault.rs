@@ -2,7 +2,9 @@
 //! at once and the durable image only at `sync`; a crash keeps the durable image plus a random
 //! part of what was not synced (whole writes, or a torn prefix of sectors of one), as a disk
 //! that lost power may. Every write and sync of every medium sharing a [`CrashClock`] is one
-//! numbered step, so a test can crash the whole system at step N.
+//! numbered step, so a test can crash the whole system at step N. A medium can also be taken
+//! offline and back (a store whose machine restarts): meanwhile all its I/O fails, and what it
+//! held is kept.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -66,6 +68,7 @@ pub struct MemMedium {
     name: String,
     images: Mutex<Images>,
     clock: Arc<CrashClock>,
+    offline: AtomicBool,
 }
 
 fn crash_error(name: &str) -> Error {
@@ -90,7 +93,23 @@ impl MemMedium {
                 pending: Vec::new(),
             }),
             clock,
+            offline: AtomicBool::new(false),
         }
+    }
+
+    /// Takes the medium offline (all I/O fails, nothing is lost) or brings it back.
+    pub fn set_offline(&self, offline: bool) {
+        self.offline.store(offline, Ordering::SeqCst);
+    }
+
+    fn check_online(&self) -> Result<()> {
+        if self.offline.load(Ordering::SeqCst) {
+            return Err(Error::Io {
+                path: self.name.clone().into(),
+                source: std::io::Error::other("offline"),
+            });
+        }
+        Ok(())
     }
 
     /// What survives a crash of the program alone: everything it wrote (the kernel has it).
@@ -118,6 +137,7 @@ impl MemMedium {
 
 impl Medium for MemMedium {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.check_online()?;
         if self.clock.crashed() {
             return Err(crash_error(&self.name));
         }
@@ -131,6 +151,7 @@ impl Medium for MemMedium {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.check_online()?;
         let torn = self.clock.tick().map_err(|()| crash_error(&self.name))?;
         let mut im = self.images.lock().expect("medium lock");
         let at = offset as usize;
@@ -153,6 +174,7 @@ impl Medium for MemMedium {
     }
 
     fn sync(&self) -> Result<()> {
+        self.check_online()?;
         let crash = self.clock.tick().map_err(|()| crash_error(&self.name))?;
         if crash {
             // Power was lost while flushing: nothing is promised.

@@ -104,6 +104,21 @@ impl Map {
         }
     }
 
+    /// Notes that `store` may hold a version of `block` up to `version` that the map does not
+    /// place (an off-load that failed there part-way): it must be deleted there before the
+    /// block may leave the map. A block not in the map enters it as home at `version`.
+    pub fn note_stale(&mut self, block: u64, version: u64, store: usize) {
+        let e = self.blocks.entry(block).or_insert(Entry {
+            version,
+            locs: Vec::new(),
+            stale: 0,
+            home: true,
+        });
+        if !e.locs.iter().any(|l| l.store == store) {
+            e.stale |= 1 << store;
+        }
+    }
+
     /// Notes that `block`'s data up to `version` is home (reads go there from now on).
     pub fn mark_home(&mut self, block: u64, version: u64) {
         if let Some(e) = self.blocks.get_mut(&block).filter(|e| e.version <= version) {
@@ -121,18 +136,21 @@ impl Map {
         false
     }
 
-    /// The next extent at or after block `from` (wrapping to the start), for reclaim.
-    pub fn extent_from(&self, from: u64, block_bytes: u64, max_blocks: u32) -> Option<Extent> {
+    /// The next extent at or after block `from` (wrapping to the start), for reclaim: blocks
+    /// not home whose stores are all outside `skip` (stores that cannot be read or deleted on).
+    pub fn extent_from(&self, from: u64, block_bytes: u64, max_blocks: u32, skip: u64) -> Option<Extent> {
+        let usable = |e: &Entry| !e.home && !e.locs.is_empty() && e.stores() & skip == 0;
         let (&start, first) = self
             .blocks
             .range(from..)
-            .next()
-            .or_else(|| self.blocks.iter().next())?;
+            .chain(self.blocks.range(..from))
+            .find(|(_, e)| usable(e))?;
         let loc = first.locs[0];
         let mut blocks = 1u32;
         for (&b, e) in self.blocks.range(start + 1..) {
             let next = e.locs.first().copied();
             let contiguous = b == start + u64::from(blocks)
+                && usable(e)
                 && e.version == first.version
                 && next
                     == Some(Loc {
@@ -269,7 +287,7 @@ mod tests {
             }],
         ); // newer version: its own extent
         m.record(20, 5, &[Loc { store: 0, at: 64 }]);
-        let e = m.extent_from(0, 4096, 64).unwrap();
+        let e = m.extent_from(0, 4096, 64, 0).unwrap();
         assert_eq!(
             e,
             Extent {
@@ -279,9 +297,9 @@ mod tests {
                 from: Loc { store: 1, at: 1000 }
             }
         );
-        assert_eq!(m.extent_from(11, 4096, 2).unwrap().blocks, 2);
-        assert_eq!(m.extent_from(14, 4096, 64).unwrap().version, 6);
-        assert_eq!(m.extent_from(21, 4096, 64).unwrap().start, 10); // wraps to the start
+        assert_eq!(m.extent_from(11, 4096, 2, 0).unwrap().blocks, 2);
+        assert_eq!(m.extent_from(14, 4096, 64, 0).unwrap().version, 6);
+        assert_eq!(m.extent_from(21, 4096, 64, 0).unwrap().start, 10); // wraps to the start
         assert!(m.any_in(8, 3) && !m.any_in(15, 5));
     }
 }

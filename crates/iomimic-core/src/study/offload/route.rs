@@ -278,7 +278,7 @@ impl Router<'_> {
                 continue;
             }
             for _ in 0..self.workers {
-                let Some(ext) = self.maps[v].extent_from(self.cursors[v], BLOCK, RECLAIM_BLOCKS) else {
+                let Some(ext) = self.maps[v].extent_from(self.cursors[v], BLOCK, RECLAIM_BLOCKS, 0) else {
                     break;
                 };
                 self.cursors[v] = ext.start + u64::from(ext.blocks);
