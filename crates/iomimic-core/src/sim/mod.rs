@@ -24,6 +24,7 @@ mod raid;
 mod ssd;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use serde::{Deserialize, Serialize};
 
