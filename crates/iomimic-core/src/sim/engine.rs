@@ -613,6 +613,8 @@ pub fn simulate(t: &TraceView<'_>, config: &Config, opts: &SimOptions) -> Result
     }
     let mut run = Run::new(t, config, opts.scheduler.unwrap_or(config.scheduler));
     let span = run.replay(opts.iodepth, opts.intensity);
+    // only the per-request results are needed from here on
+    run.arrival = Vec::new();
     let members = run
         .slots
         .iter_mut()

@@ -98,12 +98,13 @@ pub(super) struct Member {
 pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>) -> SimFigures {
     let (n, span) = (run.latency_ns.len(), run.span);
     let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
-    let mut lat = run.latency_ns.to_vec();
     let mean_latency = if n == 0 {
         0.0
     } else {
-        lat.iter().map(|&l| l as f64).sum::<f64>() / n as f64 / 1e3
+        run.latency_ns.iter().map(|&l| l as f64).sum::<f64>() / n as f64 / 1e3
     };
+    // a copy to take percentiles from, freed before the per-op copies are made
+    let latency_us = stats::percentiles(&mut run.latency_ns.to_vec(), 1e-3);
     let mut energy = None;
     let mut counters = Counters::new();
     let mut gauges = Gauges::new();
@@ -148,7 +149,7 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
             0.0
         },
         mean_latency_us: mean_latency,
-        latency_us: stats::percentiles(&mut lat, 1e-3),
+        latency_us,
         mean_service_us: if run.device_ios == 0 {
             0.0
         } else {
@@ -168,7 +169,12 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
 
 /// Each operation's latency apart.
 fn by_op(t: &TraceView<'_>, latency_ns: &[u64]) -> BTreeMap<&'static str, analyze::Latency> {
-    let mut per_op: [Vec<u64>; 4] = Default::default();
+    // sized first: pushed into, each list could take up to twice its length
+    let mut counts = [0usize; 4];
+    for &op in t.op {
+        counts[usize::from(op).min(3)] += 1;
+    }
+    let mut per_op: [Vec<u64>; 4] = counts.map(Vec::with_capacity);
     for (&l, &op) in latency_ns.iter().zip(t.op) {
         per_op[usize::from(op).min(3)].push(l);
     }
