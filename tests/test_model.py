@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 import iomimic
 from iomimic import Trace
-from iomimic.model import Model, mix, train
+from iomimic.model import Model, chain_edges, mix, train
 from iomimic.presets import PRESETS, preset, published
 from iomimic.validate import validate
 
@@ -115,7 +116,7 @@ def test_hierarchy_and_threads_per_stream() -> None:
     top = d["threads"][0]["chain"]["states"]
     assert any(s.get("children") for s in top)
     child = next(s["children"] for s in top if s.get("children"))
-    assert all(len(row) >= 0 for row in child["transitions"]) and len(child["states"]) == 4
+    assert all(row["from"] < 4 for row in child["transitions"]) and len(child["states"]) == 4
     g = m.generate(8000, seed=2)
     weights = np.bincount(g.stream)[[3, 9]] / len(g)
     assert weights.tolist() == [0.75, 0.25]
@@ -201,7 +202,7 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
     assert again.data == locality_model.data
     cases = [
         (lambda d: d.update(format="other"), 'model field format: expected "iomimic-model"'),
-        (lambda d: d.update(version=3), "model field version: this iomimic reads versions 1 and 2, found 3"),
+        (lambda d: d.update(version=4), "model field version: this iomimic reads versions 1, 2, 3, found 4"),
         (lambda d: d["threads"][0].update(weight="heavy"), "model field threads[0].weight: invalid type"),
         (lambda d: d["threads"][0]["defaults"].update(sequential=1.5), "threads[0].defaults.sequential: 1.5"),
         (
@@ -385,9 +386,121 @@ def _as_version_1(node: object) -> None:
             _as_version_1(v)
 
 
+def _as_version_2(node: object) -> None:
+    """Writes every chain's transitions as version 2 did (in place): a list of edge objects for
+    every state, with or without edges."""
+    if isinstance(node, dict):
+        if "transitions" in node and "states" in node:
+            node["transitions"] = chain_edges(node)
+        for v in node.values():
+            _as_version_2(v)
+    elif isinstance(node, list):
+        for v in node:
+            _as_version_2(v)
+
+
+def _chains(chain: dict) -> list[dict]:
+    """A chain and every chain below it."""
+    out = [chain]
+    for s in chain["states"]:
+        if s.get("children"):
+            out += _chains(s["children"])
+    return out
+
+
+def test_model_size_grows_with_the_edges_seen_not_with_pairs_of_states(tmp_path: Path) -> None:
+    """Issue 20: a model of 16 volumes and 64 streams was 1.03 GB. Transitions are written as
+    sparse rows: only states with edges, and per edge its target and count (p and stats only
+    where they are not implied). Sixteen volumes read one after another, 2 levels of 16 states:
+    thousands of states, about two edges each."""
+    n, volumes = 64_000, 16
+    i = np.arange(n)
+    per = n // volumes
+    t = Trace(
+        ts_ns=i * 100_000,
+        offset=(i % per) * 65536,
+        size=np.full(n, 65536),
+        op=np.zeros(n, np.uint8),
+        volume=i // per,
+    )
+    m = train(t, levels=2, states=16)
+    text = m.to_json()
+    d = json.loads(text)
+    chains = [c for th in d["threads"] for c in _chains(th["chain"])]
+    states = sum(len(c["states"]) for c in chains)
+    edges = sum(len(r["to"]) for c in chains for r in c["transitions"])
+    stats = sum(
+        len(json.dumps(r.get("stats", {}), separators=(",", ":"))) for c in chains for r in c["transitions"]
+    )
+    assert states > 4000 and edges < 3 * states
+    rows = sum(len(c["transitions"]) for c in chains)
+    # everything but the chains: thread stats, rate profile, arrivals, reuse
+    rest = len(
+        json.dumps({**d, "threads": [{**th, "chain": None} for th in d["threads"]]}, separators=(",", ":"))
+    )
+    # The stated bound. A state: its volume and range and its initial probability (90 bytes); a
+    # chain: its field names and brackets (80); a row: its state and field names (40); an edge:
+    # its target and count in two lists (16: up to 5 + 9 digits and the commas); and the stats
+    # of the edges that carry their own.
+    transitions = sum(len(json.dumps(c["transitions"], separators=(",", ":"))) for c in chains)
+    assert transitions <= 40 * rows + 16 * edges + stats, (transitions, rows, edges)
+    bound = rest + 90 * states + 80 * len(chains) + 40 * rows + 16 * edges + stats
+    assert len(text) <= bound, (len(text), bound, states, edges)
+    # version 2's form (an object per edge, a list per state) takes about 48 bytes an edge
+    dense = json.loads(text)
+    _as_version_2(dense)
+    dense_chains = [c for th in dense["threads"] for c in _chains(th["chain"])]
+    dense_transitions = sum(len(json.dumps(c["transitions"], separators=(",", ":"))) for c in dense_chains)
+    assert dense_transitions > 40 * rows + 16 * edges + stats
+    path = tmp_path / "m.json"
+    m.save(path)
+    again = Model.load(path)
+    assert again.data == m.data
+    assert again.generate(5000, seed=3) == m.generate(5000, seed=3)
+
+
+def test_a_model_of_4_gib_requests_generates_quickly() -> None:
+    """Issue 20: 4 GiB requests took 14-27 ms each (every 4 KiB block marked used). The work per
+    request is bounded (counted in ``walk::tests``); here, generously, 1,000 take under 5 s."""
+    d = preset("tpch").data
+    huge = 4096 * (2**20 - 1)
+
+    def resize(x: object) -> None:
+        if isinstance(x, dict):
+            if isinstance(x.get("bytes"), list) and "p" in x:
+                x.update(bytes=[huge], p=[1.0])
+            for v in x.values():
+                resize(v)
+        elif isinstance(x, list):
+            for v in x:
+                resize(v)
+
+    resize(d)
+    for v in d["volumes"]:
+        v["span_bytes"] = 1 << 50
+    start = time.perf_counter()
+    g = Model(d).generate(1000, seed=1)
+    assert time.perf_counter() - start < 5
+    assert (g.size == huge).all()
+
+
+def test_version_2_models_load_and_generate_exactly_as_before(tmp_path: Path) -> None:
+    m = train(hot_and_cold(20_000), levels=2, states=4)
+    data = json.loads(m.to_json())
+    assert data["version"] == 3
+    _as_version_2(data)
+    data["version"] = 2
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(data))
+    old = Model.load(path)
+    assert json.loads(old.to_json())["threads"] == json.loads(m.to_json())["threads"]
+    assert old.generate(20_000, seed=4) == m.generate(20_000, seed=4)
+
+
 def test_version_1_models_still_load_and_generate(locality_model: Model, tmp_path: Path) -> None:
     data = json.loads(locality_model.to_json())
-    assert data["version"] == 2
+    assert data["version"] == 3
+    _as_version_2(data)
     _as_version_1(data)
     data["version"] = 1
     path = tmp_path / "v1.json"

@@ -130,6 +130,21 @@ class Model:
         return t
 
 
+def chain_edges(chain: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """Each state's out-edges (``to``, ``p``, ``count``, ``stats``) of a chain of ``Model.data``,
+    which lists only the states with edges, as sparse rows (``docs/model.md``)."""
+    edges: list[list[dict[str, Any]]] = [[] for _ in chain["states"]]
+    for row in chain["transitions"]:
+        counts = row.get("count") or [0] * len(row["to"])
+        p = row.get("p") or [c / sum(counts) for c in counts]
+        stats = row.get("stats") or {}
+        edges[row["from"]] = [
+            {"to": to, "p": p[i], "count": counts[i], "stats": stats.get(str(to))}
+            for i, to in enumerate(row["to"])
+        ]
+    return edges
+
+
 def train(
     trace: Trace,
     *,

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
+from iomimic.model import chain_edges
 from iomimic.report import human_bytes, table
 
 
@@ -30,7 +31,7 @@ def _stats(s: dict[str, Any] | None) -> str:
 
 def _count(chain: dict[str, Any]) -> tuple[int, int]:
     states = len(chain["states"])
-    edges = sum(len(r) for r in chain["transitions"])
+    edges = sum(len(r["to"]) for r in chain["transitions"])
     for s in chain["states"]:
         if s.get("children"):
             a, b = _count(s["children"])
@@ -78,8 +79,9 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
         st = table(f"{t['name']}: top-level states")
         for c in ("state", "volume", "range", "start share", "top transitions (p: stats)"):
             st.add_column(c)
+        rows = chain_edges(chain)
         for i, s in enumerate(chain["states"][:max_states]):
-            edges = sorted(chain["transitions"][i], key=lambda e: -e["p"])[:3]
+            edges = sorted(rows[i], key=lambda e: -e["p"])[:3]
             tr = "\n".join(f"→{e['to']} {e['p']:.2f}: {_stats(e.get('stats'))}" for e in edges) or "-"
             name = d["volumes"][s["volume"]]["name"]
             st.add_row(

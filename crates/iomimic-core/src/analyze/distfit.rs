@@ -131,16 +131,22 @@ pub fn fit(values: &[f64]) -> Option<Fit> {
 /// As [`fit`], with the KS distance taken on at most `ks_sample` values (model training fits
 /// thousands of edges and needs less resolution than a report).
 pub fn fit_with_sample(values: &[f64], ks_sample: usize) -> Option<Fit> {
-    let n = values.len();
+    fit_by(values.len(), |i| values[i], ks_sample)
+}
+
+/// As [`fit_with_sample`], on the `n` values `value(0..n)`: a caller holding its values in
+/// another form (gaps in integer ns) fits them without a copy as large as the trace.
+pub fn fit_by(n: usize, value: impl Fn(usize) -> f64, ks_sample: usize) -> Option<Fit> {
     if n < 2 {
         return None;
     }
+    let values = || (0..n).map(&value);
     let nf = n as f64;
-    let mean = values.iter().sum::<f64>() / nf;
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / nf;
-    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-    let log_mean = logs.iter().sum::<f64>() / nf;
-    let log_var = logs.iter().map(|l| (l - log_mean).powi(2)).sum::<f64>() / nf;
+    let mean = values().sum::<f64>() / nf;
+    let var = values().map(|v| (v - mean).powi(2)).sum::<f64>() / nf;
+    // logs taken twice rather than kept: the same values in the same order, no copy
+    let log_mean = values().map(f64::ln).sum::<f64>() / nf;
+    let log_var = values().map(|v| (v.ln() - log_mean).powi(2)).sum::<f64>() / nf;
 
     let mut dists = vec![
         Dist::Fixed(mean),
@@ -165,7 +171,7 @@ pub fn fit_with_sample(values: &[f64], ks_sample: usize) -> Option<Fit> {
     }
 
     let stride = n.div_ceil(ks_sample.max(2));
-    let mut sample: Vec<f64> = values.iter().step_by(stride).copied().collect();
+    let mut sample: Vec<f64> = (0..n).step_by(stride).map(&value).collect();
     sample.sort_by(f64::total_cmp);
     let mut candidates: Vec<Candidate> = dists
         .into_iter()

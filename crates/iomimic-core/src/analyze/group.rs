@@ -11,7 +11,7 @@ use super::mrc::Mrc;
 use super::sequentiality::{SeqCounts, Sequentiality};
 use super::stats::{self, Percentiles};
 use crate::latency::{self, LatencyUs, OpLatency};
-use crate::trace::LATENCY_UNKNOWN;
+use crate::trace::{TraceView, LATENCY_UNKNOWN};
 
 /// Most request sizes listed in a size distribution; the rest are summed in `other_fraction`.
 pub const SIZES_LISTED: usize = 32;
@@ -22,13 +22,9 @@ pub struct GroupAcc {
     pub bytes: [u64; 4],
     /// Request counts by size, for reads and writes.
     sizes: [FxHashMap<u32, u64>; 2],
-    last_ts: Option<u64>,
-    gaps: Vec<u64>,
     pub seq: SeqCounts,
     /// Requests per fluctuation window.
     pub windows: Vec<u32>,
-    /// Known latencies, by op code (read, write, trim, flush).
-    latency: [Vec<u64>; 4],
     /// Requests per spatial range: all, reads, writes.
     spatial: [Vec<u64>; 3],
 }
@@ -43,23 +39,18 @@ impl GroupAcc {
     }
 
     /// Counts one request (everything but sequentiality, which needs per-key state, and the
-    /// spatial range, which needs the volume's span).
+    /// spatial range, which needs the volume's span). Gaps and latencies are not kept here: a
+    /// copy per group would be bytes per request three times over; [`GroupAcc::finish`] takes
+    /// them from the columns, one group at a time.
     #[inline]
-    pub fn observe(&mut self, ts: u64, size: u32, op: u8, window: usize, latency: Option<u64>) {
+    pub fn observe(&mut self, size: u32, op: u8, window: usize) {
         let o = usize::from(op);
         self.ops[o] += 1;
         self.bytes[o] += u64::from(size);
         if o < 2 {
             *self.sizes[o].entry(size).or_default() += 1;
         }
-        if let Some(prev) = self.last_ts {
-            self.gaps.push(ts - prev);
-        }
-        self.last_ts = Some(ts);
         self.windows[window] += 1;
-        if let Some(l) = latency.filter(|&l| l != LATENCY_UNKNOWN) {
-            self.latency[o.min(3)].push(l);
-        }
     }
 
     #[inline]
@@ -70,13 +61,15 @@ impl GroupAcc {
         }
     }
 
-    /// Finishes the figures. `duration_ns` is the whole trace's span (rates of all groups are
-    /// over the same time, so they add up); `window_ns` is the fluctuation window.
+    /// Finishes the figures of the group whose requests are `members` of `t`. `duration_ns` is
+    /// the whole trace's span (rates of all groups are over the same time, so they add up);
+    /// `window_ns` is the fluctuation window.
     pub fn finish(
-        mut self,
+        self,
+        t: &TraceView<'_>,
+        members: Members<'_>,
         duration_ns: u64,
         window_ns: u64,
-        has_latency: bool,
         mrc: Option<Mrc>,
     ) -> Figures {
         let requests: u64 = self.ops.iter().sum();
@@ -104,7 +97,7 @@ impl GroupAcc {
             duration_s,
             iops: rate(requests as f64),
             mb_per_s: rate(data_bytes as f64 / 1e6),
-            interarrival: interarrival(&mut self.gaps),
+            interarrival: interarrival(&mut members.gaps(t.ts_ns)),
             size: Sizes {
                 all: size_of(&[reads, writes]),
                 read: size_of(&[reads]),
@@ -124,16 +117,52 @@ impl GroupAcc {
             by_op: BTreeMap::new(),
             mrc,
         };
-        if has_latency {
-            let mut all = self.latency.concat();
+        if let Some(l) = t.latency_ns {
+            let mut per_op = members.latencies(l, t.op);
+            let mut all = per_op.concat();
             figures.latency_cv = (!all.is_empty()).then(|| stats::mean_cv(all.iter().map(|&v| v as f64)).1);
             figures.latency_us = LatencyUs::from_ns(&mut all);
             // each operation apart, when the group has more than one with latencies
-            if self.latency.iter().filter(|l| !l.is_empty()).count() > 1 {
-                figures.by_op = latency::by_op(&mut self.latency);
+            if per_op.iter().filter(|l| !l.is_empty()).count() > 1 {
+                figures.by_op = latency::by_op(&mut per_op);
             }
         }
         figures
+    }
+}
+
+/// The requests of a group, in time order: every row of the trace, or a list of rows.
+#[derive(Clone, Copy)]
+pub enum Members<'a> {
+    All(usize),
+    Rows(&'a [u32]),
+}
+
+impl<'a> Members<'a> {
+    fn rows(self) -> impl Iterator<Item = usize> + Clone + 'a {
+        let (n, rows) = match self {
+            Members::All(n) => (n, &[][..]),
+            Members::Rows(r) => (r.len(), r),
+        };
+        (0..n).map(move |k| if rows.is_empty() { k } else { rows[k] as usize })
+    }
+
+    /// The gaps between consecutive requests.
+    fn gaps(self, ts: &[u64]) -> Vec<u64> {
+        let rows = self.rows();
+        rows.clone()
+            .zip(rows.skip(1))
+            .map(|(a, b)| ts[b] - ts[a])
+            .collect()
+    }
+
+    /// Known latencies by op code (read, write, trim, flush), in time order.
+    fn latencies(self, latency: &[u64], op: &[u8]) -> [Vec<u64>; 4] {
+        let mut out: [Vec<u64>; 4] = Default::default();
+        for i in self.rows().filter(|&i| latency[i] != LATENCY_UNKNOWN) {
+            out[usize::from(op[i]).min(3)].push(latency[i]);
+        }
+        out
     }
 }
 
@@ -188,8 +217,18 @@ fn interarrival(gaps: &mut [u64]) -> Interarrival {
     let (mean_ns, cv) = stats::mean_cv(gaps.iter().map(|&g| g as f64));
     let zeros = gaps.iter().filter(|&&g| g == 0).count();
     // Fits describe the positive gaps (a log or a gamma cannot take 0); zero_fraction says
-    // how many requests share their predecessor's instant.
-    let positive: Vec<f64> = gaps.iter().filter(|&&g| g > 0).map(|&g| g as f64 / 1e3).collect();
+    // how many requests share their predecessor's instant. The positive ones are moved to the
+    // front in time order (the fit samples by stride) rather than copied, then the zeros put
+    // back behind them: percentiles need the same values, not the same order.
+    let mut positive = 0;
+    for i in 0..gaps.len() {
+        if gaps[i] > 0 {
+            gaps[positive] = gaps[i];
+            positive += 1;
+        }
+    }
+    let fit = distfit::fit_by(positive, |i| gaps[i] as f64 / 1e3, distfit::KS_SAMPLE);
+    gaps[positive..].fill(0);
     Interarrival {
         count: gaps.len(),
         mean_us: mean_ns / 1e3,
@@ -200,7 +239,7 @@ fn interarrival(gaps: &mut [u64]) -> Interarrival {
             zeros as f64 / gaps.len() as f64
         },
         percentiles_us: stats::percentiles(gaps, 1e-3),
-        fit: distfit::fit(&positive),
+        fit,
     }
 }
 

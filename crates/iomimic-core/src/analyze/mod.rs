@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use group::GroupAcc;
 pub use group::{Figures, PEAK_SIGMAS};
+use group::{GroupAcc, Members};
 use mrc::Mrc;
 use sequentiality::KeyState;
 pub use threads::{Thread, Thresholds};
@@ -179,9 +179,10 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
     let n_windows = (span / window_ns + 1) as usize;
     let streams = StreamIds::of(t);
     check_counters(1 + t.volumes.len() + streams.several(), n_windows, ranges)?;
+    let rows = GroupRows::new(t, &streams);
     // the miss-ratio curves (stack distances) and the counters share nothing: both cores
     let (groups, curves) = std::thread::scope(|scope| {
-        let curves = scope.spawn(|| Curves::new(t, opts, &streams));
+        let curves = scope.spawn(|| Curves::new(t, opts));
         let mut groups = Groups::new(t.volumes.len(), streams.several(), n_windows, ranges);
         let max_end = groups.observe(t, &streams, start, window_ns);
         groups.observe_ranges(t, &streams, ranges, &max_end);
@@ -190,7 +191,7 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
             curves.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
         )
     });
-    let figures = groups.finish(&curves, &streams, span, window_ns);
+    let figures = groups.finish(&curves, &rows, &streams, span, window_ns);
     let (threads, thread_thresholds) = match opts.by {
         Some(GroupBy::Stream) => {
             let groups: Vec<(String, &Figures)> = figures
@@ -262,6 +263,78 @@ impl StreamIds {
     }
 }
 
+/// The rows of each volume (when there are several) and of each stream (when there are
+/// several), in time order: counted first, so each list is allocated once at its size. The
+/// figures that need a group's requests in order (gaps, latencies, miss-ratio curves) take
+/// them from these, one group at a time.
+struct GroupRows {
+    volumes: Grouped,
+    streams: Grouped,
+}
+
+/// Rows grouped by a key: group `g` is `rows[starts[g]..starts[g + 1]]`.
+struct Grouped {
+    rows: Vec<u32>,
+    starts: Vec<usize>,
+}
+
+impl Grouped {
+    fn new(groups: usize, keys: impl Iterator<Item = usize> + Clone) -> Self {
+        let mut starts = vec![0usize; groups + 1];
+        for k in keys.clone() {
+            starts[k + 1] += 1;
+        }
+        for g in 0..groups {
+            starts[g + 1] += starts[g];
+        }
+        let mut next = starts.clone();
+        let mut rows = vec![0u32; starts[groups]];
+        for (i, k) in keys.enumerate() {
+            rows[next[k]] = i as u32;
+            next[k] += 1;
+        }
+        Self { rows, starts }
+    }
+
+    fn none() -> Self {
+        Self {
+            rows: Vec::new(),
+            starts: vec![0],
+        }
+    }
+
+    fn of(&self, g: usize) -> &[u32] {
+        &self.rows[self.starts[g]..self.starts[g + 1]]
+    }
+}
+
+impl GroupRows {
+    fn new(t: &TraceView<'_>, streams: &StreamIds) -> Self {
+        let n = t.len();
+        Self {
+            volumes: if t.volumes.len() > 1 {
+                Grouped::new(t.volumes.len(), (0..n).map(|i| t.volume[i] as usize))
+            } else {
+                Grouped::none()
+            },
+            streams: if streams.len() > 1 {
+                Grouped::new(streams.len(), streams.of.iter().map(|&s| s as usize))
+            } else {
+                Grouped::none()
+            },
+        }
+    }
+
+    /// The requests of volume `v`.
+    fn volume(&self, t: &TraceView<'_>, v: usize) -> Members<'_> {
+        if t.volumes.len() > 1 {
+            Members::Rows(self.volumes.of(v))
+        } else {
+            Members::All(t.len())
+        }
+    }
+}
+
 /// What one characterization accumulates: the whole trace, each volume, and each stream when
 /// there are several (else `streams` is empty).
 struct Groups {
@@ -290,30 +363,26 @@ impl Groups {
         }
     }
 
-    /// Pass 1: everything but the spatial ranges.
+    /// Pass 1: everything but the spatial ranges and the streams' sequentiality.
     /// Returns each volume's largest end offset, which the ranges of pass 2 divide.
     fn observe(&mut self, t: &TraceView<'_>, stream_ids: &StreamIds, start: u64, window_ns: u64) -> Vec<u64> {
         let multi_stream = !self.streams.is_empty();
         let mut volume_keys: Vec<KeyState> = (0..t.volumes.len()).map(|_| KeyState::default()).collect();
-        let mut stream_keys: FxHashMap<(u32, u32), KeyState> = FxHashMap::default();
         let mut max_end = vec![0u64; t.volumes.len()];
         let (whole, volumes, streams) = (&mut self.whole, &mut self.volumes, &mut self.streams);
         for i in 0..t.len() {
             let (ts, offset, size, op, v) =
                 (t.ts_ns[i], t.offset[i], t.size[i], t.op[i], t.volume[i] as usize);
             let window = ((ts - start) / window_ns) as usize;
-            let latency = t.latency_ns.map(|l| l[i]);
-            whole.observe(ts, size, op, window, latency);
-            volumes[v].observe(ts, size, op, window, latency);
+            whole.observe(size, op, window);
+            volumes[v].observe(size, op, window);
             volumes[v]
                 .seq
                 .observe(&mut volume_keys[v], offset, u64::from(size));
             max_end[v] = max_end[v].max(offset + u64::from(size));
             if multi_stream {
                 let s = stream_ids.of[i] as usize;
-                streams[s].observe(ts, size, op, window, latency);
-                let key = stream_keys.entry((s as u32, v as u32)).or_default();
-                streams[s].seq.observe(key, offset, u64::from(size));
+                streams[s].observe(size, op, window);
             }
         }
         // The whole trace's sequentiality is that of its volumes together.
@@ -340,11 +409,20 @@ impl Groups {
     }
 
     /// The figures of every group over the trace's `span`, with the curves asked for.
-    fn finish(self, curves: &Curves<'_, '_>, ids: &StreamIds, span: u64, window_ns: u64) -> GroupFigures {
-        let has_latency = curves.t.latency_ns.is_some();
+    fn finish(
+        self,
+        curves: &Curves<'_, '_>,
+        rows: &GroupRows,
+        ids: &StreamIds,
+        span: u64,
+        window_ns: u64,
+    ) -> GroupFigures {
+        let t = curves.t;
         let multi_volume = self.volumes.len() > 1;
         let whole_mrc = curves.whole();
-        let trace = self.whole.finish(span, window_ns, has_latency, whole_mrc.clone());
+        let trace = self
+            .whole
+            .finish(t, Members::All(t.len()), span, window_ns, whole_mrc.clone());
         let window_series: Vec<Vec<u32>> = self.volumes.iter().map(|v| v.windows.clone()).collect();
         let volumes: Vec<Figures> = self
             .volumes
@@ -354,11 +432,11 @@ impl Groups {
                 let mrc = if !curves.per_group {
                     None
                 } else if multi_volume {
-                    Some(curves.of(&curves.volume_rows[v]))
+                    Some(curves.of(rows.volumes.of(v)))
                 } else {
                     whole_mrc.clone()
                 };
-                acc.finish(span, window_ns, has_latency, mrc)
+                acc.finish(t, rows.volume(t, v), span, window_ns, mrc)
             })
             .collect();
         let mut dense_to_stream = vec![0u32; ids.len()];
@@ -372,9 +450,17 @@ impl Groups {
             self.streams
                 .into_iter()
                 .enumerate()
-                .map(|(s, acc)| {
-                    let mrc = curves.per_group.then(|| curves.of(&curves.stream_rows[s]));
-                    (dense_to_stream[s], acc.finish(span, window_ns, has_latency, mrc))
+                .map(|(s, mut acc)| {
+                    let members = rows.streams.of(s);
+                    // a stream's sequentiality is taken here, one stream at a time: its keys'
+                    // detangling maps hold an entry per recent request, and all streams' at
+                    // once were the largest per-request cost of a many-stream trace
+                    acc.seq = sequentiality::of_rows(t, members);
+                    let mrc = curves.per_group.then(|| curves.of(members));
+                    (
+                        dense_to_stream[s],
+                        acc.finish(t, Members::Rows(members), span, window_ns, mrc),
+                    )
                 })
                 .collect()
         };
@@ -395,13 +481,10 @@ struct Curves<'v, 'a> {
     whole: Option<Mrc>,
     rate: f64,
     per_group: bool,
-    /// Each volume's rows (when there are several) and each stream's (when there are several).
-    volume_rows: Vec<Vec<u32>>,
-    stream_rows: Vec<Vec<u32>>,
 }
 
 impl<'v, 'a> Curves<'v, 'a> {
-    fn new(t: &'v TraceView<'a>, opts: &Options, streams: &StreamIds) -> Self {
+    fn new(t: &'v TraceView<'a>, opts: &Options) -> Self {
         let n = t.len();
         let rate = opts.mrc_sampling.unwrap_or_else(|| {
             let accesses = if opts.mrc == MrcScope::None {
@@ -415,31 +498,11 @@ impl<'v, 'a> Curves<'v, 'a> {
                 1.0
             }
         });
-        let per_group = opts.mrc == MrcScope::All;
-        let rows_by = |group_of: &dyn Fn(usize) -> usize, groups: usize| -> Vec<Vec<u32>> {
-            let mut rows = vec![Vec::new(); groups];
-            for i in 0..n {
-                rows[group_of(i)].push(i as u32);
-            }
-            rows
-        };
-        let volume_rows = if per_group && t.volumes.len() > 1 {
-            rows_by(&|i| t.volume[i] as usize, t.volumes.len())
-        } else {
-            Vec::new()
-        };
-        let stream_rows = if per_group && streams.len() > 1 {
-            rows_by(&|i| streams.of[i] as usize, streams.len())
-        } else {
-            Vec::new()
-        };
         Self {
             t,
             whole: (opts.mrc != MrcScope::None).then(|| mrc::miss_ratio_curve(t, 0..n, rate)),
             rate,
-            per_group,
-            volume_rows,
-            stream_rows,
+            per_group: opts.mrc == MrcScope::All,
         }
     }
 

@@ -27,6 +27,7 @@
 //! Keeton, Alvarez, Riedel, Uysal: "Characterizing I/O-intensive Workload Sequentiality on
 //! Modern Disk Arrays" (CAECW 2001).
 
+use crate::trace::TraceView;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -79,6 +80,21 @@ impl Default for SeqCounts {
             interference_sum: 0,
         }
     }
+}
+
+/// The counts of requests `rows` of `t` (in time order), a key per volume.
+pub fn of_rows(t: &TraceView<'_>, rows: &[u32]) -> SeqCounts {
+    let mut keys: FxHashMap<u32, KeyState> = FxHashMap::default();
+    let mut counts = SeqCounts::default();
+    for &r in rows {
+        let i = r as usize;
+        counts.observe(
+            keys.entry(t.volume[i]).or_default(),
+            t.offset[i],
+            u64::from(t.size[i]),
+        );
+    }
+    counts
 }
 
 fn jump_bucket(distance: i128) -> usize {

@@ -49,8 +49,9 @@ impl Model {
             return Err(invalid(
                 "version",
                 format!(
-                    "this iomimic reads versions {} and {}, found {}",
-                    READS[0], READS[1], self.version
+                    "this iomimic reads versions {}, found {}",
+                    READS.map(|v| v.to_string()).join(", "),
+                    self.version
                 ),
             ));
         }
@@ -159,6 +160,14 @@ impl Model {
                     &format!("{path}.transitions[{s}][].p"),
                     &edges.iter().map(|e| e.p).collect::<Vec<_>>(),
                 )?;
+            }
+            let mut targets: Vec<u32> = edges.iter().map(|e| e.to).collect();
+            targets.sort_unstable();
+            if let Some(to) = targets.windows(2).find_map(|w| (w[0] == w[1]).then_some(w[0])) {
+                return Err(invalid(
+                    &format!("{path}.transitions[{s}]"),
+                    format!("two edges to state {to}"),
+                ));
             }
             for (e, edge) in edges.iter().enumerate() {
                 let ep = format!("{path}.transitions[{s}][{e}]");

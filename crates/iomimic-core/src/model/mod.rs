@@ -21,6 +21,7 @@ mod check;
 mod generate;
 mod mix;
 pub mod preset;
+mod rows;
 mod sample;
 mod train;
 mod used;
@@ -37,10 +38,12 @@ use crate::error::{Error, Result};
 
 pub const FORMAT: &str = "iomimic-model";
 /// The schema this build writes. Version 1 files (before the arrival process, per-op stats,
-/// per-volume stats, fine placement and request-keyed reuse) load and generate as they did.
-pub const VERSION: u32 = 2;
+/// per-volume stats, fine placement and request-keyed reuse) load and generate as they did;
+/// version 2 files differ from version 3 only in writing every state's edges as objects
+/// (version 3 writes sparse rows, [`rows`]).
+pub const VERSION: u32 = 3;
 /// The schema versions this build reads.
-pub const READS: [u32; 2] = [1, 2];
+pub const READS: [u32; 3] = [1, 2, 3];
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -124,13 +127,14 @@ pub struct Streams {
     pub near_gap: Sizes,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+/// Written and read by [`rows`]: a file lists only the states with edges.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(try_from = "rows::ChainFile")]
 pub struct Chain {
     pub states: Vec<State>,
     /// Where requests start (top level) or enter this chain from outside it (lower levels).
     pub initial: Vec<f64>,
-    /// Out-edges of each state.
+    /// Out-edges of each state: only those seen (a state without any has an empty row).
     pub transitions: Vec<Vec<Edge>>,
 }
 
@@ -141,7 +145,7 @@ pub struct State {
     /// Byte range `[start, end)`.
     pub start: u64,
     pub end: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<Box<Chain>>,
     /// A leaf's fresh placements counted over equal sub-ranges: new requests land by these
     /// counts rather than uniformly, so where they fall holds below the leaf's width.
@@ -157,8 +161,9 @@ pub struct Edge {
     /// Requests seen on this edge in training.
     #[serde(default)]
     pub count: u64,
+    /// Boxed: most edges have none, and an edge is then a few words, not a whole [`Stats`].
     #[serde(default)]
-    pub stats: Option<Stats>,
+    pub stats: Option<Box<Stats>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -269,7 +269,7 @@ fn thread(spec: &ThreadSpec, stream: u32, weight: f64, volume: u32, span: u64, g
                 to: j as u32,
                 p: occupancy[j],
                 count: 0,
-                stats: Some(stats(r)),
+                stats: Some(Box::new(stats(r))),
             }
         })
         .collect();

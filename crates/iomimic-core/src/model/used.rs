@@ -8,14 +8,39 @@
 //! after it cost one memory miss rather than one per block. Generation is bound by these
 //! misses, so the generator asks for a candidate's line early ([`Used::preload`]) and the
 //! buffer asks the kernel for huge pages.
+//!
+//! Requests of more than [`LARGE_BLOCKS`] blocks are not marked block by block (a 4 GiB request
+//! is a million blocks: milliseconds a request): they are kept as exact extents, and a large
+//! candidate asks coarse marks that small requests leave (a few groups of at most 256 MiB)
+//! instead of each of its blocks. Work per request is then bounded whatever its size. The limit
+//! is high (16 MiB) so that what nearly every trace's model generates does not change: a thread
+//! none of whose requests covers more blocks keeps no coarse marks and behaves exactly as
+//! before.
+
+use std::collections::BTreeMap;
 
 use crate::random::splitmix;
 
 /// Blocks are 4 KiB, the unit the miss-ratio curve counts.
 const BLOCK: u64 = 4096;
+/// Requests covering more blocks than this (16 MiB) are kept as extents, not in the filter.
+pub const LARGE_BLOCKS: u64 = 4096;
+/// Coarse group sizes, log2 blocks (16 MiB, 256 MiB): a large candidate asks the finest level
+/// where it spans at most [`COARSE_SPAN`] groups. Sizes are below 4 GiB (2^20 blocks), so the
+/// last level always does; a small request marks at most two groups at each.
+const COARSE_LEVELS: [u32; 2] = [12, 16];
+const COARSE_SPAN: u64 = 16;
 
 pub struct Used {
     bits: Vec<u64>,
+    /// Large requests: (volume, first block) → end block, disjoint and merged.
+    large: BTreeMap<(u32, u64), u64>,
+    /// When the thread can make large requests: one bit per coarse group (hashed) that a small
+    /// request touched.
+    coarse: Option<Vec<u64>>,
+    /// Filter words and coarse groups looked at or set: the work requests cost.
+    #[cfg(test)]
+    pub probes: std::cell::Cell<u64>,
 }
 
 /// Where one 64 KiB group's bits live: its line's first word and the hash that places bits.
@@ -27,12 +52,38 @@ struct Line {
 
 impl Used {
     /// A filter for about `blocks` used blocks: 8 to 16 bits each (a few per cent of false
-    /// positives when full), at most 128 MiB.
-    pub fn new(blocks: u64) -> Self {
+    /// positives when full), at most 128 MiB; with coarse marks when requests of more than
+    /// [`LARGE_BLOCKS`] blocks (`largest` bytes) may come.
+    pub fn new(blocks: u64, largest: u32) -> Self {
         let words = (blocks.clamp(1 << 13, 1 << 27) / 8).next_power_of_two() as usize;
         let bits = vec![0; words];
         advise_huge_pages(&bits);
-        Self { bits }
+        // a request of `largest` bytes, unaligned, covers one block more than it fills
+        let coarse =
+            (u64::from(largest).div_ceil(BLOCK) + 1 > LARGE_BLOCKS).then(|| vec![0; (words / 8).max(1024)]);
+        Self {
+            bits,
+            large: BTreeMap::new(),
+            coarse,
+            #[cfg(test)]
+            probes: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The first and last block of a request.
+    #[inline]
+    fn span(offset: u64, size: u32) -> (u64, u64) {
+        (offset / BLOCK, (offset + u64::from(size).max(1) - 1) / BLOCK)
+    }
+
+    /// Counts `n` probes (in tests only).
+    #[inline]
+    #[cfg_attr(not(test), allow(clippy::unused_self))]
+    fn count(&self, n: u64) {
+        #[cfg(test)]
+        self.probes.set(self.probes.get() + n);
+        #[cfg(not(test))]
+        let _ = n;
     }
 
     /// The line of `group` in a filter of `words` words.
@@ -86,14 +137,95 @@ impl Used {
 
     /// Whether any block of the request may have been used (false: surely none was).
     pub fn any_used(&self, volume: u32, offset: u64, size: u32) -> bool {
-        Self::blocks(self.bits.len(), volume, offset, size).any(|(word, bits)| self.bits[word] & bits == bits)
+        let (first, last) = Self::span(offset, size);
+        let filtered = if last - first < LARGE_BLOCKS {
+            self.count(last - first + 1);
+            Self::blocks(self.bits.len(), volume, offset, size)
+                .any(|(word, bits)| self.bits[word] & bits == bits)
+        } else {
+            self.coarse_used(volume, first, last)
+        };
+        filtered || self.overlaps_large(volume, first, last)
     }
 
     pub fn insert_request(&mut self, volume: u32, offset: u64, size: u32) {
+        let (first, last) = Self::span(offset, size);
+        if last - first >= LARGE_BLOCKS {
+            self.insert_large(volume, first, last + 1);
+            return;
+        }
+        self.count(last - first + 1);
         for (word, bits) in Self::blocks(self.bits.len(), volume, offset, size) {
             self.bits[word] |= bits;
         }
+        if let Some(coarse) = &mut self.coarse {
+            for level in COARSE_LEVELS {
+                for group in first >> level..=last >> level {
+                    let (word, bit) = coarse_bit(coarse.len(), volume, level, group);
+                    coarse[word] |= bit;
+                }
+            }
+            self.count(2 * COARSE_LEVELS.len() as u64);
+        }
     }
+
+    /// Whether a small request may have touched blocks `[first, last]`: the coarse groups
+    /// holding them, at the finest level where they are few.
+    fn coarse_used(&self, volume: u32, first: u64, last: u64) -> bool {
+        let Some(coarse) = &self.coarse else {
+            return false;
+        };
+        let level = COARSE_LEVELS
+            .into_iter()
+            .find(|&l| (last >> l) - (first >> l) < COARSE_SPAN)
+            .unwrap_or(COARSE_LEVELS[COARSE_LEVELS.len() - 1]);
+        self.count((last >> level) - (first >> level) + 1);
+        (first >> level..=last >> level).any(|group| {
+            let (word, bit) = coarse_bit(coarse.len(), volume, level, group);
+            coarse[word] & bit != 0
+        })
+    }
+
+    /// Whether a large request used any of blocks `[first, last]`.
+    fn overlaps_large(&self, volume: u32, first: u64, last: u64) -> bool {
+        if self.large.is_empty() {
+            return false;
+        }
+        self.count(1);
+        // the last extent starting at or before `last` is the only one that can reach `first`
+        self.large
+            .range(..=(volume, last))
+            .next_back()
+            .is_some_and(|(&(v, _), &end)| v == volume && end > first)
+    }
+
+    /// Adds blocks `[first, end)`, merged with the extents it overlaps or touches.
+    fn insert_large(&mut self, volume: u32, mut first: u64, mut end: u64) {
+        self.count(1);
+        if let Some((&(v, start), &e)) = self.large.range(..=(volume, first)).next_back() {
+            if v == volume && e >= first {
+                self.large.remove(&(v, start));
+                first = start;
+                end = end.max(e);
+            }
+        }
+        // each extent is removed once after its insertion: merging is amortised O(log n)
+        while let Some((&(v, start), &e)) = self.large.range((volume, first)..).next() {
+            if v != volume || start > end {
+                break;
+            }
+            self.large.remove(&(v, start));
+            end = end.max(e);
+        }
+        self.large.insert((volume, first), end);
+    }
+}
+
+/// The word and bit of a coarse group in a bitmap of `words` words.
+#[inline]
+fn coarse_bit(words: usize, volume: u32, level: u32, group: u64) -> (usize, u64) {
+    let h = splitmix(group ^ (u64::from(volume) << 40) ^ (u64::from(level) << 58));
+    ((h >> 6) as usize & (words - 1), 1 << (h & 63))
 }
 
 /// Asks the kernel to back a large buffer with huge pages (where it is set to on request), so
@@ -118,7 +250,7 @@ mod tests {
 
     #[test]
     fn inserted_requests_are_found_and_neighbours_mostly_not() {
-        let mut u = Used::new(30_000);
+        let mut u = Used::new(30_000, 65536);
         for i in 0..1000u64 {
             u.insert_request(1, i * 1_000_000, 8192 + (i as u32 % 5) * 4096);
         }

@@ -12,10 +12,13 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use rustc_hash::FxHashMap;
+
 use super::controller::{BlockCache, Streams};
 use super::device::{Device, Io};
 use super::figures::{self, Member, SimFigures, Tally};
 use super::raid::{DevIo, Layout};
+use super::window::Window;
 use super::{Config, Controller, Faults, Scheduler};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
@@ -61,9 +64,9 @@ pub struct SimResult {
 /// The errno of a request that failed on a bad sector.
 pub const EIO: u8 = 5;
 
-#[derive(Default)]
+/// A request in flight: kept from its start until its last device I/O completes (its arrival
+/// and status live in the run's per-request columns, so nothing per request outlives it).
 struct Req {
-    arrival: f64,
     phases: Vec<Vec<DevIo>>,
     phase: usize,
     outstanding: usize,
@@ -71,8 +74,6 @@ struct Req {
     background: bool,
     /// array range to cache once the device reads complete (request plus prefetch)
     fill: Option<(u64, u64)>,
-    /// one of its device I/Os hit a failed sector
-    failed: bool,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -122,11 +123,14 @@ struct Run<'t, 'v> {
     /// when the controller finishes the commands and data it has taken
     controller_free: f64,
     slots: Vec<Slot>,
-    /// trace requests first, then background prefetches
-    reqs: Vec<Req>,
-    /// every device I/O: (request, I/O), and when it was submitted
-    ios: Vec<(usize, DevIo)>,
-    submitted: Vec<f64>,
+    /// requests in flight, by id: trace requests by row, then background prefetches
+    reqs: FxHashMap<usize, Req>,
+    /// the id the next prefetch gets
+    next_prefetch: usize,
+    /// when each trace request arrived
+    arrival: Vec<f64>,
+    /// device I/Os in flight by id: (request, I/O, when it was submitted)
+    ios: Window<(usize, DevIo, f64)>,
     /// device I/Os submitted and not yet completed
     inflight: usize,
     /// the next trace arrival (open loop), for a woken device's horizon
@@ -188,9 +192,10 @@ impl<'t, 'v> Run<'t, 'v> {
                     wake: None,
                 })
                 .collect(),
-            reqs: (0..n).map(|_| Req::default()).collect(),
-            ios: Vec::new(),
-            submitted: Vec::new(),
+            reqs: FxHashMap::default(),
+            next_prefetch: n,
+            arrival: vec![0.0; n],
+            ios: Window::default(),
             inflight: 0,
             next_arrival: f64::INFINITY,
             woken: Vec::new(),
@@ -258,13 +263,13 @@ impl<'t, 'v> Run<'t, 'v> {
 
     /// Device I/O `id` as its device sees it.
     fn io(&self, id: usize) -> (usize, Io) {
-        let (r, d) = self.ios[id];
+        let (r, d, _) = self.ios[id];
         let io = Io {
             id,
             offset: d.offset,
             size: d.size,
             write: d.write,
-            background: self.reqs[r].background,
+            background: self.reqs[&r].background,
         };
         (d.device, io)
     }
@@ -272,7 +277,7 @@ impl<'t, 'v> Run<'t, 'v> {
     /// Gives device I/O `id` to its device now; it starts or waits in the device's queue.
     fn submit(&mut self, id: usize, now: f64) {
         let (device, io) = self.io(id);
-        self.submitted[id] = now;
+        self.ios[id].2 = now;
         if let Some(served) = self.slots[device].device.submit(io, now) {
             self.started(device, &io, now, served);
         }
@@ -312,7 +317,7 @@ impl<'t, 'v> Run<'t, 'v> {
         self.slots[device].device.wake(at, horizon, &mut done);
         for (id, t) in done.drain(..) {
             let (_, io) = self.io(id);
-            self.started(device, &io, self.submitted[id], t);
+            self.started(device, &io, self.ios[id].2, t);
         }
         self.woken = done;
         self.rewake(device);
@@ -322,9 +327,9 @@ impl<'t, 'v> Run<'t, 'v> {
     /// faults and the bus, and the completion is scheduled.
     fn started(&mut self, device: usize, io: &Io, now: f64, served: f64) {
         let (delay, failed) = self.fault(device, io);
-        if failed {
-            let r = self.ios[io.id].0;
-            self.reqs[r].failed = true;
+        let r = self.ios[io.id].0;
+        if failed && r < self.status.len() {
+            self.status[r] = EIO;
         }
         let done = self.on_bus(served + delay, io.size);
         self.slots[device].busy_ns += done - now;
@@ -334,18 +339,18 @@ impl<'t, 'v> Run<'t, 'v> {
 
     /// Starts a phase of request `r`: its device I/Os all at once.
     fn launch(&mut self, r: usize, now: f64) {
-        let p = self.reqs[r].phase;
-        let count = self.reqs[r].phases[p].len();
-        self.reqs[r].outstanding = count;
+        let req = self.reqs.get_mut(&r).expect("a launched request is in flight");
+        let p = req.phase;
+        let count = req.phases[p].len();
+        req.outstanding = count;
         for k in 0..count {
             // by index: the phase stays in the request (no copy of the list per phase)
-            let io = self.reqs[r].phases[p][k];
-            self.ios.push((r, io));
-            self.submitted.push(now);
+            let io = self.reqs[&r].phases[p][k];
+            let id = self.ios.push((r, io, now));
             self.inflight += 1;
             self.device_ios += 1;
             self.slots[io.device].ios += 1;
-            self.submit(self.ios.len() - 1, now);
+            self.submit(id, now);
         }
     }
 
@@ -360,15 +365,19 @@ impl<'t, 'v> Run<'t, 'v> {
         background: bool,
         fill: Option<(u64, u64)>,
     ) {
-        self.reqs[r] = Req {
-            arrival: now,
-            phases,
-            phase: 0,
-            outstanding: 0,
-            background,
-            fill,
-            failed: false,
-        };
+        if let Some(a) = self.arrival.get_mut(r) {
+            *a = now;
+        }
+        self.reqs.insert(
+            r,
+            Req {
+                phases,
+                phase: 0,
+                outstanding: 0,
+                background,
+                fill,
+            },
+        );
         if start <= now {
             self.launch(r, now);
         } else {
@@ -402,7 +411,7 @@ impl<'t, 'v> Run<'t, 'v> {
         if let (Some(c), Some(cache)) = (self.controller, self.cache.as_mut()) {
             if !write && cache.hit(offset, size) {
                 self.cache_hits += 1;
-                self.reqs[i].arrival = now;
+                self.arrival[i] = now;
                 // the controller moves a hit's data out of its cache itself, one at a time
                 let done = ready.max(self.controller_free) + c.hit_us * 1e3;
                 self.controller_free = done;
@@ -418,7 +427,7 @@ impl<'t, 'v> Run<'t, 'v> {
             {
                 // its data is on its way from the disks: served as a hit once it is in
                 p.3.push(i);
-                self.reqs[i].arrival = now;
+                self.arrival[i] = now;
                 self.keep_ahead(end, now, ready);
                 return;
             }
@@ -453,8 +462,8 @@ impl<'t, 'v> Run<'t, 'v> {
     fn prefetch(&mut self, from: u64, ahead: u64, now: f64, ready: f64) {
         let length = u32::try_from(ahead).unwrap_or(u32::MAX);
         let phases = self.layout.map(from, length, false, &mut self.turn);
-        self.reqs.push(Req::default());
-        let r = self.reqs.len() - 1;
+        let r = self.next_prefetch;
+        self.next_prefetch += 1;
         self.prefetching.push((from, from + ahead, r, Vec::new()));
         self.request(r, now, ready, phases, true, Some((from, ahead)));
     }
@@ -508,12 +517,13 @@ impl<'t, 'v> Run<'t, 'v> {
         let (_, io) = self.io(id);
         self.inflight -= 1;
         if let Some((next, served)) = self.slots[device].device.complete(&io, now) {
-            self.submitted[next.id] = now;
+            self.ios[next.id].2 = now;
             self.started(device, &next, now, served);
         }
         self.rewake(device);
         let r = self.ios[id].0;
-        let req = &mut self.reqs[r];
+        self.ios.retire(id);
+        let req = self.reqs.get_mut(&r).expect("a request with I/Os is in flight");
         req.outstanding -= 1;
         if req.outstanding > 0 {
             return None;
@@ -523,9 +533,9 @@ impl<'t, 'v> Run<'t, 'v> {
             self.launch(r, now);
             return None;
         }
-        req.phases = Vec::new();
+        let req = self.reqs.remove(&r).expect("in flight");
         let background = req.background;
-        if let Some(range) = req.fill.take() {
+        if let Some(range) = req.fill {
             self.fills.push(range);
             if background {
                 self.prefetched(r, now);
@@ -583,10 +593,7 @@ impl<'t, 'v> Run<'t, 'v> {
                     now = time as f64;
                     last_done = last_done.max(now);
                     let Some(r) = finished else { continue };
-                    self.latency_ns[r] = (now - self.reqs[r].arrival).max(0.0) as u64;
-                    if self.reqs[r].failed {
-                        self.status[r] = EIO;
-                    }
+                    self.latency_ns[r] = (now - self.arrival[r]).max(0.0) as u64;
                     done_count += 1;
                     if done_count.is_multiple_of(PROGRESS_UNIT) {
                         progress.advance(PROGRESS_UNIT as u64);
@@ -626,6 +633,8 @@ pub fn simulate_watched(
     }
     let mut run = Run::new(t, config, opts.scheduler.unwrap_or(config.scheduler));
     let span = run.replay(opts.iodepth, opts.intensity, progress)?;
+    // only the per-request results are needed from here on
+    run.arrival = Vec::new();
     let members = run
         .slots
         .iter_mut()

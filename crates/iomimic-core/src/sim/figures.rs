@@ -98,6 +98,8 @@ pub(super) struct Member {
 pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>) -> SimFigures {
     let (n, span) = (run.latency_ns.len(), run.span);
     let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
+    // a copy to take percentiles from, freed before the per-op copies are made
+    let latency_us = LatencyUs::from_ns(&mut run.latency_ns.to_vec());
     let mut energy = None;
     let mut counters = Counters::new();
     let mut gauges = Gauges::new();
@@ -141,7 +143,7 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
         } else {
             0.0
         },
-        latency_us: LatencyUs::from_ns(&mut run.latency_ns.to_vec()),
+        latency_us,
         mean_service_us: if run.device_ios == 0 {
             0.0
         } else {
@@ -161,7 +163,12 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
 
 /// Each operation's latency apart.
 fn by_op(t: &TraceView<'_>, latency_ns: &[u64]) -> BTreeMap<&'static str, OpLatency> {
-    let mut per_op: [Vec<u64>; 4] = Default::default();
+    // sized first: pushed into, each list could take up to twice its length
+    let mut counts = [0usize; 4];
+    for &op in t.op {
+        counts[usize::from(op).min(3)] += 1;
+    }
+    let mut per_op: [Vec<u64>; 4] = counts.map(Vec::with_capacity);
     for (&l, &op) in latency_ns.iter().zip(t.op) {
         per_op[usize::from(op).min(3)].push(l);
     }

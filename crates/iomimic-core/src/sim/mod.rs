@@ -25,6 +25,7 @@ mod raid;
 mod ssd;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use serde::{Deserialize, Serialize};
 

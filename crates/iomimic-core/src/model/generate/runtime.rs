@@ -90,7 +90,7 @@ impl ChainRt {
                 .map(|row| Row {
                     pick: Alias::new(&row.iter().map(|e| e.p).collect::<Vec<_>>()),
                     to: row.iter().map(|e| e.to as usize).collect(),
-                    ready: row.iter().map(|e| e.stats.as_ref().map(Ready::new)).collect(),
+                    ready: row.iter().map(|e| e.stats.as_deref().map(Ready::new)).collect(),
                 })
                 .collect(),
             children: c

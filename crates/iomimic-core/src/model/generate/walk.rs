@@ -7,7 +7,7 @@ use super::super::sample::{pick, Prng};
 use super::super::used::Used;
 use super::reuse::ReuseState;
 use super::runtime::{ChainRt, Ready, ThreadRt};
-use crate::model::{Model, Sizes, Thread};
+use crate::model::{Chain, Model, Sizes, Stats, Thread};
 
 /// Tries at placing a new request on an unused offset before accepting a used one.
 const NEW_OFFSET_TRIES: usize = 8;
@@ -117,6 +117,33 @@ fn mean_blocks(sizes: &Sizes) -> u64 {
     (mean.ceil() as u64).max(1)
 }
 
+/// The largest request size any of the thread's stats can draw (a re-use repeats one of them).
+fn largest_size(thread: &Thread) -> u32 {
+    fn of_stats(s: &Stats) -> u32 {
+        let sizes = std::iter::once(&s.sizes).chain(s.by_op.iter().map(|o| &o.sizes));
+        sizes.flat_map(|z| z.bytes.iter().copied()).max().unwrap_or(0)
+    }
+    fn of_chain(c: &Chain) -> u32 {
+        let edges = c
+            .transitions
+            .iter()
+            .flatten()
+            .filter_map(|e| e.stats.as_deref())
+            .map(of_stats);
+        let children = c
+            .states
+            .iter()
+            .filter_map(|s| s.children.as_deref())
+            .map(of_chain);
+        edges.chain(children).max().unwrap_or(0)
+    }
+    let volumes = thread.volumes.iter().map(|v| of_stats(&v.stats));
+    volumes
+        .chain([of_stats(&thread.defaults), of_chain(&thread.chain)])
+        .max()
+        .unwrap_or(0)
+}
+
 /// The end `depth` requests back on a volume, if there is one.
 #[inline]
 fn head(ends: &VecDeque<u64>, depth: usize) -> Option<u64> {
@@ -154,7 +181,7 @@ impl ThreadState {
     /// state drawn by entry probabilities.
     fn new(rt: &ThreadRt, model: &Model, thread: &Thread, seed: u64, count: u64) -> Self {
         let mut st = ThreadState {
-            used: Used::new(count * mean_blocks(&thread.defaults.sizes)),
+            used: Used::new(count * mean_blocks(&thread.defaults.sizes), largest_size(thread)),
             rng: Prng::new(seed),
             path: Vec::new(),
             ends: vec![VecDeque::new(); model.volumes.len()],
@@ -409,5 +436,67 @@ impl ThreadState {
             op,
             volume,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Preset;
+
+    /// Every size distribution of `chain` (its edges' and its children's) set to `bytes`.
+    fn resize_chain(c: &mut Chain, bytes: u32) {
+        for e in c.transitions.iter_mut().flatten() {
+            if let Some(s) = &mut e.stats {
+                resize(s, bytes);
+            }
+        }
+        for s in &mut c.states {
+            if let Some(child) = &mut s.children {
+                resize_chain(child, bytes);
+            }
+        }
+    }
+
+    fn resize(s: &mut Stats, bytes: u32) {
+        let one = Sizes {
+            bytes: vec![bytes],
+            p: vec![1.0],
+        };
+        s.sizes = one.clone();
+        for o in &mut s.by_op {
+            o.sizes = one.clone();
+        }
+    }
+
+    #[test]
+    fn work_per_request_does_not_grow_with_its_size() {
+        // 4 GiB less a block: the largest size a model holds
+        let huge = u32::MAX / 4096 * 4096;
+        let mut model = Preset::builtin("tpch").unwrap().build().unwrap();
+        for v in &mut model.volumes {
+            v.span_bytes = 1 << 50;
+        }
+        for t in &mut model.threads {
+            resize(&mut t.defaults, huge);
+            resize_chain(&mut t.chain, huge);
+        }
+        let thread = &model.threads[0];
+        assert_eq!(largest_size(thread), huge);
+        let count = 1000;
+        let rt = ThreadRt::new(&model, thread, true);
+        let mut st = ThreadState::new(&rt, &model, thread, 7, count);
+        while st.left > 0 {
+            st.next(&rt);
+        }
+        assert!(st.out.iter().all(|r| r.size == huge));
+        // block by block this was over a million probes a request; now: up to 8 tries of at
+        // most 17 coarse groups and an extent lookup each, and one extent insertion
+        let probes = st.used.probes.get();
+        let bound = count * (NEW_OFFSET_TRIES as u64 * (17 + 1) + 1);
+        assert!(
+            probes <= bound,
+            "{probes} probes for {count} requests (at most {bound})"
+        );
     }
 }

@@ -272,7 +272,7 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
                     to,
                     p: count as f64 / total as f64,
                     count,
-                    stats,
+                    stats: stats.map(Box::new),
                 })
                 .collect()
         })
