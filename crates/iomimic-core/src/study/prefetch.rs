@@ -89,6 +89,8 @@ pub struct Point {
     pub prefetch_kib: u64,
     pub mean_service_us: f64,
     pub cache_hit_ratio: f64,
+    /// Share of what prefetch read that no request read (evicted first, or never asked for).
+    pub prefetch_unused: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -146,9 +148,10 @@ fn with_prefetch(base: &Config, kib: u64) -> Result<Config> {
     Ok(c)
 }
 
-/// Mean latency (µs) and the controller's hit ratio of `t` on `device`; open loop at the
-/// workload's times (`depth` None), so prefetch reads behind demand as it would at that rate.
-fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(f64, f64)> {
+/// Mean latency (µs), the controller's hit ratio and the share of prefetched data left unread
+/// of `t` on `device`; open loop at the workload's times (`depth` None), so prefetch reads
+/// compete with demand reads at the disks as they would at that rate.
+fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(f64, f64, f64)> {
     let opts = SimOptions {
         iodepth: depth,
         ..SimOptions::default()
@@ -156,7 +159,13 @@ fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(
     let r = sim::simulate(t, device, &opts)?;
     let n = r.latency_ns.len().max(1) as f64;
     let mean = r.latency_ns.iter().map(|&l| l as f64).sum::<f64>() / n / 1000.0;
-    Ok((mean, r.figures.cache_hits as f64 / n))
+    let read_ahead = r.figures.counter("prefetched_kib");
+    let unused = if read_ahead == 0 {
+        0.0
+    } else {
+        r.figures.counter("prefetch_unused_kib") as f64 / read_ahead as f64
+    };
+    Ok((mean, r.figures.cache_hits as f64 / n, unused))
 }
 
 fn reads(offsets: &[u64], gap_ns: u64) -> Trace {
@@ -222,13 +231,14 @@ pub fn run(workload: &TraceView<'_>, o: &Options) -> Result<Report> {
     let mut points = Vec::new();
     let mut add = |run: u64, x: u64, t: &Trace| -> Result<()> {
         for &kib in &o.prefetch_kib {
-            let (mean, hits) = service(&t.view(), &with_prefetch(&base, kib)?, None)?;
+            let (mean, hits, unused) = service(&t.view(), &with_prefetch(&base, kib)?, None)?;
             points.push(Point {
                 run_count: run,
                 x,
                 prefetch_kib: kib,
                 mean_service_us: mean,
                 cache_hit_ratio: hits,
+                prefetch_unused: unused,
             });
         }
         Ok(())
@@ -283,12 +293,12 @@ fn on_trace(t: &TraceView<'_>, o: &Options, base: &Config) -> Result<Report> {
             .and_then(|end| off.checked_sub(end));
         starts.push((t.op[i] == Op::Read as u8, past));
     }
-    let (off_mean, _) = service(t, &with_prefetch(base, 0)?, None)?;
+    let (off_mean, _, _) = service(t, &with_prefetch(base, 0)?, None)?;
     let hit_us = base.controller.as_ref().map_or(0.0, |c| c.hit_us);
     let reads = starts.iter().filter(|s| s.0).count().max(1) as f64;
     let mut runs = Vec::new();
     for &kib in &o.prefetch_kib {
-        let (mean, hits) = service(t, &with_prefetch(base, kib)?, None)?;
+        let (mean, hits, _) = service(t, &with_prefetch(base, kib)?, None)?;
         let served = starts
             .iter()
             .filter(|s| s.0 && s.1.is_some_and(|d| d < kib * KIB))
