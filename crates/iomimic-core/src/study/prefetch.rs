@@ -393,7 +393,8 @@ mod tests {
         for &n in &default_streams() {
             assert!(point(&r, 4, n, 64).prefetch_unused > 0.75, "{n} streams");
             assert!(point(&r, 256, n, 64).prefetch_unused < 0.55, "{n} streams");
-            assert_eq!(point(&r, 4, n, 0).prefetch_unused, 0.0);
+            // no minimum: runs of four are never detected as streams, nothing is read ahead
+            assert!(point(&r, 4, n, 0).prefetch_unused <= 0.0);
         }
         // Keeton et al. saw prefetch hurt many streams of short runs. Not here, though prefetch
         // reads queue with demand reads at the disks and the cache is shared: at 100 reads/s
