@@ -40,6 +40,9 @@ def test_jumps_on_the_command_line(tmp_path: Path) -> None:
     assert mean(report, 256, 64 << 20, 0) < 0.5 * mean(report, 4, 64 << 20, 0)
     assert mean(report, 4, 16 * kib, 0) < 0.5 * mean(report, 4, 64 << 20, 0)
     assert mean(report, 4, 256 * kib, 64) < 0.7 * mean(report, 4, 256 * kib, 0)
+    # prefetch is paid for: runs of four far apart leave most of each 64 KiB unread
+    (far,) = [p for p in report["points"] if (p["run_count"], p["x"], p["prefetch_kib"]) == (4, 64 << 20, 64)]
+    assert far["prefetch_unused"] > 0.75
     shown = run_cli("study", "prefetch", "--experiment", "streams", "--requests", "256")
     assert shown.returncode == 0, shown.stderr
     assert "streams" in shown.stdout and "prefetch 64 KiB" in shown.stdout
@@ -75,3 +78,17 @@ def test_prefetch_errors_exit_2() -> None:
     assert r.returncode == 2 and "--prefetch" in r.stderr and "prefetch_max_kib" in r.stderr
     r = run_cli("study", "prefetch", "--experiment", "jumps", "--device", "hdd-7200")
     assert r.returncode == 2 and "[controller]" in r.stderr
+
+
+def test_simulate_reports_what_prefetch_read_and_left_unread(tmp_path: Path) -> None:
+    # 64 sequential 4 KiB reads: the FC-60's controller detects the stream and reads ahead of it
+    n = 64
+    i = np.arange(n)
+    t = iomimic.Trace(ts_ns=i * 10_000_000, offset=i * 4096, size=[4096] * n, op=[0] * n)
+    path, figs = tmp_path / "seq.csv", tmp_path / "f.json"
+    iomimic.write_trace(t, path)
+    r = run_cli("simulate", str(path), "--device", "fc60-r5-4disk", "--json", str(figs))
+    assert r.returncode == 0, r.stderr
+    f = json.loads(figs.read_text())
+    assert 0 < f["prefetch_unused_kib"] < f["prefetched_kib"]
+    assert "controller prefetch" in r.stdout and "never read" in r.stdout

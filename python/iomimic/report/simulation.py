@@ -65,6 +65,14 @@ def _render_device(title: str, f: dict[str, Any], console: Console) -> None:
     ):
         if f.get(key):
             rows.append((label, f"{f[key]:,}"))
+    if f.get("prefetched_kib"):
+        # prefetch is paid for in disk time: say how much of it no request read
+        rows.append(
+            (
+                "controller prefetch",
+                f"{f['prefetched_kib']:,} KiB read ahead, {f.get('prefetch_unused_kib', 0):,} KiB never read",
+            )
+        )
     for key, label in (
         ("die_utilization", "SSD dies busy"),
         ("channel_utilization", "SSD channels busy"),

@@ -2,17 +2,29 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-/// The controller's cache: LRU over 4 KiB blocks of the array's address space.
+/// The controller's cache: LRU over 4 KiB blocks of the array's address space. Prefetched
+/// blocks share it with demand data: many streams' read-ahead pushes out each other's (and
+/// demand data), and a block read ahead that leaves the cache, or the run ends, before any
+/// request reads it was wasted disk work.
 pub(super) struct BlockCache {
     capacity: usize,
     stamp: u64,
     blocks: FxHashMap<u64, u64>,
     order: BTreeMap<u64, u64>,
+    /// blocks read ahead that no request has read yet
+    unread: FxHashSet<u64>,
+    /// blocks prefetch brought in, and those of them evicted unread
+    pub(super) prefetched: u64,
+    evicted_unread: u64,
 }
 
 const CACHE_BLOCK: u64 = 4096;
+
+pub(super) fn cache_block_kib() -> u64 {
+    CACHE_BLOCK / 1024
+}
 
 impl BlockCache {
     pub(super) fn new(mib: f64) -> Self {
@@ -21,6 +33,9 @@ impl BlockCache {
             stamp: 0,
             blocks: FxHashMap::default(),
             order: BTreeMap::new(),
+            unread: FxHashSet::default(),
+            prefetched: 0,
+            evicted_unread: 0,
         }
     }
 
@@ -31,17 +46,51 @@ impl BlockCache {
             return false;
         }
         for b in range {
+            self.unread.remove(&b);
             self.touch(b);
         }
         true
     }
 
-    /// Caches the blocks the range touches (block granularity: the cache keeps whole blocks).
+    /// A read served from data a prefetch brought in (it waited for that prefetch): its blocks
+    /// are used, and become the most recently used.
+    pub(super) fn used(&mut self, offset: u64, size: u32) {
+        for b in offset / CACHE_BLOCK..=(offset + u64::from(size.max(1)) - 1) / CACHE_BLOCK {
+            self.unread.remove(&b);
+            if self.blocks.contains_key(&b) {
+                self.touch(b);
+            }
+        }
+    }
+
+    /// Caches what a prefetch read: blocks not already cached stay unread until a request
+    /// reads them.
+    pub(super) fn fill_ahead(&mut self, offset: u64, size: u64) {
+        if self.capacity == 0 || size == 0 {
+            return;
+        }
+        for b in offset / CACHE_BLOCK..=(offset + size - 1) / CACHE_BLOCK {
+            if !self.blocks.contains_key(&b) {
+                self.prefetched += 1;
+                self.unread.insert(b);
+            }
+            self.touch(b);
+        }
+    }
+
+    /// Blocks prefetched that no request read: evicted first, or still unread at the end.
+    pub(super) fn unused(&self) -> u64 {
+        self.evicted_unread + self.unread.len() as u64
+    }
+
+    /// Caches the blocks a request's own data touches (block granularity: the cache keeps
+    /// whole blocks).
     pub(super) fn fill(&mut self, offset: u64, size: u64) {
         if self.capacity == 0 || size == 0 {
             return;
         }
         for b in offset / CACHE_BLOCK..=(offset + size - 1) / CACHE_BLOCK {
+            self.unread.remove(&b);
             self.touch(b);
         }
     }
@@ -55,6 +104,9 @@ impl BlockCache {
         while self.blocks.len() > self.capacity {
             let (_, victim) = self.order.pop_first().expect("a full cache has blocks");
             self.blocks.remove(&victim);
+            if self.unread.remove(&victim) {
+                self.evicted_unread += 1;
+            }
         }
     }
 }
@@ -141,6 +193,24 @@ mod tests {
         assert!(c.hit(0, 4096) && c.hit(2 * 4096, 10) && c.hit(3 * 4096, 4096));
         // a hit needs every block the range touches
         assert!(!c.hit(4000, 200));
+    }
+
+    #[test]
+    fn prefetched_blocks_evicted_or_left_unread_are_unused() {
+        let mut c = BlockCache::new(3.0 * 4096.0 / (1024.0 * 1024.0));
+        c.fill(0, 4096);
+        // blocks 1 and 2 read ahead; block 0 was cached already and is not counted
+        c.fill_ahead(0, 3 * 4096);
+        assert_eq!((c.prefetched, c.unused()), (2, 2));
+        assert!(c.hit(4096, 4096)); // block 1 read
+        assert_eq!(c.unused(), 1);
+        // another stream's read-ahead pushes block 2 out before anyone reads it
+        c.fill_ahead(8 * 4096, 2 * 4096);
+        assert!(!c.hit(2 * 4096, 4096));
+        assert_eq!((c.prefetched, c.unused()), (4, 3));
+        // a read that waited for a prefetch uses its blocks
+        c.used(8 * 4096, 8192);
+        assert_eq!(c.unused(), 1);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
-use super::controller::{BlockCache, Streams};
+use super::controller::{cache_block_kib, BlockCache, Streams};
 use super::device::{Device, Io};
 use super::figures::{self, Member, SimFigures, Tally};
 use super::raid::{DevIo, Layout};
@@ -76,6 +76,17 @@ struct Req {
     fill: Option<(u64, u64)>,
 }
 
+/// What a completed read puts in the controller's cache.
+#[derive(Clone, Copy)]
+enum Fill {
+    /// a request's own data
+    Demand,
+    /// data read ahead, unread until a request reads it
+    Ahead,
+    /// a read that waited for a prefetch has read this
+    Used,
+}
+
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
     /// a device I/O finished: (device, io id)
@@ -111,8 +122,9 @@ struct Run<'t, 'v> {
     controller: Option<Controller>,
     cache: Option<BlockCache>,
     streams: Streams,
-    /// read ranges to cache, from requests whose device reads completed
-    fills: Vec<(u64, u64)>,
+    /// read ranges to cache, from requests whose device reads completed: (offset, length,
+    /// read ahead) — a range read ahead, or one a read waiting for a prefetch has used
+    fills: Vec<(u64, u64, Fill)>,
     /// prefetches under way: (range start, end, request, the reads waiting for its data); a
     /// read inside one waits for it rather than reading the disks again (a few streams' worth)
     prefetching: Vec<(u64, u64, usize, Vec<usize>)>,
@@ -269,7 +281,9 @@ impl<'t, 'v> Run<'t, 'v> {
             offset: d.offset,
             size: d.size,
             write: d.write,
-            background: self.reqs[&r].background,
+            // a disk cannot tell a prefetch (a background read: it fills the cache) from a
+            // demand read; only destages wait until no demand I/O does
+            background: self.reqs[&r].background && self.reqs[&r].fill.is_none(),
         };
         (d.device, io)
     }
@@ -388,11 +402,7 @@ impl<'t, 'v> Run<'t, 'v> {
     /// Trace request `i` arrives at the array now.
     fn issue(&mut self, i: usize, now: f64) {
         // reads completed since the last arrival enter the cache first
-        if let Some(cache) = self.cache.as_mut() {
-            for (offset, length) in self.fills.drain(..) {
-                cache.fill(offset, length);
-            }
-        }
+        self.fill_cache();
         let t = self.t;
         let op = t.op[i];
         let write = op == Op::Write as u8;
@@ -458,6 +468,19 @@ impl<'t, 'v> Run<'t, 'v> {
         }
     }
 
+    /// Puts the reads completed since the last arrival into the cache.
+    fn fill_cache(&mut self) {
+        if let Some(cache) = self.cache.as_mut() {
+            for (offset, length, kind) in self.fills.drain(..) {
+                match kind {
+                    Fill::Demand => cache.fill(offset, length),
+                    Fill::Ahead => cache.fill_ahead(offset, length),
+                    Fill::Used => cache.used(offset, u32::try_from(length).unwrap_or(u32::MAX)),
+                }
+            }
+        }
+    }
+
     /// Reads `ahead` bytes from `from` into the cache in the background, from `ready` on.
     fn prefetch(&mut self, from: u64, ahead: u64, now: f64, ready: f64) {
         let length = u32::try_from(ahead).unwrap_or(u32::MAX);
@@ -489,6 +512,10 @@ impl<'t, 'v> Run<'t, 'v> {
         let (_, _, _, waiting) = self.prefetching.swap_remove(k);
         let hit = self.controller.map_or(0.0, |c| c.hit_us * 1e3);
         for i in waiting {
+            // the read used what was read ahead for it (after the prefetch's own fill)
+            let offset = self.region * u64::from(self.t.volume[i]) + self.t.offset[i] % self.region;
+            let size = u64::from(self.t.size[i].max(1));
+            self.fills.push((offset, size, Fill::Used));
             self.cache_hits += 1;
             let done = now.max(self.controller_free) + hit;
             self.controller_free = done;
@@ -535,8 +562,9 @@ impl<'t, 'v> Run<'t, 'v> {
         }
         let req = self.reqs.remove(&r).expect("in flight");
         let background = req.background;
-        if let Some(range) = req.fill {
-            self.fills.push(range);
+        if let Some((offset, length)) = req.fill {
+            let kind = if background { Fill::Ahead } else { Fill::Demand };
+            self.fills.push((offset, length, kind));
             if background {
                 self.prefetched(r, now);
             }
@@ -655,7 +683,16 @@ pub fn simulate_watched(
         slow_ios: run.slow_ios,
         failed_ios: run.failed_ios,
     };
-    let figures = figures::summarise(t, &tally, members);
+    let mut figures = figures::summarise(t, &tally, members);
+    run.fill_cache();
+    if let Some(cache) = run.cache.as_ref().filter(|c| c.prefetched > 0) {
+        // what prefetch read, and how much of it no request read (wasted disk and bus time)
+        let kib = cache_block_kib();
+        figures.counters.insert("prefetched_kib", cache.prefetched * kib);
+        figures
+            .counters
+            .insert("prefetch_unused_kib", cache.unused() * kib);
+    }
     Ok(SimResult {
         issue_ns: run.issue_ns,
         latency_ns: run.latency_ns,

@@ -209,11 +209,38 @@ fn prefetch_turns_the_next_sequential_read_into_a_hit() {
     let r = simulate(&t.view(), &with_controller(64), &SimOptions::default()).unwrap();
     assert_eq!(r.figures.cache_hits, 1);
     assert_eq!(r.latency_ns[1], 100_000);
+    // 64 KiB read ahead, of which the second read used one 4 KiB block
+    assert_eq!(r.figures.counter("prefetched_kib"), 64);
+    assert_eq!(r.figures.counter("prefetch_unused_kib"), 60);
     // the request itself does not wait for the 64 KiB read behind it
     assert!(r.latency_ns[0] < 10_100_000);
     let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
     assert_eq!(r.figures.cache_hits, 0);
     assert!(r.latency_ns[1] > 5_000_000);
+}
+
+#[test]
+fn a_demand_read_queues_behind_a_prefetch_and_unread_prefetch_is_counted() {
+    // read 0 (4 KiB at 250 MB) reads 1 MiB ahead; read 1 arrives at 5 ms far away. The disk
+    // cannot tell the prefetch from a demand read: it streams the 1 MiB (10.5 ms at 100 MB/s)
+    // right after read 0 (done at ~10 ms), so read 1 waits until ~20.5 ms and then seeks
+    let t = trace(&[0, 5_000_000], &[250_000_000, 750_000_000], 4096, 0);
+    let mut ahead = with_controller(1024);
+    ahead.controller.as_mut().unwrap().prefetch_min_kib = 1024;
+    let r = simulate(&t.view(), &ahead, &SimOptions::default()).unwrap();
+    let plain = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
+    // without prefetch read 1 starts when read 0 ends (10.04 ms) and takes 10 ms (seek 6.25,
+    // rotation, transfer): 15.04 ms after it came; behind the prefetch it starts 10.5 ms later
+    assert_eq!(plain.latency_ns[1], 15_040_960);
+    assert!(
+        r.latency_ns[1] > plain.latency_ns[1] + 9_000_000,
+        "{:?}",
+        r.latency_ns
+    );
+    // each read started a stream and read 1 MiB ahead; no request read any of it
+    assert_eq!(r.figures.counter("prefetched_kib"), 2048);
+    assert_eq!(r.figures.counter("prefetch_unused_kib"), 2048);
+    assert_eq!(plain.figures.counter("prefetched_kib"), 0);
 }
 
 #[test]
