@@ -96,8 +96,19 @@ fn open_loop_keeps_the_schedule() {
         for (i, (&issued, &due)) in r.issue_ns.iter().zip(&ts).enumerate() {
             assert!(issued >= due, "{engine:?}: request {i} issued early");
         }
-        // the last request within 5 ms of its time even on a busy test machine
-        assert!(r.lag_ns[199] < 5_000_000, "{engine:?}: {}", r.lag_ns[199]);
+        // no drift: the last quarter is as close to its times as the whole. Medians, as a busy
+        // test machine (tests run side by side on two CPUs) can stall the run ~10 ms once,
+        // after which it catches up within a few requests; a schedule that loses time keeps it lost
+        let median = |lags: &[u64]| {
+            let mut v = lags.to_vec();
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        let (whole, last) = (median(&r.lag_ns), median(&r.lag_ns[150..]));
+        assert!(
+            whole < 1_000_000 && last < 2_000_000,
+            "{engine:?}: {whole} {last}"
+        );
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
