@@ -20,6 +20,10 @@
 //! Foreground I/O never waits for reclaim's I/O: reclaim holds the client's lock only to pick
 //! an extent and to update the map. A read that raced with reclaim's deletes (whose space a
 //! store could then reuse) sees the reclaim epoch move and reads again.
+//!
+//! Past 600 lines on purpose: writes, reads, reclaim, recovery and the down-store rules all
+//! move the one map under the one lock, and each keeps an invariant the others rely on; split
+//! into files, each part would borrow the whole client (the tests live in `tests.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};

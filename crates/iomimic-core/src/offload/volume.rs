@@ -20,6 +20,8 @@
 //! and which they were cannot be told (that store's log was their only record): the open is
 //! refused unless `accept_loss`. An open that may write retires the stores it goes on without,
 //! as a store that came back later could hold versions older than data written home since.
+//!
+//! Past 600 lines only with its tests, which build real files (lost, retired, read-only stores).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
