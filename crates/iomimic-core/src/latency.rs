@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analyze::stats;
+use crate::stats;
 use crate::trace::Op;
 
 /// Count, mean and percentiles of response times, in µs.

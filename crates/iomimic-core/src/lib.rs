@@ -17,6 +17,7 @@ pub mod progress;
 pub mod random;
 pub mod realio;
 pub mod sim;
+pub mod stats;
 pub mod study;
 pub mod synth;
 pub mod trace;

@@ -13,7 +13,7 @@ pub mod lru_stack;
 pub mod mrc;
 pub mod plot_data;
 pub mod sequentiality;
-pub mod stats;
+pub use crate::stats; // moments and percentiles, below the figures that use them (latency objects too)
 pub mod summary;
 mod threads;
 

@@ -32,6 +32,8 @@ pub fn percentiles(values: &mut [u64], scale: f64) -> Option<Percentiles> {
     if n == 0 {
         return None;
     }
+    // nearest rank: a positive quantile of a positive count
+    #[allow(clippy::cast_sign_loss)]
     let ranks =
         [0.5, 0.9, 0.95, 0.99, 0.999, 1.0].map(|q: f64| ((q * n as f64).ceil() as usize).clamp(1, n) - 1);
     let mut out = [0.0; 6];
