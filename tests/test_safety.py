@@ -292,6 +292,49 @@ def test_ctrl_c_while_reading_a_large_trace_exits_130_promptly(tmp_path: Path) -
     assert "interrupted" in err and "Traceback" not in err and "PanicException" not in err
 
 
+def _busy_trace(n: int) -> Trace:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    return Trace(
+        ts_ns=np.arange(n, dtype=np.uint64) * 1000,
+        offset=rng.integers(0, 1 << 22, n) * 4096,
+        size=np.full(n, 4096),
+        op=(rng.random(n) < 0.3).astype(np.uint8),
+        stream=rng.integers(0, 8, n).astype(np.uint32),
+    )
+
+
+@pytest.mark.parametrize("work", ["characterize", "validate", "generate"])
+def test_ctrl_c_stops_the_cores_long_work_within_a_pass(work: str) -> None:
+    """Ctrl-C during characterization, validation or generation (work in the core, watched
+    from Python) raises KeyboardInterrupt at the work's next check, not at its end; the
+    progress it reported before counts up towards a fixed total."""
+    import signal
+
+    trace = _busy_trace(2_000_000)  # seconds of work for each
+    calls: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        calls.append((done, total))
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C would
+
+    with pytest.raises(KeyboardInterrupt):
+        if work == "characterize":
+            iomimic.characterize(trace, progress=progress)
+        elif work == "validate":
+            iomimic.validate(trace, trace, progress=progress)
+        else:
+            model = iomimic.model.train(_busy_trace(20_000), levels=1, states=2)
+            model.generate(20_000_000, progress=progress)
+    counted = [(d, t) for d, t in calls if t > 0]  # a total of 0: not known yet
+    assert counted, calls
+    done, total = counted[-1]
+    assert done < total, calls
+    assert len({t for _, t in counted}) == 1, calls
+
+
 @pytest.mark.parametrize(
     ("args", "flag"),
     [

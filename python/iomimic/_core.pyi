@@ -326,6 +326,7 @@ def characterize(
     by: str | None = None,
     mrc: str = "all",
     mrc_sampling: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ProfileDict: ...
 
 class OverTimeDict(TypedDict):
@@ -379,6 +380,7 @@ def validate_traces(
     ranges: int = 4,
     baseline: str | None = None,
     seed: int = 1,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ValidationDict: ...
 
 class Model:
@@ -396,6 +398,7 @@ class Model:
         intensity: float = 1.0,
         seed: int = 1,
         reuse: bool = True,
+        progress: Callable[[int, int], None] | None = None,
     ) -> TraceColumns: ...
 
 def train_model(

@@ -114,16 +114,23 @@ class Model:
         intensity: float = 1.0,
         seed: int = 1,
         reuse: bool = True,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Trace:
         """A synthetic trace: ``requests`` of them, or as many as fit ``duration`` (default the
         training trace's count). ``intensity`` multiplies the request rate and nothing else;
-        ``reuse=False`` turns the temporal-locality extension off."""
+        ``reuse=False`` turns the temporal-locality extension off. ``progress(done, total)`` is
+        called about ten times a second; Ctrl-C stops the work (KeyboardInterrupt)."""
         if requests is not None and requests <= 0:
             raise InputError(f"`requests` must be positive, found {requests}")
         seed = parse_seed(seed)
         duration_ns = None if duration is None else parse_duration_ns(duration)
         d = self._m.generate(
-            requests=requests, duration_ns=duration_ns, intensity=float(intensity), seed=seed, reuse=reuse
+            requests=requests,
+            duration_ns=duration_ns,
+            intensity=float(intensity),
+            seed=seed,
+            reuse=reuse,
+            progress=progress,
         )
         t = Trace._from_reader(d)
         t.report = {"format": "generated", "path": f"model {self.name}"}

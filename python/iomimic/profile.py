@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from iomimic import _core
@@ -56,6 +57,7 @@ def characterize(
     by: str | None = None,
     mrc: str = "all",
     mrc_sampling: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Profile:
     """Computes every characterization figure of ``trace``.
 
@@ -71,6 +73,9 @@ def characterize(
         Miss-ratio curves for ``"all"`` groups, the whole ``"trace"`` only, or ``"none"``.
     mrc_sampling
         Force a SHARDS sampling rate in (0, 1]; default exact up to 20 M block accesses.
+    progress
+        Called about ten times a second with (requests taken, requests to take) counted over
+        every pass; Ctrl-C stops the work (KeyboardInterrupt) within a pass.
     """
     window_ns = None if window is None else parse_duration_ns(window, "window")
     figures = _core.characterize(
@@ -80,6 +85,7 @@ def characterize(
         by=by,
         mrc=mrc,
         mrc_sampling=mrc_sampling,
+        progress=progress,
     )
     profile = Profile(figures)
     profile["source"] = {k: trace.report.get(k) for k in ("path", "format") if k in trace.report}

@@ -8,6 +8,7 @@ miss-ratio curve error ≤ 0.03). The comparison is the core's (``analyze::compa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from iomimic import _core
@@ -22,10 +23,12 @@ def validate(
     baseline: str | None = None,
     seed: int = 1,
     ranges: int = 4,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Compares ``synthetic`` with ``original`` (the core's ``analyze::compare``, the one
     definition of fidelity); ``baseline="locality-free"`` also scores an IOMeter-like workload
-    (the original's mix, sizes and gaps at uniformly random offsets)."""
+    (the original's mix, sizes and gaps at uniformly random offsets). ``progress(done, total)``
+    is called about ten times a second; Ctrl-C stops the work (KeyboardInterrupt)."""
     result = _core.validate_traces(
         original._core_args()[0],
         (original.volumes, original.files),
@@ -34,6 +37,7 @@ def validate(
         ranges=ranges,
         baseline=baseline,
         seed=parse_seed(seed),
+        progress=progress,
     )
     for key, trace in (("original", original), ("synthetic", synthetic)):
         result[key]["source"] = {k: trace.report[k] for k in ("path", "format") if k in trace.report}

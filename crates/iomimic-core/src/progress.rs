@@ -4,6 +4,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+/// A per-request loop reports and checks once per this many units: an atomic add per request
+/// would cost more than some loops' own work.
+pub const CHUNK: usize = 1 << 16;
+
 #[derive(Debug, Default)]
 pub struct Progress {
     done: AtomicU64,
@@ -26,6 +30,23 @@ impl Progress {
 
     pub fn advance(&self, units: u64) {
         self.done.fetch_add(units, Ordering::Relaxed);
+    }
+
+    /// In a loop over units, `i` counting from 0: after every [`CHUNK`]th unit, counts the
+    /// chunk and checks for a stop. [`ticked`](Self::ticked) counts what is left at the end.
+    #[inline]
+    pub fn tick(&self, i: usize) -> crate::error::Result<()> {
+        if (i + 1).is_multiple_of(CHUNK) {
+            self.advance(CHUNK as u64);
+            self.check()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Counts the units of a loop of `n` past its last whole chunk (see [`tick`](Self::tick)).
+    pub fn ticked(&self, n: usize) {
+        self.advance((n % CHUNK) as u64);
     }
 
     /// All of the work is done (a search that stops early skips the rest).

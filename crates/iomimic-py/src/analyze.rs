@@ -6,10 +6,12 @@ use iomimic_core::analyze::{self, compare};
 
 use crate::boundary::{parse_opt, to_py, with_checked_view, with_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
+use crate::watch::watched;
 
 /// Every characterization figure of a trace (a Profile).
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, ranges=4, window_ns=None, by=None, mrc="all", mrc_sampling=None))]
+#[pyo3(signature = (columns, volumes, files, ranges=4, window_ns=None, by=None, mrc="all", mrc_sampling=None, progress=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python call
 pub fn characterize(
     py: Python<'_>,
     columns: Columns<'_>,
@@ -20,6 +22,7 @@ pub fn characterize(
     by: Option<&str>,
     mrc: &str,
     mrc_sampling: Option<f64>,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let by = match by {
         None => None,
@@ -57,15 +60,17 @@ pub fn characterize(
         mrc_sampling,
     };
     let profile = with_checked_view(&columns, &volumes, &files, "characterize", |view| {
-        py.detach(|| analyze::characterize(view, &opts))
-            .map_err(err_to_py)
+        watched(py, progress.as_ref(), |p| {
+            analyze::characterize_watched(view, &opts, p)
+        })
     })?;
     to_py(py, &profile)
 }
 
 /// How faithful `synthetic` is to `original`: the validation table (and a baseline's).
 #[pyfunction]
-#[pyo3(signature = (original, original_names, synthetic, synthetic_names, ranges=4, baseline=None, seed=1))]
+#[pyo3(signature = (original, original_names, synthetic, synthetic_names, ranges=4, baseline=None, seed=1, progress=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python call
 pub fn validate_traces(
     py: Python<'_>,
     original: Columns<'_>,
@@ -75,6 +80,7 @@ pub fn validate_traces(
     ranges: usize,
     baseline: Option<&str>,
     seed: u64,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     if ranges == 0 {
         return Err(InputError::new_err("`ranges` must be at least 1"));
@@ -92,7 +98,9 @@ pub fn validate_traces(
             if s.is_empty() {
                 return Err(InputError::new_err("cannot validate an empty synthetic trace"));
             }
-            py.detach(|| compare::validate(o, s, &opts)).map_err(err_to_py)
+            watched(py, progress.as_ref(), |p| {
+                compare::validate_watched(o, s, &opts, p)
+            })
         })
     })?;
     to_py(py, &result)

@@ -51,7 +51,8 @@ impl PyModel {
 
     /// A synthetic trace: `requests` of them, or as many as fit `duration_ns` (default the
     /// training trace's count); `intensity` multiplies the rate.
-    #[pyo3(signature = (requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true))]
+    #[pyo3(signature = (requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true, progress=None))]
+    #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn generate<'py>(
         &self,
         py: Python<'py>,
@@ -60,6 +61,7 @@ impl PyModel {
         intensity: f64,
         seed: u64,
         reuse: bool,
+        progress: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let opts = model::GenerateOptions {
             requests,
@@ -68,9 +70,9 @@ impl PyModel {
             seed,
             reuse,
         };
-        let trace = py
-            .detach(|| model::generate(&self.inner, &opts))
-            .map_err(err_to_py)?;
+        let trace = watched(py, progress.as_ref(), |p| {
+            model::generate_watched(&self.inner, &opts, p)
+        })?;
         trace_to_py(py, trace)
     }
 }

@@ -39,8 +39,13 @@ pub fn watched<R: Send>(
                 progress.stop();
             }
             if let Some(report) = report {
-                // a failing progress display must not stop the work
-                let _ = report.call1(progress.get());
+                // a failing progress display must not stop the work, but a Ctrl-C that Python
+                // delivered while the display ran (as KeyboardInterrupt) must
+                if let Err(e) = report.call1(progress.get()) {
+                    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                        progress.stop();
+                    }
+                }
             }
         }
     })

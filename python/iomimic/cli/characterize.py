@@ -43,19 +43,22 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.progress import working
     from iomimic.profile import characterize
     from iomimic.report import make_console
     from iomimic.report.profile import render_profile
 
     trace = read_reported(args)
-    profile = characterize(
-        trace,
-        ranges=args.ranges,
-        window=args.window,
-        by=args.by,
-        mrc=args.mrc,
-        mrc_sampling=args.mrc_sampling,
-    )
+    with working("characterizing", share=True) as progress:
+        profile = characterize(
+            trace,
+            ranges=args.ranges,
+            window=args.window,
+            by=args.by,
+            mrc=args.mrc,
+            mrc_sampling=args.mrc_sampling,
+            progress=progress,
+        )
     if args.report:
         from iomimic.report.figures import prepare, write_pngs
 

@@ -74,9 +74,13 @@ def handle_fio(args: argparse.Namespace) -> int:
     from iomimic.fio_export import SYNC_ENGINES, export_fio
 
     if Path(args.trace).suffix.lower() == ".json":
+        from iomimic.cli.progress import working
         from iomimic.model import Model
 
-        trace = Model.load(args.trace).generate(args.requests, duration=args.duration, seed=args.seed)
+        with working("generating the workload", share=True) as progress:
+            trace = Model.load(args.trace).generate(
+                args.requests, duration=args.duration, seed=args.seed, progress=progress
+            )
         source = f"model {args.trace} (seed {args.seed})"
     else:
         trace = read_reported(args)

@@ -29,18 +29,21 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.progress import working
     from iomimic.io import output_format, write_trace
     from iomimic.model import Model
 
     fmt = output_format(args.output, args.to)
     model = Model.load(args.model)
-    trace = model.generate(
-        args.requests,
-        duration=args.duration,
-        intensity=intensity(args),
-        seed=args.seed,
-        reuse=not args.no_reuse,
-    )
+    with working("generating", share=True) as progress:
+        trace = model.generate(
+            args.requests,
+            duration=args.duration,
+            intensity=intensity(args),
+            seed=args.seed,
+            reuse=not args.no_reuse,
+            progress=progress,
+        )
     write_trace(trace, args.output, fmt)
     print(f"wrote {len(trace):,} requests over {trace.span_s:,.3f} s to {args.output}")
     return EXIT_OK

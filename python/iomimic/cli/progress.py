@@ -71,16 +71,19 @@ def running(
 
 
 @contextmanager
-def working(description: str) -> Iterator[Callable[[int, int], None] | None]:
+def working(description: str, *, share: bool = False) -> Iterator[Callable[[int, int], None] | None]:
     """On a terminal: a live bar for work in the core, which calls the callback yielded here
     with (units done, units in all; 0 while unknown): requests simulated, models tried,
-    workloads studied. Elsewhere it yields None."""
+    workloads studied. With ``share`` the bar shows the share done and the time left rather
+    than the units (a characterization counts requests once per pass: its units mean little
+    to a reader). Elsewhere it yields None."""
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, TaskProgressColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    bar, task = _live_bar(description, None, MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TaskProgressColumn(), TimeRemainingColumn()) if share else (MofNCompleteColumn(),)
+    bar, task = _live_bar(description, None, *columns, TimeElapsedColumn())
 
     def report(done: int, total: int) -> None:
         bar.update(task, completed=done, total=total or None)

@@ -63,10 +63,14 @@ def handle(args: argparse.Namespace) -> int:
     # workload's own time, so that much is generated and the run stops at the deadline
     model_s = None if until_s is None else until_s * speed
     if args.model is not None:
+        from iomimic.cli.progress import working
         from iomimic.model import Model
 
         model = Model.load(args.model)
-        trace = model.generate(args.requests, duration=None if args.requests else model_s, seed=args.seed)
+        with working("generating the workload", share=True) as progress:
+            trace = model.generate(
+                args.requests, duration=None if args.requests else model_s, seed=args.seed, progress=progress
+            )
         return issue(args, trace, speed, until_s, ramp_s)
     from iomimic.pattern import parse_pattern, pattern_trace, requests_for_duration
     from iomimic.units import parse_size_bytes

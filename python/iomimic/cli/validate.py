@@ -35,6 +35,7 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.progress import working
     from iomimic.io import read_trace
     from iomimic.report import make_console
     from iomimic.report.validation import plot_report, render_validation
@@ -42,7 +43,10 @@ def handle(args: argparse.Namespace) -> int:
 
     original = read_trace(args.original, format=args.format, skip_bad=args.skip_bad)
     synthetic = read_trace(args.synthetic)
-    result = validate(original, synthetic, baseline=args.baseline, seed=args.seed, ranges=args.ranges)
+    with working("validating", share=True) as progress:
+        result = validate(
+            original, synthetic, baseline=args.baseline, seed=args.seed, ranges=args.ranges, progress=progress
+        )
     verdict = EXIT_FAILURE if args.strict and result["passed"] < result["checked"] else EXIT_OK
     if args.json and write_json(args.json, result):
         return verdict

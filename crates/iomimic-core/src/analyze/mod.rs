@@ -29,6 +29,7 @@ use sequentiality::KeyState;
 pub use threads::{Thread, Thresholds};
 
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::trace::TraceView;
 
 /// Above this many requests the miss-ratio curve is sampled (SHARDS) instead of exact.
@@ -167,6 +168,32 @@ pub fn window_for(span_ns: u64, requested: Option<u64>) -> Result<u64> {
 /// Computes the profile of `t` (rows in time order, as every Trace is). Fails only on options
 /// that cannot apply to this trace (a window too small for its span).
 pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
+    characterize_watched(t, opts, &Progress::default())
+}
+
+/// [`characterize`], counting in `progress` the requests each pass has taken and stopping with
+/// `Interrupted` within a pass when told to.
+pub fn characterize_watched(t: &TraceView<'_>, opts: &Options, progress: &Progress) -> Result<Profile> {
+    progress.add_total(work_units(t, opts));
+    characterize_counted(t, opts, progress)
+}
+
+/// The units [`characterize_watched`] counts: a trace's length for each pass over it (the
+/// counters, the spatial ranges, the whole trace's curve, the volumes' figures and, when there
+/// are several streams, the streams').
+pub(crate) fn work_units(t: &TraceView<'_>, opts: &Options) -> u64 {
+    let several_streams = t.stream.iter().any(|&s| s != t.stream[0]);
+    let passes = 3 + u64::from(opts.mrc != MrcScope::None) + u64::from(several_streams);
+    passes * t.len() as u64
+}
+
+/// [`characterize_watched`] with the total already counted (by a caller that adds several
+/// characterizations' at once).
+pub(crate) fn characterize_counted(
+    t: &TraceView<'_>,
+    opts: &Options,
+    progress: &Progress,
+) -> Result<Profile> {
     let ranges = opts.ranges.max(1);
     if ranges > MAX_RANGES {
         return Err(Error::Usage(format!(
@@ -182,16 +209,21 @@ pub fn characterize(t: &TraceView<'_>, opts: &Options) -> Result<Profile> {
     let rows = GroupRows::new(t, &streams);
     // the miss-ratio curves (stack distances) and the counters share nothing: both cores
     let (groups, curves) = std::thread::scope(|scope| {
-        let curves = scope.spawn(|| Curves::new(t, opts));
+        let curves = scope.spawn(|| Curves::new(t, opts, progress));
         let mut groups = Groups::new(t.volumes.len(), streams.several(), n_windows, ranges);
-        let max_end = groups.observe(t, &streams, start, window_ns);
-        groups.observe_ranges(t, &streams, ranges, &max_end);
-        (
-            groups,
-            curves.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-        )
-    });
-    let figures = groups.finish(&curves, &rows, &streams, span, window_ns);
+        let counted = groups
+            .observe(t, &streams, start, window_ns, progress)
+            .and_then(|max_end| groups.observe_ranges(t, &streams, ranges, &max_end, progress));
+        if counted.is_err() {
+            progress.stop(); // the curves' thread stops too
+        }
+        let curves = curves.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        Ok::<_, Error>((groups, (counted, curves)))
+    })?;
+    let (counted, curves) = curves;
+    counted?;
+    let curves = curves?;
+    let figures = groups.finish(&curves, &rows, &streams, span, window_ns, progress)?;
     let (threads, thread_thresholds) = match opts.by {
         Some(GroupBy::Stream) => {
             let groups: Vec<(String, &Figures)> = figures
@@ -365,7 +397,14 @@ impl Groups {
 
     /// Pass 1: everything but the spatial ranges and the streams' sequentiality.
     /// Returns each volume's largest end offset, which the ranges of pass 2 divide.
-    fn observe(&mut self, t: &TraceView<'_>, stream_ids: &StreamIds, start: u64, window_ns: u64) -> Vec<u64> {
+    fn observe(
+        &mut self,
+        t: &TraceView<'_>,
+        stream_ids: &StreamIds,
+        start: u64,
+        window_ns: u64,
+        progress: &Progress,
+    ) -> Result<Vec<u64>> {
         let multi_stream = !self.streams.is_empty();
         let mut volume_keys: Vec<KeyState> = (0..t.volumes.len()).map(|_| KeyState::default()).collect();
         let mut max_end = vec![0u64; t.volumes.len()];
@@ -384,16 +423,25 @@ impl Groups {
                 let s = stream_ids.of[i] as usize;
                 streams[s].observe(size, op, window);
             }
+            progress.tick(i)?;
         }
+        progress.ticked(t.len());
         // The whole trace's sequentiality is that of its volumes together.
         for v in volumes.iter() {
             whole.seq.merge(&v.seq);
         }
-        max_end
+        Ok(max_end)
     }
 
     /// Pass 2: spatial ranges of [0, max end offset) of each volume.
-    fn observe_ranges(&mut self, t: &TraceView<'_>, streams: &StreamIds, ranges: usize, max_end: &[u64]) {
+    fn observe_ranges(
+        &mut self,
+        t: &TraceView<'_>,
+        streams: &StreamIds,
+        ranges: usize,
+        max_end: &[u64],
+        progress: &Progress,
+    ) -> Result<()> {
         let multi_stream = !self.streams.is_empty();
         for i in 0..t.len() {
             let v = t.volume[i] as usize;
@@ -405,10 +453,14 @@ impl Groups {
             if multi_stream {
                 self.streams[streams.of[i] as usize].observe_range(range, op);
             }
+            progress.tick(i)?;
         }
+        progress.ticked(t.len());
+        Ok(())
     }
 
-    /// The figures of every group over the trace's `span`, with the curves asked for.
+    /// The figures of every group over the trace's `span`, with the curves asked for; a group
+    /// at a time, each counted in `progress` by its requests.
     fn finish(
         self,
         curves: &Curves<'_, '_>,
@@ -416,7 +468,8 @@ impl Groups {
         ids: &StreamIds,
         span: u64,
         window_ns: u64,
-    ) -> GroupFigures {
+        progress: &Progress,
+    ) -> Result<GroupFigures> {
         let t = curves.t;
         let multi_volume = self.volumes.len() > 1;
         let whole_mrc = curves.whole();
@@ -429,16 +482,16 @@ impl Groups {
             .into_iter()
             .enumerate()
             .map(|(v, acc)| {
-                let mrc = if !curves.per_group {
-                    None
-                } else if multi_volume {
-                    Some(curves.of(rows.volumes.of(v)))
+                progress.check()?;
+                let mrc = if multi_volume {
+                    curves.of(rows.volumes.of(v), progress)?
                 } else {
-                    whole_mrc.clone()
+                    progress.advance(t.len() as u64);
+                    whole_mrc.clone().filter(|_| curves.per_group)
                 };
-                acc.finish(t, rows.volume(t, v), span, window_ns, mrc)
+                Ok(acc.finish(t, rows.volume(t, v), span, window_ns, mrc))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut dense_to_stream = vec![0u32; ids.len()];
         for (&id, &dense) in &ids.dense {
             dense_to_stream[dense] = id;
@@ -451,25 +504,26 @@ impl Groups {
                 .into_iter()
                 .enumerate()
                 .map(|(s, mut acc)| {
+                    progress.check()?;
                     let members = rows.streams.of(s);
                     // a stream's sequentiality is taken here, one stream at a time: its keys'
                     // detangling maps hold an entry per recent request, and all streams' at
                     // once were the largest per-request cost of a many-stream trace
                     acc.seq = sequentiality::of_rows(t, members);
-                    let mrc = curves.per_group.then(|| curves.of(members));
-                    (
+                    let mrc = curves.of(members, progress)?;
+                    Ok((
                         dense_to_stream[s],
                         acc.finish(t, Members::Rows(members), span, window_ns, mrc),
-                    )
+                    ))
                 })
-                .collect()
+                .collect::<Result<_>>()?
         };
-        GroupFigures {
+        Ok(GroupFigures {
             trace,
             volumes,
             streams,
             window_series,
-        }
+        })
     }
 }
 
@@ -484,7 +538,8 @@ struct Curves<'v, 'a> {
 }
 
 impl<'v, 'a> Curves<'v, 'a> {
-    fn new(t: &'v TraceView<'a>, opts: &Options) -> Self {
+    /// Takes the whole trace's curve (counted in `progress`) unless none is asked for.
+    fn new(t: &'v TraceView<'a>, opts: &Options, progress: &Progress) -> Result<Self> {
         let n = t.len();
         let rate = opts.mrc_sampling.unwrap_or_else(|| {
             let accesses = if opts.mrc == MrcScope::None {
@@ -498,12 +553,20 @@ impl<'v, 'a> Curves<'v, 'a> {
                 1.0
             }
         });
-        Self {
+        let whole = match opts.mrc {
+            MrcScope::None => None,
+            _ => {
+                let whole = mrc::miss_ratio_curve(t, 0..n, rate, progress)?;
+                progress.ticked(n);
+                Some(whole)
+            }
+        };
+        Ok(Self {
             t,
-            whole: (opts.mrc != MrcScope::None).then(|| mrc::miss_ratio_curve(t, 0..n, rate)),
+            whole,
             rate,
             per_group: opts.mrc == MrcScope::All,
-        }
+        })
     }
 
     /// The whole trace's curve, unless none is asked for.
@@ -511,8 +574,16 @@ impl<'v, 'a> Curves<'v, 'a> {
         self.whole.clone()
     }
 
-    fn of(&self, rows: &[u32]) -> Mrc {
-        mrc::miss_ratio_curve(self.t, rows.iter().map(|&r| r as usize), self.rate)
+    /// A group's curve, when each group gets one (else None), its requests counted in
+    /// `progress` either way.
+    fn of(&self, rows: &[u32], progress: &Progress) -> Result<Option<Mrc>> {
+        if !self.per_group {
+            progress.advance(rows.len() as u64);
+            return Ok(None);
+        }
+        let curve = mrc::miss_ratio_curve(self.t, rows.iter().map(|&r| r as usize), self.rate, progress)?;
+        progress.ticked(rows.len());
+        Ok(Some(curve))
     }
 }
 

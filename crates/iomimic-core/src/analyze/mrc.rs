@@ -25,6 +25,8 @@ use serde::Serialize;
 
 use super::lru_stack::Stack;
 
+use crate::error::Result;
+use crate::progress::Progress;
 use crate::trace::{Op, TraceView};
 
 pub const BLOCK: u64 = 4096;
@@ -78,7 +80,15 @@ pub fn block_accesses(t: &TraceView<'_>) -> u64 {
 
 /// The miss-ratio curve of the requests `rows` (indices into `t`, in time order), sampling
 /// blocks at `rate` (1.0 = exact).
-pub fn miss_ratio_curve(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone, rate: f64) -> Mrc {
+///
+/// `progress` counts the rows by [`Progress::tick`] (the caller counts the rest with
+/// [`Progress::ticked`]) and stops the work with `Interrupted` when told to.
+pub fn miss_ratio_curve(
+    t: &TraceView<'_>,
+    rows: impl Iterator<Item = usize> + Clone,
+    rate: f64,
+    progress: &Progress,
+) -> Result<Mrc> {
     let threshold = (rate.clamp(0.0, 1.0) * SHARDS_MODULUS as f64) as u64;
     let sampled = |volume: u32, block: u64| rate >= 1.0 || mix(volume, block) % SHARDS_MODULUS < threshold;
     let blocks_of = |i: usize| {
@@ -99,7 +109,8 @@ pub fn miss_ratio_curve(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + C
     // touched since the block's previous access, its stack depth less one
     let mut distances: Vec<u64> = Vec::new();
     let mut cold = 0u64;
-    for i in rows {
+    for (k, i) in rows.enumerate() {
+        progress.tick(k)?;
         let volume = t.volume[i];
         for block in blocks_of(i) {
             if !sampled(volume, block) {
@@ -117,12 +128,12 @@ pub fn miss_ratio_curve(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + C
             }
         }
     }
-    finish(
+    Ok(finish(
         &distances,
         cold,
         stack.keys() as u64,
         rate.clamp(f64::MIN_POSITIVE, 1.0),
-    )
+    ))
 }
 
 fn finish(distances: &[u64], cold: u64, sampled_footprint: u64, rate: f64) -> Mrc {
@@ -191,6 +202,10 @@ mod tests {
     use super::*;
     use crate::trace::Trace;
 
+    fn curve(t: &TraceView<'_>, rows: std::ops::Range<usize>, rate: f64) -> Mrc {
+        miss_ratio_curve(t, rows, rate, &Progress::default()).unwrap()
+    }
+
     fn reads(blocks: &[u64]) -> Trace {
         let ts: Vec<u64> = (0..blocks.len() as u64).collect();
         crate::trace::testing::reads(&ts, &blocks.iter().map(|b| b * BLOCK).collect::<Vec<_>>(), 4096)
@@ -200,7 +215,7 @@ mod tests {
     fn distances_by_hand() {
         // a b c a b c: every reuse has 2 distinct blocks in between
         let t = reads(&[0, 1, 2, 0, 1, 2]);
-        let m = miss_ratio_curve(&t.view(), 0..6, 1.0);
+        let m = curve(&t.view(), 0..6, 1.0);
         assert_eq!((m.accesses, m.cold_misses, m.footprint_bytes), (6, 3, 3 * 4096));
         assert_eq!(m.reuse_histogram.len(), 1);
         assert_eq!(
@@ -218,7 +233,7 @@ mod tests {
         // a 2 MiB cache hits the whole second pass
         let blocks: Vec<u64> = (0..512).chain(0..512).collect();
         let t = reads(&blocks);
-        let m = miss_ratio_curve(&t.view(), 0..1024, 1.0);
+        let m = curve(&t.view(), 0..1024, 1.0);
         let at = |bytes: u64| {
             m.curve
                 .iter()
@@ -236,7 +251,7 @@ mod tests {
         let mut t = reads(&[0, 0]);
         t.offset = vec![4000, 4096]; // the first spans blocks 0 and 1
         t.size = vec![200, 4096];
-        let m = miss_ratio_curve(&t.view(), 0..2, 1.0);
+        let m = curve(&t.view(), 0..2, 1.0);
         assert_eq!((m.accesses, m.cold_misses), (3, 2));
         assert_eq!(m.reuse_histogram[0].from_blocks, 0);
     }
@@ -252,8 +267,8 @@ mod tests {
             })
             .collect();
         let t = reads(&blocks);
-        let exact = miss_ratio_curve(&t.view(), 0..blocks.len(), 1.0);
-        let approx = miss_ratio_curve(&t.view(), 0..blocks.len(), 0.1);
+        let exact = curve(&t.view(), 0..blocks.len(), 1.0);
+        let approx = curve(&t.view(), 0..blocks.len(), 0.1);
         for (e, a) in exact.curve.iter().zip(&approx.curve) {
             assert!((e.miss_ratio - a.miss_ratio).abs() < 0.02, "{e:?} {a:?}");
         }

@@ -83,7 +83,13 @@ fn block_accesses(t: &Trace) -> Vec<(u64, u64)> {
 #[test]
 fn lru_at_every_size_of_the_curve_is_the_one_pass_curve() {
     let t = block_trace();
-    let mrc = miss_ratio_curve(&t.view(), 0..t.ts_ns.len(), 1.0);
+    let mrc = miss_ratio_curve(
+        &t.view(),
+        0..t.ts_ns.len(),
+        1.0,
+        &crate::progress::Progress::default(),
+    )
+    .unwrap();
     let accesses = block_accesses(&t);
     assert_eq!(mrc.accesses, accesses.len() as u64);
     assert!(mrc.curve.len() >= 4, "{} points", mrc.curve.len());

@@ -28,7 +28,7 @@ mod used;
 
 use serde::{Deserialize, Serialize};
 
-pub use generate::{generate, GenerateOptions};
+pub use generate::{generate, generate_watched, GenerateOptions};
 pub use mix::mix;
 pub use preset::Preset;
 pub use train::{train, train_watched, TrainOptions};

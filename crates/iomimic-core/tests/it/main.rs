@@ -3,6 +3,7 @@
 
 mod fuzz_readers;
 mod offload_crash;
+mod progress;
 mod toy_device;
 mod toy_format;
 mod toy_policy;

@@ -8,7 +8,9 @@
 //! ## Complexity
 //! O(n) for the rates and bursts; O(a) expected for the footprint (a hash map over the a block
 //! accesses); O(n · sizes) for the request-keyed curves, one LRU replay per cache size (sampled
-//! as SHARDS does above [`REQUEST_EXACT_LIMIT`] requests).
+//! as SHARDS does above [`REQUEST_EXACT_LIMIT`] requests), the sizes shared among the cores.
+//! (One pass by byte stack distance would not give libCacheSim's figures: a hit keeps the
+//! size stored when the object went in, so an object's size differs between cache sizes.)
 
 use std::collections::BTreeMap;
 
@@ -20,6 +22,8 @@ use super::{
     MRC_TARGET, PEAK_TARGET, POINTS_TARGET,
 };
 use crate::cache;
+use crate::error::Result;
+use crate::progress::Progress;
 use crate::trace::{Op, TraceView};
 
 const SECOND: u64 = 1_000_000_000;
@@ -116,8 +120,21 @@ fn bins(t: &TraceView<'_>, width: u64) -> Vec<u32> {
     out
 }
 
+impl FineSpec {
+    /// The units [`Fine::of_watched`] counts for `t`: its length once per cache size.
+    pub fn work_units(&self, t: &TraceView<'_>) -> u64 {
+        t.len() as u64 * self.cache_bytes.len() as u64
+    }
+}
+
 impl Fine {
     pub fn of(t: &TraceView<'_>, spec: &FineSpec) -> Fine {
+        Self::of_watched(t, spec, &Progress::default()).expect("an unstopped progress never interrupts")
+    }
+
+    /// [`of`](Self::of), counting in `progress` the requests replayed at each cache size and
+    /// stopping with `Interrupted` within a replay when told to.
+    pub fn of_watched(t: &TraceView<'_>, spec: &FineSpec, progress: &Progress) -> Result<Fine> {
         let per_second = bins(t, SECOND);
         let per_sub = bins(t, spec.sub_ns);
         let (_, cv) = crate::analyze::stats::mean_cv(t.ts_ns.windows(2).map(|w| (w[1] - w[0]) as f64));
@@ -126,7 +143,7 @@ impl Fine {
         let mean = t.len() as f64 / seconds;
         let peak = f64::from(per_second.iter().copied().max().unwrap_or(0));
         let (footprint_blocks, reaccessed_pct) = footprint(t);
-        Fine {
+        Ok(Fine {
             per_second,
             per_sub,
             sub_ns: spec.sub_ns,
@@ -135,9 +152,9 @@ impl Fine {
             peak_to_mean: if mean > 0.0 { peak / mean } else { 0.0 },
             footprint_blocks,
             reaccessed_pct,
-            requests: request_curve(t, &spec.cache_bytes),
+            requests: request_curve(t, &spec.cache_bytes, progress)?,
             spatial: spatial(t, &spec.spans),
-        }
+        })
     }
 }
 
@@ -171,7 +188,7 @@ fn footprint(t: &TraceView<'_>) -> (u64, f64) {
 /// offset and sized by its length; a hit counts the size asked now (libCacheSim's convention,
 /// the crate's [`cache`] policies). Above [`REQUEST_EXACT_LIMIT`] requests a SHARDS sample of
 /// objects is replayed in caches scaled by the sampling rate.
-fn request_curve(t: &TraceView<'_>, sizes: &[u64]) -> Vec<RequestPoint> {
+fn request_curve(t: &TraceView<'_>, sizes: &[u64], progress: &Progress) -> Result<Vec<RequestPoint>> {
     let data = (0..t.len()).filter(|&i| is_data(t.op[i]));
     let rate = if t.len() > REQUEST_EXACT_LIMIT {
         REQUEST_EXACT_LIMIT as f64 / t.len() as f64
@@ -192,18 +209,57 @@ fn request_curve(t: &TraceView<'_>, sizes: &[u64]) -> Vec<RequestPoint> {
         let next = ids.len() as u64;
         accesses.push((*ids.entry(key).or_insert(next), u64::from(t.size[i])));
     }
-    sizes
-        .iter()
-        .map(|&c| {
-            let capacity = (c as f64 * rate) as u64;
-            let mut lru = cache::build("lru", capacity, cache::POLICIES).expect("lru is registered");
-            let f = cache::replay(lru.as_mut(), accesses.iter().copied());
-            RequestPoint {
-                cache_bytes: c,
-                miss_ratio: f.miss_ratio(),
-                byte_miss_ratio: f.byte_miss_ratio(),
-            }
+    let point = |c: u64| -> Result<RequestPoint> {
+        let capacity = (c as f64 * rate) as u64;
+        let mut lru = cache::build("lru", capacity, cache::POLICIES).expect("lru is registered");
+        let mut stopped = Ok(());
+        // a replay checks between chunks of accesses, and ends early once told to stop
+        let watched = accesses
+            .iter()
+            .enumerate()
+            .map_while(|(k, &a)| match progress.tick(k) {
+                Ok(()) => Some(a),
+                Err(e) => {
+                    stopped = Err(e);
+                    None
+                }
+            });
+        let f = cache::replay(lru.as_mut(), watched);
+        stopped?;
+        progress.ticked(accesses.len());
+        progress.advance((t.len() - accesses.len()) as u64); // what was not replayed counts too
+        Ok(RequestPoint {
+            cache_bytes: c,
+            miss_ratio: f.miss_ratio(),
+            byte_miss_ratio: f.byte_miss_ratio(),
         })
+    };
+    // the sizes are independent replays: dealt out to the cores in turn
+    let cores = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(sizes.len().max(1));
+    let mut points: Vec<Option<Result<RequestPoint>>> = (0..sizes.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let point = &point;
+        let dealt: Vec<_> = (0..cores)
+            .map(|core| {
+                scope.spawn(move || {
+                    (core..sizes.len())
+                        .step_by(cores)
+                        .map(|i| (i, point(sizes[i])))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for hand in dealt {
+            for (i, p) in hand.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
+                points[i] = Some(p);
+            }
+        }
+    });
+    points
+        .into_iter()
+        .map(|p| p.expect("every size was dealt"))
         .collect()
 }
 

@@ -35,8 +35,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::mrc::Mrc;
-use super::{characterize, MrcScope, Options};
+use super::{characterize_counted, window_for, work_units, MrcScope, Options};
 use crate::error::Result;
+use crate::progress::Progress;
 use crate::trace::TraceView;
 
 pub use fine::{compare_fine, Fine, FineSpec, RequestPoint};
@@ -274,26 +275,45 @@ pub fn validate(
     synthetic: &TraceView<'_>,
     opts: &ValidateOptions,
 ) -> Result<Validation> {
+    validate_watched(original, synthetic, opts, &Progress::default())
+}
+
+/// [`validate`], counting in `progress` the requests the characterizations have taken and
+/// stopping with `Interrupted` within one when told to.
+pub fn validate_watched(
+    original: &TraceView<'_>,
+    synthetic: &TraceView<'_>,
+    opts: &ValidateOptions,
+    progress: &Progress,
+) -> Result<Validation> {
     let char_opts = Options {
         ranges: opts.ranges,
         mrc: MrcScope::Trace,
         ..Options::default()
     };
-    let po = characterize(original, &char_opts)?;
+    // the original's window (as characterization would choose it) is both traces' grid
+    let span = original.ts_ns.last().map_or(0, |&l| l - original.ts_ns[0]);
     let same_window = Options {
-        window_ns: po.options.window_ns,
+        window_ns: Some(window_for(span, None)?),
         ..char_opts
     };
-    let spec = FineSpec::of(original, po.options.window_ns.unwrap_or(1));
-    let fo = Fine::of(original, &spec);
-    let ps = characterize(synthetic, &same_window)?;
-    let fs = Fine::of(synthetic, &spec);
+    let spec = FineSpec::of(original, same_window.window_ns.unwrap_or(1));
+    // a baseline is as long as the synthetic trace: its work is counted as that trace's
+    let measured = |t: &TraceView<'_>| work_units(t, &same_window) + spec.work_units(t);
+    let synthetics = 1 + u64::from(opts.baseline.is_some());
+    progress.add_total(measured(original) + synthetics * measured(synthetic));
+    let characterize = |t: &TraceView<'_>| characterize_counted(t, &same_window, progress);
+    let fine = |t: &TraceView<'_>| Fine::of_watched(t, &spec, progress);
+    let po = characterize(original)?;
+    let fo = fine(original)?;
+    let ps = characterize(synthetic)?;
+    let fs = fine(synthetic)?;
     let mut rows = all_rows(&po, &ps, &fo, &fs);
     let base = match opts.baseline {
         Some(Baseline::LocalityFree) => {
             let base = crate::synth::generate_locality_free(original, synthetic.len() as u64, opts.seed)?;
-            let pb = characterize(&base.view(), &same_window)?;
-            let fb = Fine::of(&base.view(), &spec);
+            let pb = characterize(&base.view())?;
+            let fb = fine(&base.view())?;
             let by_metric: BTreeMap<&str, Row> = all_rows(&po, &pb, &fo, &fb)
                 .into_iter()
                 .map(|r| (r.metric, r))
@@ -309,6 +329,7 @@ pub fn validate(
         }
         None => None,
     };
+    progress.complete();
     let checked = rows.iter().filter(|r| r.ok.is_some()).count();
     let passed = rows.iter().filter(|r| r.ok == Some(true)).count();
     let baseline_passed = base

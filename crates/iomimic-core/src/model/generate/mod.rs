@@ -34,6 +34,7 @@ use warp::Warp;
 
 use super::Model;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::random::splitmix;
 use crate::trace::Trace;
 
@@ -154,15 +155,25 @@ fn plan(model: &Model, opts: &GenerateOptions) -> Result<Plan> {
 
 /// Generates a synthetic trace from `model`.
 pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
+    generate_watched(model, opts, &Progress::default())
+}
+
+/// [`generate`], counting in `progress` the requests walked (the first half of the work) and
+/// placed in time (the second, counted when done), and stopping with `Interrupted` within the
+/// walks when told to.
+pub fn generate_watched(model: &Model, opts: &GenerateOptions, progress: &Progress) -> Result<Trace> {
     check(opts)?;
     let plan = plan(model, opts)?;
     let total = plan.total;
+    progress.add_total(2 * total);
     let counts = apportion(total, &model.threads.iter().map(|t| t.weight).collect::<Vec<_>>());
     let jobs = segments(&counts);
     let walks = on_all_cores(jobs.clone(), |(t, k, first, n)| {
         let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
-        walk::walk(model, &model.threads[t], seed, first, n, opts.reuse)
-    });
+        walk::walk(model, &model.threads[t], seed, (first, n), opts.reuse, progress)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     // Without an arrival process the threads' times are the output's; with one they only
     // order the threads' requests, and the arrival times are given out in that order.
     let mut columns = place_in_time(model, &counts, &jobs, &walks, total, opts.intensity);
@@ -186,6 +197,7 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
     }
     out.sort_by_time();
     out.make_relative();
+    progress.complete();
     Ok(out)
 }
 

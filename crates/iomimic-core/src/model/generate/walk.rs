@@ -7,7 +7,9 @@ use super::super::sample::{pick, Prng};
 use super::super::used::Used;
 use super::reuse::ReuseState;
 use super::runtime::{ChainRt, Ready, ThreadRt};
+use crate::error::Result;
 use crate::model::{Chain, Model, Sizes, Stats, Thread};
+use crate::progress::Progress;
 
 /// Tries at placing a new request on an unused offset before accepting a used one.
 const NEW_OFFSET_TRIES: usize = 8;
@@ -23,22 +25,25 @@ pub(super) struct Request {
 }
 
 /// The `count` requests of one walk of `thread` (a whole thread, or a segment of a long one
-/// that starts `first` requests into it), in model time.
+/// that starts `first` requests into it), in model time; each request counted in `progress`,
+/// which can stop the walk with `Interrupted`.
 pub(super) fn walk(
     model: &Model,
     thread: &Thread,
     seed: u64,
-    first: u64,
-    count: u64,
+    (first, count): (u64, u64),
     reuse: bool,
-) -> Vec<Request> {
+    progress: &Progress,
+) -> Result<Vec<Request>> {
     let rt = ThreadRt::new(model, thread, reuse);
     let mut st = ThreadState::new(&rt, model, thread, seed, count);
     st.index = first;
-    while st.left > 0 {
+    for i in 0..count as usize {
         st.next(&rt);
+        progress.tick(i)?;
     }
-    st.out
+    progress.ticked(count as usize);
+    Ok(st.out)
 }
 
 /// Where a thread is: its leaf, its volumes' previous ends, its recent requests.
