@@ -29,12 +29,16 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from iomimic.cli.progress import working
     from iomimic.io import atomic_output, read_trace
     from iomimic.report.html import build_page
 
     original = read_reported(args)
     synthetic = read_trace(args.synthetic) if args.synthetic else None
-    page = build_page(original, synthetic, title=args.title)
+    # characterizing, validating and drawing: several stages of unknown length, so the bar
+    # only shows that work goes on and for how long
+    with working("building the report"):
+        page = build_page(original, synthetic, title=args.title)
     with atomic_output(args.output) as tmp:
         tmp.write_text(page, encoding="utf-8")
     print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB, self-contained)")
