@@ -107,9 +107,10 @@ def test_figures_come_from_the_engines_histograms(tmp_path: Path) -> None:
 def test_open_loop_reports_the_last_requests_lag(tmp_path: Path) -> None:
     t = workload(500, 5000.0)
     _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, keep_requests=False)
-    # the schedule is kept to the end: no drift (generous for a busy test machine)
-    assert 0 <= f["last_request_lag_us"] < 5000, f
-    assert f["lag_us"]["p50"] < 1000
+    # the schedule is kept to the end: a drift would carry the median lag with it; the last
+    # request's own lag is one sample, which one stall of a busy CI machine (9 ms seen) moves
+    assert f["lag_us"]["p50"] < 1000, f
+    assert 0 <= f["last_request_lag_us"] < 20_000, f
 
 
 def test_intensity_and_no_stall(tmp_path: Path) -> None:
@@ -332,8 +333,11 @@ def test_progress_is_reported_while_running(tmp_path: Path) -> None:
     assert len(seen) >= 5
     counts = [n for n, _, _ in seen]
     assert counts == sorted(counts) and 0 < counts[len(counts) // 2] < 300
-    # open loop: the lag of a recent request comes with each report (small: nothing is behind)
-    assert all(lag is not None and 0 <= lag < 5000 for _, _, lag in seen)
+    # open loop: the lag of a recent request comes with each report (small: nothing is behind,
+    # though one stall of a busy machine can catch a report)
+    lags = [lag for _, _, lag in seen]
+    assert all(lag is not None and lag >= 0 for lag in lags), lags
+    assert float(np.median(lags)) < 5000, lags
 
 
 @pytest.mark.skipif(not _core.io_uring_available(), reason="io_uring is not allowed here")
@@ -377,7 +381,7 @@ def test_a_long_parquet_trace_is_replayed_a_row_group_at_a_time(tmp_path: Path) 
     # one schedule across the pieces: the rate is kept and nothing falls behind at the joins
     assert f["completed"] == n and not f["partial"]
     assert f["iops"] == pytest.approx(f["scheduled_iops"], rel=0.02), f
-    assert f["lag_us"]["p50"] < 1000 and f["last_request_lag_us"] < 5000
+    assert f["lag_us"]["p50"] < 1000 and f["last_request_lag_us"] < 20_000
     with pytest.raises(InputError, match="per-request record"):
         run_pieces(source, [str(tmp_path / "a.dat")] * 2, size=MIB)
 
