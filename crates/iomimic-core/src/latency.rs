@@ -10,17 +10,14 @@ use serde::Serialize;
 use crate::stats;
 use crate::trace::Op;
 
-/// Count, mean and percentiles of response times, in µs.
+/// Count, mean and percentiles of response times, in µs (the percentiles' keys sit beside
+/// `count` and `mean` in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LatencyUs {
     pub count: u64,
     pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
+    #[serde(flatten)]
+    pub p: stats::Percentiles,
 }
 
 impl LatencyUs {
@@ -28,16 +25,10 @@ impl LatencyUs {
     pub fn from_ns(values: &mut [u64]) -> Option<Self> {
         let count = values.len() as u64;
         let mean = values.iter().map(|&v| v as f64).sum::<f64>() / count.max(1) as f64 / 1e3;
-        let p = stats::percentiles(values, 1e-3)?;
         Some(Self {
             count,
             mean,
-            p50: p.p50,
-            p90: p.p90,
-            p95: p.p95,
-            p99: p.p99,
-            p999: p.p999,
-            max: p.max,
+            p: stats::percentiles(values, 1e-3)?,
         })
     }
 
@@ -50,12 +41,14 @@ impl LatencyUs {
         Some(Self {
             count: h.len(),
             mean: h.mean() / 1e3,
-            p50: us(0.5),
-            p90: us(0.9),
-            p95: us(0.95),
-            p99: us(0.99),
-            p999: us(0.999),
-            max: h.max() as f64 / 1e3,
+            p: stats::Percentiles {
+                p50: us(0.5),
+                p90: us(0.9),
+                p95: us(0.95),
+                p99: us(0.99),
+                p999: us(0.999),
+                max: h.max() as f64 / 1e3,
+            },
         })
     }
 }
@@ -92,7 +85,7 @@ mod tests {
         let mut ns: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
         let l = LatencyUs::from_ns(&mut ns).unwrap();
         assert_eq!(
-            (l.count, l.mean, l.p50, l.p99, l.max),
+            (l.count, l.mean, l.p.p50, l.p.p99, l.p.max),
             (1000, 500.5, 500.0, 990.0, 1000.0)
         );
         assert!(LatencyUs::from_ns(&mut []).is_none());
@@ -106,6 +99,6 @@ mod tests {
         }
         let l = LatencyUs::from_histogram(&h).unwrap();
         assert_eq!(l.count, 1000);
-        assert!((l.p50 - 500.0).abs() < 1.0 && (l.max - 1000.0).abs() < 1.0);
+        assert!((l.p.p50 - 500.0).abs() < 1.0 && (l.p.max - 1000.0).abs() < 1.0);
     }
 }

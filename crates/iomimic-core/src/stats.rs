@@ -14,7 +14,7 @@ pub fn mean_cv(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
 }
 
 /// Percentiles reported for times.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Percentiles {
     pub p50: f64,
     pub p90: f64,

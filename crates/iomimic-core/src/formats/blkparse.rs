@@ -360,14 +360,14 @@ CPU0 (8,0):
         let phase = |name: &str| b.latency_phases.iter().find(|(n, _)| *n == name).unwrap().1;
         // Q2D: 10 and 29 µs; D2C: 190, 70 and 50 µs; Q2C: 200 and 99 µs
         assert_eq!(
-            (phase("q2d_us").count, phase("q2d_us").mean, phase("q2d_us").max),
+            (phase("q2d_us").count, phase("q2d_us").mean, phase("q2d_us").p.max),
             (2, 19.5, 29.0)
         );
         assert_eq!(
             (phase("d2c_us").count, phase("d2c_us").mean),
             (3, (190.0 + 70.0 + 50.0) / 3.0)
         );
-        assert_eq!((phase("q2c_us").count, phase("q2c_us").max), (2, 200.0));
+        assert_eq!((phase("q2c_us").count, phase("q2c_us").p.max), (2, 200.0));
         let t = b.take();
         assert_eq!(t.latency_ns.unwrap(), [190_000, 70_000, 50_000]);
     }

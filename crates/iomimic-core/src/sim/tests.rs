@@ -68,7 +68,7 @@ fn a_cached_write_is_destaged_while_the_disk_is_idle() {
     assert_eq!(ops.keys().copied().collect::<Vec<_>>(), ["read", "write"]);
     let (read, write) = (ops["read"].latency_us, ops["write"].latency_us);
     assert_eq!((write.count, write.mean), (1, 1000.0));
-    assert_eq!(read.max, 19_000.0);
+    assert_eq!(read.p.max, 19_000.0);
     // without the cache the write itself takes the 11 ms (the read still ends at 21 ms)
     let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
     assert_eq!(r.latency_ns, [11_000_000, 19_000_000]);

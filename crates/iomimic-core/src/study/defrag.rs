@@ -238,7 +238,7 @@ fn simulate(t: &TraceView<'_>, device: &Config, opts: &SimOptions) -> Result<Per
     let f = &r.figures;
     Ok(Perf {
         mean_us: f.latency_us.map_or(0.0, |l| l.mean),
-        p99_us: f.latency_us.map_or(0.0, |l| l.p99),
+        p99_us: f.latency_us.map_or(0.0, |l| l.p.p99),
         iops: f.iops,
         energy_j: f.energy_j,
     })

@@ -435,7 +435,7 @@ fn compare(t: &TraceView<'_>, rows: &[usize], op: Op, off: &[u64], on: &[u64]) -
     };
     let (mut a, mut b) = (pick(off), pick(on));
     let figures = |v: &mut Vec<u64>| {
-        crate::latency::LatencyUs::from_ns(v).map_or((0.0, 0.0), |l| (l.mean / 1e3, l.p99 / 1e3))
+        crate::latency::LatencyUs::from_ns(v).map_or((0.0, 0.0), |l| (l.mean / 1e3, l.p.p99 / 1e3))
     };
     let (off_mean_ms, off_p99_ms) = figures(&mut a);
     let (on_mean_ms, on_p99_ms) = figures(&mut b);
