@@ -78,6 +78,27 @@ impl BlockCache {
         }
     }
 
+    /// Lets go of the blocks of `offset..end` read ahead that no request has read (their
+    /// stream is no longer followed): they count as evicted unread.
+    pub(super) fn drop_unread(&mut self, offset: u64, end: u64) {
+        if end <= offset {
+            return;
+        }
+        for b in offset / CACHE_BLOCK..=(end - 1) / CACHE_BLOCK {
+            if self.unread.remove(&b) {
+                if let Some(stamp) = self.blocks.remove(&b) {
+                    self.order.remove(&stamp);
+                }
+                self.evicted_unread += 1;
+            }
+        }
+    }
+
+    /// The cache holds `offset..end` whole (nothing is touched).
+    pub(super) fn holds(&self, offset: u64, end: u64) -> bool {
+        end > offset && (offset / CACHE_BLOCK..=(end - 1) / CACHE_BLOCK).all(|b| self.blocks.contains_key(&b))
+    }
+
     /// Blocks prefetched that no request read: evicted first, or still unread at the end.
     pub(super) fn unused(&self) -> u64 {
         self.evicted_unread + self.unread.len() as u64
@@ -118,8 +139,24 @@ impl BlockCache {
 /// minimum. So jumps shorter than the maximum end up inside prefetched data.
 #[derive(Default)]
 pub(super) struct Streams {
-    /// (end of the data read, current prefetch, reads that continued it), most recent first
-    tracked: VecDeque<(u64, u64, u32)>,
+    /// the streams followed, most recent first
+    tracked: VecDeque<Tracked>,
+    /// what the last stream pushed out of `tracked` had read ahead on speculation (start, end)
+    pub(super) dropped: Option<(u64, u64)>,
+}
+
+#[derive(Clone, Copy)]
+struct Tracked {
+    /// end of the data read and read ahead
+    end: u64,
+    /// the current prefetch
+    ahead: u64,
+    /// reads that continued it strictly in sequence
+    run: u32,
+    /// where its read-ahead not yet reached starts
+    from: u64,
+    /// its read-ahead follows a sequential run (not speculation): it is kept as cached data
+    kept: bool,
 }
 
 /// Streams the controller follows at once: past 8, interleaved streams push each other out
@@ -129,29 +166,29 @@ const TRACKED_STREAMS: usize = 8;
 /// With no minimum prefetch, reads that must continue a stream strictly sequentially before
 /// it is read ahead of (the paper: array prefetching is effective for strictly sequential
 /// workloads; runs with jumps gain only from a forced minimum).
-const DETECT_AFTER: u32 = 4;
+pub(super) const DETECT_AFTER: u32 = 4;
 
 impl Streams {
     /// How far to read ahead of a miss at `offset..end`. With no minimum (`first` 0) a new
     /// stream reads nothing ahead, but one that has continued `DETECT_AFTER` times reads
     /// ahead twice its request, then doubles: an array detects sequential streams whatever
-    /// its minimum prefetch.
-    pub(super) fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64) -> u64 {
+    /// its minimum prefetch. `behind`: the cache holds a sequential run just before the read.
+    pub(super) fn prefetch(&mut self, offset: u64, end: u64, first: u64, max: u64, behind: bool) -> u64 {
         if max == 0 {
             return 0;
         }
         let found = self
             .tracked
             .iter()
-            .position(|&(stream_end, _, _)| offset >= stream_end && offset - stream_end <= max);
+            .position(|t| offset >= t.end && offset - t.end <= max);
         let (ahead, run) = match found {
             Some(k) => {
-                let (stream_end, previous, run) = self.tracked.remove(k).expect("found");
+                let t = self.tracked.remove(k).expect("found");
                 // only strictly sequential reads count towards detecting a stream
-                let run = if offset == stream_end { run + 1 } else { 0 };
+                let run = if offset == t.end { t.run + 1 } else { 0 };
                 let detected = first > 0 || run >= DETECT_AFTER;
                 let ahead = if detected {
-                    (previous.max(end - offset) * 2).clamp(first, max)
+                    (t.ahead.max(end - offset) * 2).clamp(first, max)
                 } else {
                     0
                 };
@@ -159,8 +196,21 @@ impl Streams {
             }
             None => (first, 0),
         };
-        self.tracked.push_front((end + ahead, ahead, run));
-        self.tracked.truncate(TRACKED_STREAMS);
+        self.tracked.push_front(Tracked {
+            end: end + ahead,
+            ahead,
+            run,
+            from: end,
+            kept: behind || run >= DETECT_AFTER,
+        });
+        self.dropped = None;
+        if self.tracked.len() > TRACKED_STREAMS {
+            self.dropped = self
+                .tracked
+                .pop_back()
+                .filter(|t| !t.kept)
+                .map(|t| (t.from, t.end));
+        }
         ahead
     }
 
@@ -168,13 +218,13 @@ impl Streams {
     /// is left ahead of it, the stream reads on, twice as far (up to `max`); returns where
     /// from and how far.
     pub(super) fn extend(&mut self, end: u64, max: u64) -> Option<(u64, u64)> {
-        let k = self.tracked.iter().position(|&(stream_end, ahead, _)| {
-            ahead > 0 && end <= stream_end && stream_end - end < ahead / 2
-        })?;
-        let (stream_end, ahead, run) = self.tracked[k];
-        let ahead = (ahead * 2).min(max);
-        self.tracked[k] = (stream_end + ahead, ahead, run);
-        Some((stream_end, ahead))
+        let t = self
+            .tracked
+            .iter_mut()
+            .find(|t| t.ahead > 0 && end <= t.end && t.end - end < t.ahead / 2)?;
+        let (from, ahead) = (t.end, (t.ahead * 2).min(max));
+        (t.end, t.ahead, t.from) = (t.end + ahead, ahead, end);
+        Some((from, ahead))
     }
 }
 
@@ -214,23 +264,56 @@ mod tests {
     }
 
     #[test]
+    fn speculative_read_ahead_goes_with_its_stream_and_a_run_s_stays() {
+        let mut c = BlockCache::new(1.0);
+        let mut s = Streams::default();
+        let (kib, max) = (1024, 1024 * 1024);
+        // stream 0 reads 4 KiB at 0 and 64 KiB ahead on speculation; stream 1 reads at 1 GiB
+        // with a sequential run just behind it in the cache
+        assert_eq!(s.prefetch(0, 4 * kib, 64 * kib, max, false), 64 * kib);
+        c.fill(0, 4 * kib);
+        c.fill_ahead(4 * kib, 64 * kib);
+        let g = 1 << 30;
+        assert_eq!(s.prefetch(g, g + 4 * kib, 64 * kib, max, true), 64 * kib);
+        c.fill_ahead(g + 4 * kib, 64 * kib);
+        assert!(c.holds(0, 68 * kib) && !c.holds(0, 72 * kib));
+        // 6 more streams: both still followed
+        for k in 2..8 {
+            s.prefetch(k << 32, (k << 32) + 4 * kib, 64 * kib, max, false);
+            assert_eq!(s.dropped, None);
+        }
+        // the 9th pushes stream 0 out: its read-ahead goes, unread, its data stays
+        s.prefetch(8 << 32, (8 << 32) + 4 * kib, 64 * kib, max, false);
+        assert_eq!(s.dropped, Some((4 * kib, 68 * kib)));
+        c.drop_unread(4 * kib, 68 * kib);
+        assert!(c.hit(0, 4096) && !c.hit(4 * kib, 4096));
+        assert_eq!(c.unused(), 32);
+        // the 10th pushes stream 1 out, whose read-ahead followed a run: kept
+        s.prefetch(9 << 32, (9 << 32) + 4 * kib, 64 * kib, max, false);
+        assert_eq!(s.dropped, None);
+    }
+
+    #[test]
     fn a_stream_s_prefetch_doubles_while_jumps_stay_inside_the_window() {
         let mut s = Streams::default();
         let (kib, max) = (1024, 1024 * 1024);
-        assert_eq!(s.prefetch(0, 4 * kib, 64 * kib, max), 64 * kib);
+        assert_eq!(s.prefetch(0, 4 * kib, 64 * kib, max, false), 64 * kib);
         // 100 KiB past the data read (4 + 64 KiB): the same stream
-        assert_eq!(s.prefetch(168 * kib, 172 * kib, 64 * kib, max), 128 * kib);
-        assert_eq!(s.prefetch(300 * kib, 304 * kib, 64 * kib, max), 256 * kib);
+        assert_eq!(s.prefetch(168 * kib, 172 * kib, 64 * kib, max, false), 128 * kib);
+        assert_eq!(s.prefetch(300 * kib, 304 * kib, 64 * kib, max, false), 256 * kib);
         // 2 MiB away: a new stream, back to the minimum
-        assert_eq!(s.prefetch(3 << 20, (3 << 20) + 4 * kib, 64 * kib, max), 64 * kib);
+        assert_eq!(
+            s.prefetch(3 << 20, (3 << 20) + 4 * kib, 64 * kib, max, false),
+            64 * kib
+        );
         // no minimum: nothing ahead of a stream until it has continued 4 times strictly in
         // sequence (a jump starts the count again); then twice the read's size, doubling
         let mut s = Streams::default();
         for k in 0..4 {
-            assert_eq!(s.prefetch(k * 4 * kib, (k + 1) * 4 * kib, 0, max), 0);
+            assert_eq!(s.prefetch(k * 4 * kib, (k + 1) * 4 * kib, 0, max, false), 0);
         }
-        assert_eq!(s.prefetch(16 * kib, 20 * kib, 0, max), 8 * kib);
-        assert_eq!(s.prefetch(28 * kib, 32 * kib, 0, max), 16 * kib);
+        assert_eq!(s.prefetch(16 * kib, 20 * kib, 0, max, false), 8 * kib);
+        assert_eq!(s.prefetch(28 * kib, 32 * kib, 0, max, false), 16 * kib);
         // a read past half of the 16 KiB read ahead (to 48 KiB) reads on from there, twice as
         // far, up to the maximum
         assert_eq!(s.extend(38 * kib, max), None);
@@ -241,9 +324,9 @@ mod tests {
         let mut s = Streams::default();
         for k in 0..12 {
             let at = k * 4 * kib + k / 4 * 8 * kib;
-            assert_eq!(s.prefetch(at, at + 4 * kib, 0, max), 0, "{k}");
+            assert_eq!(s.prefetch(at, at + 4 * kib, 0, max, false), 0, "{k}");
         }
         // no maximum, no prefetch
-        assert_eq!(Streams::default().prefetch(0, 4 * kib, 64 * kib, 0), 0);
+        assert_eq!(Streams::default().prefetch(0, 4 * kib, 64 * kib, 0, false), 0);
     }
 }

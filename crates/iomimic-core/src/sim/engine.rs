@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
-use super::controller::{cache_block_kib, BlockCache, Streams};
+use super::controller::{cache_block_kib, BlockCache, Streams, DETECT_AFTER};
 use super::device::{Device, Io};
 use super::figures::{self, Member, SimFigures, Tally};
 use super::raid::{DevIo, Layout};
@@ -74,6 +74,8 @@ struct Req {
     background: bool,
     /// array range to cache once the device reads complete (request plus prefetch)
     fill: Option<(u64, u64)>,
+    /// what a read reads ahead in the same disk reads as its own data (`prefetch_with_read`)
+    ahead: Option<(u64, u64)>,
 }
 
 /// What a completed read puts in the controller's cache.
@@ -390,6 +392,7 @@ impl<'t, 'v> Run<'t, 'v> {
                 outstanding: 0,
                 background,
                 fill,
+                ahead: None,
             },
         );
         if start <= now {
@@ -416,6 +419,7 @@ impl<'t, 'v> Run<'t, 'v> {
         self.issue_ns[i] = now as u64;
         let mut fill = None;
         let mut prefetch = None;
+        let mut with_read = 0;
         let mut background = false;
         let ready = self.admit(now, size);
         if let (Some(c), Some(cache)) = (self.controller, self.cache.as_mut()) {
@@ -451,14 +455,39 @@ impl<'t, 'v> Run<'t, 'v> {
                 let first = ((f64::from(size) * c.prefetch_multiple) as u64)
                     .max(c.prefetch_min_kib * 1024)
                     .min(c.prefetch_max_kib * 1024);
+                // a sequential run just before the read, in the cache: its read-ahead is kept
+                let run = u64::from(DETECT_AFTER) * u64::from(size);
+                let behind = offset >= run && cache.holds(offset - run, offset);
                 let ahead = self
                     .streams
-                    .prefetch(offset, end, first, c.prefetch_max_kib * 1024);
+                    .prefetch(offset, end, first, c.prefetch_max_kib * 1024, behind);
+                if let Some((from, to)) = self.streams.dropped.take().filter(|_| c.prefetch_per_stream) {
+                    cache.drop_unread(from, to);
+                }
                 let ahead = ahead.min(self.capacity.saturating_sub(end));
                 if ahead > 0 {
                     prefetch = Some((end, ahead));
+                    // the minimum is read with the request; past it, prefetch is background
+                    if c.prefetch_with_read && first > 0 {
+                        with_read = ahead.min(first);
+                    }
                 }
             }
+        }
+        if let (1.., Some((from, ahead))) = (with_read, prefetch) {
+            // one read of the disks for the request and its minimum read-ahead; reads inside
+            // that wait for it as for any prefetch under way
+            let length = u32::try_from(u64::from(size) + with_read).unwrap_or(u32::MAX);
+            let phases = self.layout.map(offset, length, false, &mut self.turn);
+            self.prefetching.push((from, from + with_read, i, Vec::new()));
+            self.request(i, now, ready, phases, false, fill);
+            if let Some(req) = self.reqs.get_mut(&i) {
+                req.ahead = Some((from, with_read));
+            }
+            if ahead > with_read {
+                self.prefetch(from + with_read, ahead - with_read, now, ready);
+            }
+            return;
         }
         let phases = self.layout.map(offset, size, write, &mut self.turn);
         self.request(i, now, ready, phases, background, fill);
@@ -562,6 +591,10 @@ impl<'t, 'v> Run<'t, 'v> {
         }
         let req = self.reqs.remove(&r).expect("in flight");
         let background = req.background;
+        if let Some((offset, length)) = req.ahead {
+            self.fills.push((offset, length, Fill::Ahead));
+            self.prefetched(r, now);
+        }
         if let Some((offset, length)) = req.fill {
             let kind = if background { Fill::Ahead } else { Fill::Demand };
             self.fills.push((offset, length, kind));

@@ -108,6 +108,15 @@ pub struct Controller {
     pub prefetch_max_kib: u64,
     #[serde(default)]
     pub prefetch_multiple: f64,
+    /// With a minimum prefetch, a read miss and what it reads ahead are one read of the disks:
+    /// the request completes when all of it is in cache (a minimum prefetch is read whatever
+    /// the delay, as SCSI's minimum pre-fetch).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prefetch_with_read: bool,
+    /// Read-ahead is held for the streams the controller follows (its 8 most recent): when a
+    /// stream is pushed out, what was read ahead for it and not yet read is let go.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prefetch_per_stream: bool,
     /// Time the controller spends on each request's command, one at a time: it caps the
     /// requests per second (the FC-60 paper, Keeton et al., tops out at 11,000 per controller).
     #[serde(default)]
@@ -119,6 +128,11 @@ pub struct Controller {
 
 fn default_hit_us() -> f64 {
     100.0
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

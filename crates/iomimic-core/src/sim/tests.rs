@@ -178,6 +178,8 @@ fn with_controller(prefetch_min_kib: u64) -> Config {
             prefetch_min_kib,
             prefetch_max_kib: 1024,
             prefetch_multiple: 0.0,
+            prefetch_with_read: false,
+            prefetch_per_stream: false,
             command_us: 0.0,
             max_mb_s: None,
         }),
@@ -217,6 +219,27 @@ fn prefetch_turns_the_next_sequential_read_into_a_hit() {
     let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
     assert_eq!(r.figures.cache_hits, 0);
     assert!(r.latency_ns[1] > 5_000_000);
+}
+
+#[test]
+fn a_minimum_read_with_the_request_delays_it_and_serves_the_next_read() {
+    // 1 MiB minimum: read 0 completes only when the disk has read its 4 KiB and the 1 MiB
+    // after it (some 5 ms more, streaming on); read 1, inside it, arrives meanwhile and waits
+    let t = trace(&[0, 5_000_000], &[250_000_000, 250_004_096], 4096, 0);
+    let mut with_read = with_controller(1024);
+    with_read.controller.as_mut().unwrap().prefetch_with_read = true;
+    let r = simulate(&t.view(), &with_read, &SimOptions::default()).unwrap();
+    let behind = simulate(&t.view(), &with_controller(1024), &SimOptions::default()).unwrap();
+    assert!(behind.latency_ns[0] < 10_100_000, "{:?}", behind.latency_ns);
+    assert!(
+        r.latency_ns[0] > behind.latency_ns[0] + 4_000_000,
+        "{:?}",
+        r.latency_ns
+    );
+    // read 1 is served from it once it is in, as a hit, with no disk read of its own
+    assert_eq!((r.figures.cache_hits, r.figures.device_ios), (1, 1));
+    assert!(r.latency_ns[1] + 5_000_000 > r.latency_ns[0]);
+    assert_eq!(r.figures.counter("prefetch_unused_kib"), 1020);
 }
 
 #[test]
