@@ -37,7 +37,7 @@ def test_pages_name_the_papers_they_cite() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    pages = [root / "README.md", root / "CHANGELOG.md", *sorted((root / "docs").glob("*.md"))]
     internal = re.compile(r"\bseed 00\d|\bthe seeds?\b|\bseeds'|\bseed's\b", re.IGNORECASE)
     found = [
         f"{p.name}:{n}"
