@@ -12,8 +12,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rustc_hash::FxHashMap;
-
 use super::controller::{cache_block_kib, BlockCache, Streams, DETECT_AFTER};
 use super::device::{Device, Io};
 use super::figures::{self, Member, SimFigures, Tally};
@@ -78,6 +76,58 @@ struct Req {
     ahead: Option<(u64, u64)>,
 }
 
+/// The requests in flight by id: trace rows below `n`, the controller's prefetches from `n`
+/// on. Each kind starts in id order and mostly ends in it, so each is a [`Window`]: an
+/// overloaded device's queue of a million requests stays in order in memory, where a hash map
+/// scattered it (the time per request grew 1.7x from 100 k to 1 M requests).
+struct InFlight {
+    rows: Window<Req>,
+    prefetches: Window<Req>,
+    n: usize,
+}
+
+impl InFlight {
+    fn new(n: usize) -> Self {
+        Self {
+            rows: Window::default(),
+            prefetches: Window::default(),
+            n,
+        }
+    }
+
+    fn of(&mut self, r: usize) -> &mut Window<Req> {
+        if r < self.n {
+            &mut self.rows
+        } else {
+            &mut self.prefetches
+        }
+    }
+
+    fn insert(&mut self, r: usize, req: Req) {
+        self.of(r).insert(r, req);
+    }
+
+    fn get_mut(&mut self, r: usize) -> Option<&mut Req> {
+        self.of(r).get_mut(r)
+    }
+
+    fn remove(&mut self, r: usize) -> Option<Req> {
+        self.of(r).remove(r)
+    }
+}
+
+impl std::ops::Index<usize> for InFlight {
+    type Output = Req;
+
+    fn index(&self, r: usize) -> &Req {
+        if r < self.n {
+            &self.rows[r]
+        } else {
+            &self.prefetches[r]
+        }
+    }
+}
+
 /// What a completed read puts in the controller's cache.
 #[derive(Clone, Copy)]
 enum Fill {
@@ -138,7 +188,7 @@ struct Run<'t, 'v> {
     controller_free: f64,
     slots: Vec<Slot>,
     /// requests in flight, by id: trace requests by row, then background prefetches
-    reqs: FxHashMap<usize, Req>,
+    reqs: InFlight,
     /// the id the next prefetch gets
     next_prefetch: usize,
     /// when each trace request arrived
@@ -206,7 +256,7 @@ impl<'t, 'v> Run<'t, 'v> {
                     wake: None,
                 })
                 .collect(),
-            reqs: FxHashMap::default(),
+            reqs: InFlight::new(n),
             next_prefetch: n,
             arrival: vec![0.0; n],
             ios: Window::default(),
@@ -285,7 +335,7 @@ impl<'t, 'v> Run<'t, 'v> {
             write: d.write,
             // a disk cannot tell a prefetch (a background read: it fills the cache) from a
             // demand read; only destages wait until no demand I/O does
-            background: self.reqs[&r].background && self.reqs[&r].fill.is_none(),
+            background: self.reqs[r].background && self.reqs[r].fill.is_none(),
         };
         (d.device, io)
     }
@@ -355,13 +405,13 @@ impl<'t, 'v> Run<'t, 'v> {
 
     /// Starts a phase of request `r`: its device I/Os all at once.
     fn launch(&mut self, r: usize, now: f64) {
-        let req = self.reqs.get_mut(&r).expect("a launched request is in flight");
+        let req = self.reqs.get_mut(r).expect("a launched request is in flight");
         let p = req.phase;
         let count = req.phases[p].len();
         req.outstanding = count;
         for k in 0..count {
             // by index: the phase stays in the request (no copy of the list per phase)
-            let io = self.reqs[&r].phases[p][k];
+            let io = self.reqs[r].phases[p][k];
             let id = self.ios.push((r, io, now));
             self.inflight += 1;
             self.device_ios += 1;
@@ -481,7 +531,7 @@ impl<'t, 'v> Run<'t, 'v> {
             let phases = self.layout.map(offset, length, false, &mut self.turn);
             self.prefetching.push((from, from + with_read, i, Vec::new()));
             self.request(i, now, ready, phases, false, fill);
-            if let Some(req) = self.reqs.get_mut(&i) {
+            if let Some(req) = self.reqs.get_mut(i) {
                 req.ahead = Some((from, with_read));
             }
             if ahead > with_read {
@@ -579,7 +629,7 @@ impl<'t, 'v> Run<'t, 'v> {
         self.rewake(device);
         let r = self.ios[id].0;
         self.ios.retire(id);
-        let req = self.reqs.get_mut(&r).expect("a request with I/Os is in flight");
+        let req = self.reqs.get_mut(r).expect("a request with I/Os is in flight");
         req.outstanding -= 1;
         if req.outstanding > 0 {
             return None;
@@ -589,7 +639,7 @@ impl<'t, 'v> Run<'t, 'v> {
             self.launch(r, now);
             return None;
         }
-        let req = self.reqs.remove(&r).expect("in flight");
+        let req = self.reqs.remove(r).expect("in flight");
         let background = req.background;
         if let Some((offset, length)) = req.ahead {
             self.fills.push((offset, length, Fill::Ahead));

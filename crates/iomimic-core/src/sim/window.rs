@@ -29,6 +29,36 @@ impl<T> Window<T> {
         self.base + self.entries.len() - 1
     }
 
+    /// Puts an entry under `id`; ids skipped stay empty. Cheap when ids come in about the order
+    /// they are retired in (the span kept is from the smallest id kept to the largest).
+    pub fn insert(&mut self, id: usize, entry: T) {
+        if self.entries.is_empty() {
+            self.base = id;
+        }
+        while id < self.base {
+            self.entries.push_front(None);
+            self.base -= 1;
+        }
+        let k = id - self.base;
+        if k >= self.entries.len() {
+            self.entries.resize_with(k + 1, || None);
+        }
+        self.entries[k] = Some(entry);
+    }
+
+    /// Entry `id`, if it is kept.
+    pub fn get_mut(&mut self, id: usize) -> Option<&mut T> {
+        let k = id.checked_sub(self.base)?;
+        self.entries.get_mut(k)?.as_mut()
+    }
+
+    /// Takes entry `id` out (as [`retire`](Self::retire) forgets it).
+    pub fn remove(&mut self, id: usize) -> Option<T> {
+        let entry = self.entries.get_mut(id.checked_sub(self.base)?)?.take()?;
+        self.retire(id);
+        Some(entry)
+    }
+
     /// Forgets entry `id`, and every retired entry before the oldest one still kept.
     pub fn retire(&mut self, id: usize) {
         self.entries[id - self.base] = None;
@@ -73,5 +103,21 @@ mod tests {
         w[3] += 1;
         assert_eq!(w[3], 31);
         assert_eq!(w.push(50), 5);
+    }
+
+    #[test]
+    fn ids_may_skip_and_removal_takes_the_entry() {
+        let mut w = Window::default();
+        w.insert(7, "a");
+        w.insert(10, "b"); // 8 and 9 never come
+        assert_eq!(w.get_mut(9), None);
+        assert_eq!(w.remove(7), Some("a"));
+        assert_eq!((w.base, w.entries.len()), (10, 1));
+        assert_eq!(w.remove(7), None);
+        assert_eq!(w.remove(10), Some("b"));
+        assert!(w.entries.is_empty());
+        w.insert(12, "c");
+        w.insert(11, "d"); // before the oldest kept: still found
+        assert_eq!((w[11], w[12]), ("d", "c"));
     }
 }
