@@ -13,6 +13,7 @@ pub mod limits;
 pub mod merge;
 pub mod model;
 pub mod offload;
+mod parallel;
 pub mod progress;
 pub mod random;
 pub mod realio;

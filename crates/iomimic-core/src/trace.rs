@@ -69,14 +69,21 @@ pub struct Trace {
     pub files: Vec<String>,
 }
 
+/// Checks that a rate multiplier (`intensity`) is a positive, finite number.
+pub fn check_intensity(intensity: f64) -> crate::error::Result<()> {
+    if intensity.is_finite() && intensity > 0.0 {
+        Ok(())
+    } else {
+        Err(crate::error::Error::Usage(format!(
+            "`intensity` must be a positive number, found {intensity}"
+        )))
+    }
+}
+
 /// Checks that `span_ns` divided by `intensity` stays on the nanosecond clock (2^62 ns, about
 /// 146 years): a tiny intensity would otherwise stretch times until they saturate.
 pub fn check_time_scale(span_ns: u64, intensity: f64) -> crate::error::Result<()> {
-    if !(intensity.is_finite() && intensity > 0.0) {
-        return Err(crate::error::Error::Usage(format!(
-            "`intensity` must be a positive number, found {intensity}"
-        )));
-    }
+    check_intensity(intensity)?;
     let limit = (1u64 << 62) as f64;
     if span_ns as f64 / intensity > limit {
         return Err(crate::error::Error::Usage(format!(

@@ -4,7 +4,9 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use iomimic_core::progress::Progress;
 use iomimic_core::sim;
+use iomimic_core::trace::TraceView;
 
 use crate::boundary::{to_py, with_checked_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
@@ -26,19 +28,9 @@ pub fn simulate<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let config = sim::Config::from_toml(config_toml).map_err(err_to_py)?;
     let opts = options(iodepth, intensity, scheduler)?;
-    let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
-        watched(py, progress.as_ref(), |p| {
-            p.add_total(view.len() as u64);
-            sim::simulate_watched(view, &config, &opts, p)
-        })
-    })?;
-    outcome(
-        py,
-        result.latency_ns,
-        result.issue_ns,
-        result.status,
-        &result.figures,
-    )
+    run_watched(py, (&columns, &volumes, &files), progress, |view, p| {
+        sim::simulate_watched(view, &config, &opts, p)
+    })
 }
 
 /// Simulates a trace with each placement's volumes (ids) on its own device (TOML text).
@@ -65,34 +57,31 @@ pub fn simulate_mapped<'py>(
         })
         .collect::<PyResult<Vec<_>>>()?;
     let opts = options(iodepth, intensity, scheduler)?;
-    let result = with_checked_view(&columns, &volumes, &files, "simulate", |view| {
-        watched(py, progress.as_ref(), |p| {
-            p.add_total(view.len() as u64);
-            sim::simulate_mapped(view, &placements, &opts, p)
-        })
-    })?;
-    outcome(
-        py,
-        result.latency_ns,
-        result.issue_ns,
-        result.status,
-        &result.figures,
-    )
+    run_watched(py, (&columns, &volumes, &files), progress, |view, p| {
+        sim::simulate_mapped(view, &placements, &opts, p)
+    })
 }
 
-/// A simulation's outcome as Python gets it: the columns as numpy arrays, the figures as a dict.
-fn outcome<'py>(
+/// Runs a simulation of the trace (its columns and name tables) on a thread of its own,
+/// counting its requests in the watcher's progress, and gives its outcome as Python gets it:
+/// the columns as numpy arrays, the figures as a dict.
+fn run_watched<'py, F: serde::Serialize + Send>(
     py: Python<'py>,
-    latency_ns: Vec<u64>,
-    issue_ns: Vec<u64>,
-    status: Vec<u8>,
-    figures: &impl serde::Serialize,
+    (columns, volumes, files): (&Columns<'_>, &[String], &[String]),
+    progress: Option<Bound<'py, PyAny>>,
+    simulate: impl Fn(&TraceView<'_>, &Progress) -> iomimic_core::Result<sim::SimResult<F>> + Sync,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let result = with_checked_view(columns, volumes, files, "simulate", |view| {
+        watched(py, progress.as_ref(), |p| {
+            p.add_total(view.len() as u64);
+            simulate(view, p)
+        })
+    })?;
     let d = PyDict::new(py);
-    d.set_item("latency_ns", PyArray1::from_vec(py, latency_ns))?;
-    d.set_item("issue_ns", PyArray1::from_vec(py, issue_ns))?;
-    d.set_item("status", PyArray1::from_vec(py, status))?;
-    d.set_item("figures", to_py(py, figures)?)?;
+    d.set_item("latency_ns", PyArray1::from_vec(py, result.latency_ns))?;
+    d.set_item("issue_ns", PyArray1::from_vec(py, result.issue_ns))?;
+    d.set_item("status", PyArray1::from_vec(py, result.status))?;
+    d.set_item("figures", to_py(py, &result.figures)?)?;
     Ok(d)
 }
 

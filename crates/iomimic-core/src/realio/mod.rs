@@ -388,12 +388,7 @@ fn check_run(targets: &[Target], opts: &RunOptions) -> Result<()> {
     if targets.is_empty() {
         return Err(Error::Usage("no target to run against".into()));
     }
-    if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
-        return Err(Error::Usage(format!(
-            "`intensity` must be a positive number, found {}",
-            opts.intensity
-        )));
-    }
+    crate::trace::check_intensity(opts.intensity)?;
     if opts.iodepth == Some(0) || opts.workers == 0 {
         return Err(Error::Usage("`iodepth` and `workers` must be at least 1".into()));
     }

@@ -49,14 +49,17 @@ impl Default for SimOptions {
     }
 }
 
-pub struct SimResult {
-    /// Issue time (ns, as simulated) and latency of every request, in trace order.
+/// What a simulation gives: per request in trace order, and the figures of the run (one
+/// device's, or with several devices [`MappedFigures`](super::MappedFigures)).
+pub struct SimResult<F = SimFigures> {
+    /// Issue time (ns, as simulated, 0 at the trace's first request) and latency of every
+    /// request, in trace order.
     pub issue_ns: Vec<u64>,
     pub latency_ns: Vec<u64>,
     /// [`STATUS_OK`] or `EIO` for a request an injected failed sector failed (after the
     /// drive's retries, which `fail_ms` stands for).
     pub status: Vec<u8>,
-    pub figures: SimFigures,
+    pub figures: F,
 }
 
 /// The errno of a request that failed on a bad sector.

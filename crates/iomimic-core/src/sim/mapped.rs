@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::engine::{simulate_watched, SimOptions};
+use super::engine::{simulate_watched, SimOptions, SimResult};
 use super::figures::SimFigures;
 use super::Config;
 use crate::error::{Error, Result};
@@ -48,14 +48,8 @@ pub struct Placed {
     pub figures: SimFigures,
 }
 
-pub struct MappedResult {
-    /// Issue time and latency of every request, in trace order, on one clock (0 at the
-    /// trace's first request).
-    pub issue_ns: Vec<u64>,
-    pub latency_ns: Vec<u64>,
-    pub status: Vec<u8>,
-    pub figures: MappedFigures,
-}
+/// A run over several devices: every request on one clock, the devices' figures together.
+pub type MappedResult = SimResult<MappedFigures>;
 
 /// Replays `t` with each placement's volumes on its own device. Every volume of the trace
 /// must be in exactly one placement. In a closed loop each device keeps `iodepth`

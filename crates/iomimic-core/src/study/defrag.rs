@@ -177,12 +177,7 @@ pub fn run(t: &TraceView<'_>, o: &Options, progress: &Progress) -> Result<Report
             "`block_bytes` and `windows` must be positive".into(),
         ));
     }
-    if !(o.intensity.is_finite() && o.intensity > 0.0) {
-        return Err(Error::Usage(format!(
-            "`intensity` must be a positive number, found {}",
-            o.intensity
-        )));
-    }
+    crate::trace::check_intensity(o.intensity)?;
     let policies = o
         .policies
         .iter()

@@ -195,12 +195,7 @@ fn check(o: &Options) -> Result<()> {
     if o.policies.is_empty() {
         return Err(Error::Usage("`policies`: give at least one".into()));
     }
-    if !(o.intensity.is_finite() && o.intensity > 0.0) {
-        return Err(Error::Usage(format!(
-            "`intensity` must be a positive number, found {}",
-            o.intensity
-        )));
-    }
+    crate::trace::check_intensity(o.intensity)?;
     if o.block_bytes == Some(0) || o.ssd_bytes == 0 {
         return Err(Error::Usage(
             "`block_bytes` and `ssd_bytes` must be positive".into(),

@@ -117,11 +117,7 @@ impl Pattern {
     /// outlasts it by five standard deviations; the deadline ends the run), or
     /// [`BACK_TO_BACK_REQUESTS`] for a pattern without gaps.
     pub fn requests_for(&self, duration_ns: u64, intensity: f64) -> Result<u64> {
-        if !(intensity.is_finite() && intensity > 0.0) {
-            return Err(Error::Usage(format!(
-                "`intensity` must be a positive number, found {intensity}"
-            )));
-        }
+        crate::trace::check_intensity(intensity)?;
         if self.gap_ns == 0 {
             return Ok(BACK_TO_BACK_REQUESTS);
         }

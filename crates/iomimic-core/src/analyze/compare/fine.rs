@@ -23,6 +23,7 @@ use super::{
 };
 use crate::cache;
 use crate::error::Result;
+use crate::parallel::on_all_cores;
 use crate::progress::Progress;
 use crate::trace::{Op, TraceView};
 
@@ -234,33 +235,8 @@ fn request_curve(t: &TraceView<'_>, sizes: &[u64], progress: &Progress) -> Resul
             byte_miss_ratio: f.byte_miss_ratio(),
         })
     };
-    // the sizes are independent replays: dealt out to the cores in turn
-    let cores = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(sizes.len().max(1));
-    let mut points: Vec<Option<Result<RequestPoint>>> = (0..sizes.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let point = &point;
-        let dealt: Vec<_> = (0..cores)
-            .map(|core| {
-                scope.spawn(move || {
-                    (core..sizes.len())
-                        .step_by(cores)
-                        .map(|i| (i, point(sizes[i])))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for hand in dealt {
-            for (i, p) in hand.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
-                points[i] = Some(p);
-            }
-        }
-    });
-    points
-        .into_iter()
-        .map(|p| p.expect("every size was dealt"))
-        .collect()
+    // the sizes are independent replays
+    on_all_cores(sizes.to_vec(), point).into_iter().collect()
 }
 
 /// Requests in [`FINE_RANGES`] equal ranges of each volume's span (the original's where it has

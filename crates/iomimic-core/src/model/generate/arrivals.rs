@@ -19,8 +19,8 @@
 //! O(windows + n), in parallel pieces; memory: the times (8 bytes a request).
 
 use super::super::sample::{Alias, Prng};
-use super::parallel::on_all_cores;
 use crate::model::{gap_bounds, Arrivals, RateClass, GAP_CLASSES};
+use crate::parallel::on_all_cores;
 use crate::random::splitmix;
 
 /// Requests per piece of the parallel time draw.

@@ -22,14 +22,13 @@
 
 mod arrivals;
 mod columns;
-mod parallel;
 mod reuse;
 mod runtime;
 mod walk;
 mod warp;
 
+use crate::parallel::{cores, on_all_cores};
 use columns::{merge_threads, Columns};
-use parallel::{cores, on_all_cores};
 use warp::Warp;
 
 use super::Model;
@@ -69,12 +68,7 @@ impl Default for GenerateOptions {
 }
 
 fn check(opts: &GenerateOptions) -> Result<()> {
-    if !(opts.intensity.is_finite() && opts.intensity > 0.0) {
-        return Err(Error::Usage(format!(
-            "`intensity` must be a positive number, found {}",
-            opts.intensity
-        )));
-    }
+    crate::trace::check_intensity(opts.intensity)?;
     if opts.requests == Some(0) || opts.duration_ns == Some(0) {
         return Err(Error::Usage(
             "asked to generate nothing: `requests` and `duration` must be positive".into(),

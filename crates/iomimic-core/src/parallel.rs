@@ -1,11 +1,12 @@
-//! Work spread over the machine's cores (walks of thread segments, pieces of the time warp).
+//! Work spread over the machine's cores: independent tasks (generation's walks and pieces of
+//! its time warp, validation's replays at each cache size) dealt out, results in task order.
 
-pub(super) fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// Runs `work` on every task, spread over the machine's cores; results in task order.
-pub(super) fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
+pub(crate) fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let cores = cores();
