@@ -203,3 +203,48 @@ def test_convert_slices_by_time_volume_op_and_stream(tmp_path: Path) -> None:
         r = run_cli("convert", str(src), "-o", str(tmp_path / "bad.parquet"), *args)
         assert r.returncode == 2 and message in r.stderr, r.stderr
         assert not (tmp_path / "bad.parquet").exists()
+
+
+def test_what_a_new_user_trips_on_is_told_plainly(tmp_path: Path) -> None:
+    """The errors and notes of the ecosystem issue, through the command as a user meets them."""
+    import polars as pl
+
+    # argparse's own errors carry the program's name once
+    r = run_cli("info", str(MSR), "--bogus")
+    assert r.returncode == 2 and "iomimic: error: unrecognized arguments: --bogus" in r.stderr
+    assert "iomimic: error: iomimic:" not in r.stderr
+    # a model where a trace is expected: what it is and what to do, not its text
+    model = tmp_path / "m.json"
+    assert run_cli("model", "preset", "tpcc", "-o", str(model)).returncode == 0
+    r = run_cli("info", str(model))
+    assert r.returncode == 2 and "this is an iomimic model, not a trace" in r.stderr
+    assert len(r.stderr) < 600, r.stderr
+    # --columns implies the generic reader
+    plain = tmp_path / "plain.csv"
+    plain.write_text("1,0,4096\n2,4096,4096\n")
+    r = run_cli("info", str(plain), "--columns", "ts=0:ms,offset=1,size=2", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["requests"] == 2
+    # an MSR file whose response times are all zero recorded none
+    zero = tmp_path / "zero.csv"
+    zero.write_text("128166372000000000,hm,0,Read,0,4096,0\n128166372000010000,hm,0,Write,4096,4096,0\n")
+    r = run_cli("info", str(zero))
+    assert r.returncode == 0 and any(
+        "latency recorded" in line and "no" in line.split("latency recorded")[1]
+        for line in r.stdout.splitlines()
+    ), r.stdout
+    # the mqsim/disksim note: once, and not when the time unit says the user chose
+    ambiguous = tmp_path / "t.txt"
+    ambiguous.write_text("100 0 8 8 1\n200 0 16 8 0\n")
+    assert run_cli("info", str(ambiguous)).stderr.count("also parse as disksim") == 1
+    assert "disksim" not in run_cli("info", str(ambiguous), "--time-unit", "ms").stderr
+    # iomimic's CSV reads in polars with default options
+    out = tmp_path / "t.csv"
+    assert run_cli("convert", str(MSR), "-o", str(out)).returncode == 0
+    assert pl.read_csv(out).height == len(iomimic.read_trace(MSR))
+    # validate --strict gates a CI job: exit 1 on a missed target, the table written first
+    synth = tmp_path / "s.csv"
+    assert run_cli("generate", str(model), "-o", str(synth), "-n", "2000").returncode == 0
+    r = run_cli("validate", str(out), str(synth), "--strict")
+    assert r.returncode == 1 and "validate --strict: missed" in r.stderr and "target" in r.stdout
+    assert run_cli("validate", str(out), str(out), "--strict").returncode == 0

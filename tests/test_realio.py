@@ -451,6 +451,17 @@ def test_a_target_smaller_than_its_volume_is_told_with_the_factor(tmp_path: Path
     r = run_cli(*args, "--target", "big.dat", "--size", "64M", cwd=tmp_path)
     assert r.returncode == 0 and "warning" not in r.stderr
     assert "folded" not in json.loads((tmp_path / "r.json").read_text())
+    # two volumes on the one small target: one warning, for the farther-reaching volume
+    t2 = Trace(
+        ts_ns=t.ts_ns, offset=t.offset // 2, size=t.size, op=t.op, volume=np.arange(n) % 2, volumes=["a", "b"]
+    )
+    write_trace(t2, tmp_path / "t2.parquet")
+    args[1] = str(tmp_path / "t2.parquet")
+    r = run_cli(*args, "--target", "small.dat", "--size", "1M", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("iomimic: warning: small.dat") == 1, r.stderr
+    reach = int(t2.offset.max()) + 4096
+    assert f"fold into it {reach / MIB:.1f} times over" in r.stderr
 
 
 def _private_tmpfs_reason() -> str | None:

@@ -33,20 +33,29 @@ pub struct Failed {
     pub first: Vec<String>,
 }
 
-/// The folds of volumes `needed[i]` bytes long placed on targets `targets[i]` at `paths[i]`.
+/// The folds of volumes `needed[i]` bytes long placed on targets `targets[i]` at `paths[i]`:
+/// one a target (volumes sharing a target fold into it as the farthest-reaching one does).
 pub fn folds(paths: &[String], needed: &[u64], targets: &[Target]) -> Vec<Fold> {
-    paths
-        .iter()
-        .zip(needed)
-        .zip(targets)
-        .filter(|((_, &reach), t)| reach > t.size)
-        .map(|((path, &reach), t)| Fold {
-            path: path.clone(),
-            reach_bytes: reach,
-            size_bytes: t.size,
-            factor: reach as f64 / t.size.max(1) as f64,
-        })
-        .collect()
+    let mut folds: Vec<Fold> = Vec::new();
+    for ((path, &reach), t) in paths.iter().zip(needed).zip(targets) {
+        if reach <= t.size {
+            continue;
+        }
+        match folds.iter_mut().find(|f| f.path == *path) {
+            Some(f) if f.reach_bytes >= reach => {}
+            Some(f) => f.reach_bytes = reach,
+            None => folds.push(Fold {
+                path: path.clone(),
+                reach_bytes: reach,
+                size_bytes: t.size,
+                factor: 0.0,
+            }),
+        }
+    }
+    for f in &mut folds {
+        f.factor = f.reach_bytes as f64 / f.size_bytes.max(1) as f64;
+    }
+    folds
 }
 
 /// The session's state between pieces.
