@@ -73,6 +73,7 @@ bench: install
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
 	$(PY) benches/cache.py
+	$(PY) benches/mrc.py
 
 ## fuzz: every trace reader against many mutated real samples (the test run does a few dozen)
 fuzz:

@@ -7,6 +7,12 @@ On the 5-million-request MSR trace of `read_msr.py`, best of --repeat runs:
   extension on and off.
 Targets: training >= 2 M requests/s, generation >= 10 M requests/s.
 
+Then on a realistic trace (`msr_synth.realistic_trace`: 16 volumes, 64 streams, reuse, mixed
+sizes; --lines / 2 requests), each of characterize (every curve), train (levels and states
+chosen) and generate timed once, with the process's CPU time over the wall time (bar: at least
+1.6 on 2 idle cores), and generation's rate over characterize's (every figure but the MRC) on
+the same trace (bar: at least 0.5).
+
     python benches/model.py [--lines 5000000] [--repeat 3]
 """
 
@@ -51,8 +57,50 @@ def main() -> int:
     print(f"training: {n / t_fixed / 1e6:.2f} M requests/s (target >= 2)")
     with_reuse, without = n / t_gen / 1e6, n / t_gen_off / 1e6
     print(f"generation: {with_reuse:.2f} M requests/s with reuse, {without:.2f} without (target >= 10)")
-    (OUT / "model.json").write_text(json.dumps({"requests": n, "seconds": dict(rows)}, indent=2))
+    realistic = realistic_run(max(n // 2, 10_000))
+    (OUT / "model.json").write_text(
+        json.dumps({"requests": n, "seconds": dict(rows), "realistic": realistic}, indent=2)
+    )
     return 0
+
+
+def realistic_run(n: int) -> dict:
+    """CPU over wall for each command, and generation against characterization, on a
+    realistic many-volume trace."""
+    import time
+
+    from msr_synth import realistic_trace
+
+    import iomimic
+    from iomimic.model import train
+
+    trace = realistic_trace(n)
+
+    def timed(fn):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = fn()
+        return time.perf_counter() - wall, time.process_time() - cpu, result
+
+    ref, _, _ = timed(lambda: iomimic.characterize(trace, mrc="none"))
+    steps = {
+        "characterize": timed(lambda: iomimic.characterize(trace)),
+        "train": timed(lambda: train(trace)),
+    }
+    model = steps["train"][2]
+    steps["generate"] = timed(lambda: model.generate(n, seed=1))
+    print(f"\nrealistic trace: {n:,} requests, {len(trace.volumes)} volumes, "
+          f"{len(set(trace.stream.tolist()))} streams; model {model.levels} x {model.states}")  # fmt: skip
+    print(f"{'work':<40}{'seconds':>9}{'M req/s':>9}{'CPU/wall':>10}")
+    print(f"{'reference: characterize, no MRC':<40}{ref:>9.3f}{n / ref / 1e6:>9.2f}")
+    for name, (wall, cpu, _) in steps.items():
+        print(f"{name:<40}{wall:>9.3f}{n / wall / 1e6:>9.2f}{cpu / wall:>10.2f}")
+    ratio = ref / steps["generate"][0]
+    least = min(cpu / wall for wall, cpu, _ in steps.values())
+    print(f"generation / characterize reference: {ratio:.2f} (bar >= 0.5); "
+          f"CPU/wall at least {least:.2f} (bar >= 1.6)")  # fmt: skip
+    return {"requests": n, "reference_s": ref, "generate_vs_reference": ratio,
+            **{f"{k}_s": w for k, (w, _, _) in steps.items()},
+            **{f"{k}_cpu_per_wall": c / w for k, (w, c, _) in steps.items()}}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import iomimic
-from iomimic import Trace
+from iomimic import Trace, cache
 
 from .conftest import run_cli
 
@@ -106,6 +106,50 @@ def test_mrc_of_a_loop_falls_at_its_size() -> None:
     sampled = iomimic.characterize(t, mrc_sampling=0.5)["mrc"]
     assert sampled["sampling_rate"] == 0.5
     assert abs(sampled["curve"][-1]["miss_ratio"] - 0.5) < 0.05
+
+
+def test_the_curve_is_exact_while_its_blocks_fit_the_budget_and_states_its_error_past_it(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(4)
+    # 20,000 blocks with skewed popularity, 60,000 accesses, two volumes
+    blocks = (rng.random(60_000) ** 3 * 20_000).astype(np.uint64)
+    volume = rng.integers(0, 2, 60_000).astype(np.uint32)
+    t = Trace(
+        ts_ns=np.arange(60_000), offset=blocks * K4, size=[K4] * 60_000, op=[0] * 60_000,
+        volume=volume, volumes=["a", "b"],
+    )  # fmt: skip
+    exact = cache.miss_ratio_curve(t)
+    distinct = len({(int(v), int(b)) for v, b in zip(volume, blocks, strict=True)})
+    assert exact["footprint_bytes"] == distinct * K4
+    assert (exact["sampling_rate"], exact["sampling_error"]) == (1.0, 0.0)
+    assert cache.miss_ratio_curve(t, budget=distinct)["curve"] == exact["curve"]
+    # the characterization's curve is the same one
+    assert iomimic.characterize(t, mrc="trace", mrc_budget=distinct)["mrc"] == exact
+
+    sampled = cache.miss_ratio_curve(t, budget=distinct // 10)
+    assert 0.08 < sampled["sampling_rate"] < 0.12  # about budget / distinct blocks
+    error = sampled["sampling_error"]
+    assert 0 < error < 0.05
+    gaps = [
+        abs(a["miss_ratio"] - b["miss_ratio"]) for a, b in zip(sampled["curve"], exact["curve"], strict=False)
+    ]
+    assert max(gaps) <= 3 * error
+
+    # through the CLI: the table says it is sampled, with its error
+    path = tmp_path / "t.parquet"
+    iomimic.write_trace(t, path)
+    r = run_cli("characterize", str(path), "--mrc", "trace", "--mrc-budget", str(distinct // 10))
+    assert r.returncode == 0, r.stderr
+    words = " ".join(r.stdout.split())  # the title may wrap
+    assert f"SHARDS sampled at {sampled['sampling_rate']:.3g}, error ±{error:.4f}" in words
+    r = run_cli("characterize", str(path), "--mrc-budget", "0")
+    assert r.returncode == 2 and "--mrc-budget: a whole number of at least 1" in r.stderr
+
+    # watched (test_safety stops one with Ctrl-C), the same curve
+    seen: list[tuple[int, int]] = []
+    assert cache.miss_ratio_curve(t, progress=lambda done, total: seen.append((done, total))) == exact
+    assert all(done <= total == 60_000 for done, total in seen if total)
 
 
 def test_interleaved_streams_are_detangled() -> None:
@@ -231,6 +275,10 @@ def test_bad_options_are_input_errors() -> None:
         iomimic.characterize(t, by="thread")
     with pytest.raises(iomimic.InputError, match="`ranges` must be at least 1"):
         iomimic.characterize(t, ranges=0)
+    with pytest.raises(iomimic.InputError, match="`mrc_budget` must be at least 1 block"):
+        iomimic.characterize(t, mrc_budget=0)
+    with pytest.raises(iomimic.InputError, match=r"`sampling` must be in \(0, 1\]"):
+        cache.miss_ratio_curve(t, sampling=1.5)
     with pytest.raises(iomimic.InputError, match='`window`: cannot read "soon" as a duration'):
         iomimic.characterize(t, window="soon")
     ten_seconds = Trace(ts_ns=[0, 10 * S], offset=[0, 0], size=[512, 512], op=[0, 0])

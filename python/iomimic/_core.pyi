@@ -109,6 +109,18 @@ class SummaryDict(TypedDict):
     has_latency: bool
     failed: dict[str, int] | None
 
+class MrcDict(TypedDict):
+    """An LRU miss-ratio curve over 4 KiB blocks (docs/characterize.md)."""
+
+    block_bytes: int
+    accesses: int
+    cold_misses: int
+    footprint_bytes: int
+    curve: list[dict[str, Any]]
+    reuse_histogram: list[dict[str, Any]]
+    sampling_rate: float
+    sampling_error: float
+
 class ProfileDict(TypedDict):
     """Every characterization figure (docs/characterize.md); the whole trace's figures at the
     top level, with ``volumes`` and ``streams`` holding the same figures per group."""
@@ -135,7 +147,7 @@ class ProfileDict(TypedDict):
     latency_us: LatencyUsDict | None
     latency_cv: float | None
     by_op: dict[str, OpLatencyDict]
-    mrc: dict[str, Any] | None
+    mrc: MrcDict | None
     volumes: dict[str, dict[str, Any]]
     streams: dict[str, dict[str, Any]]
     threads: list[dict[str, Any]] | None
@@ -326,6 +338,7 @@ def characterize(
     by: str | None = None,
     mrc: str = "all",
     mrc_sampling: float | None = None,
+    mrc_budget: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ProfileDict: ...
 
@@ -428,6 +441,14 @@ def cache_replay(
     policy: str, capacity: int, keys: npt.NDArray[np.uint64], sizes: npt.NDArray[np.uint32]
 ) -> tuple[int, int]: ...
 def cache_policies() -> list[tuple[str, str]]: ...
+def miss_ratio_curve(
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    budget: int | None = None,
+    sampling: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> MrcDict: ...
 def simulate(
     columns: Columns,
     volumes: Sequence[str],

@@ -18,7 +18,7 @@ larger than the cache. The policies and their libCacheSim counterparts: ``lru`` 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +27,7 @@ from iomimic import _core
 from iomimic.errors import InputError
 from iomimic.trace import Trace
 
-__all__ = ["Replay", "policies", "replay", "requests", "write_oracle_general"]
+__all__ = ["Replay", "miss_ratio_curve", "policies", "replay", "requests", "write_oracle_general"]
 
 #: libCacheSim's "oracleGeneral" binary record: time (s), object id, size, next access (-1).
 ORACLE_GENERAL = np.dtype([("time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access", "<i8")])
@@ -96,6 +96,29 @@ def replay(
         raise InputError(f"`capacity` must be at least 0 bytes, found {capacity}")
     hits, byte_hits = _core.cache_replay(policy, capacity, k, s)
     return Replay(policy, capacity, len(k), hits, int(s.sum(dtype=np.uint64)), byte_hits)
+
+
+def miss_ratio_curve(
+    trace: Trace,
+    *,
+    budget: int | None = None,
+    sampling: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """The LRU miss-ratio curve of the trace's 4 KiB blocks, every cache size in one pass: the
+    ``mrc`` of :func:`iomimic.characterize`, alone (``docs/characterize.md``).
+
+    Exact while the trace's distinct blocks fit ``budget`` (default 8,388,608; at most 64
+    bytes each), else SHARDS-sampled down to it, with the estimated error in
+    ``sampling_error``; ``sampling`` forces a rate in (0, 1]. ``progress`` is called with
+    (requests taken, requests to take); Ctrl-C stops the work (KeyboardInterrupt).
+
+    >>> t = Trace(ts_ns=[0, 1, 2, 3], offset=[0, 4096, 0, 4096], size=[4096] * 4, op=[0] * 4)
+    >>> m = miss_ratio_curve(t)
+    >>> m["accesses"], m["cold_misses"], m["curve"][0]["miss_ratio"], m["sampling_rate"]
+    (4, 2, 0.5, 1.0)
+    """
+    return _core.miss_ratio_curve(*trace._core_args(), budget=budget, sampling=sampling, progress=progress)
 
 
 def requests(trace: Trace) -> tuple[np.ndarray, np.ndarray]:

@@ -57,6 +57,7 @@ def characterize(
     by: str | None = None,
     mrc: str = "all",
     mrc_sampling: float | None = None,
+    mrc_budget: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Profile:
     """Computes every characterization figure of ``trace``.
@@ -72,7 +73,11 @@ def characterize(
     mrc
         Miss-ratio curves for ``"all"`` groups, the whole ``"trace"`` only, or ``"none"``.
     mrc_sampling
-        Force a SHARDS sampling rate in (0, 1]; default exact up to 20 M block accesses.
+        Force a SHARDS sampling rate in (0, 1]; default from ``mrc_budget``.
+    mrc_budget
+        Distinct 4 KiB blocks a curve may track (at most 64 bytes each; default 8,388,608,
+        about 512 MiB): exact when the trace's fit, else SHARDS-sampled down to it, the
+        estimated error in ``mrc.sampling_error``.
     progress
         Called about ten times a second with (requests taken, requests to take) counted over
         every pass; Ctrl-C stops the work (KeyboardInterrupt) within a pass.
@@ -85,6 +90,7 @@ def characterize(
         by=by,
         mrc=mrc,
         mrc_sampling=mrc_sampling,
+        mrc_budget=mrc_budget,
         progress=progress,
     )
     profile = Profile(figures)

@@ -10,6 +10,7 @@ pub mod formats;
 pub mod guard;
 pub mod latency;
 pub mod limits;
+mod memory;
 pub mod merge;
 pub mod model;
 pub mod offload;

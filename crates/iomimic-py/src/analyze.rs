@@ -10,7 +10,7 @@ use crate::watch::watched;
 
 /// Every characterization figure of a trace (a Profile).
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, ranges=4, window_ns=None, by=None, mrc="all", mrc_sampling=None, progress=None))]
+#[pyo3(signature = (columns, volumes, files, ranges=4, window_ns=None, by=None, mrc="all", mrc_sampling=None, mrc_budget=None, progress=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
 pub fn characterize(
     py: Python<'_>,
@@ -22,6 +22,7 @@ pub fn characterize(
     by: Option<&str>,
     mrc: &str,
     mrc_sampling: Option<f64>,
+    mrc_budget: Option<u64>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let by = match by {
@@ -58,6 +59,7 @@ pub fn characterize(
         by,
         mrc,
         mrc_sampling,
+        mrc_budget: budget_blocks(mrc_budget)?,
     };
     let profile = with_checked_view(&columns, &volumes, &files, "characterize", |view| {
         watched(py, progress.as_ref(), |p| {
@@ -65,6 +67,46 @@ pub fn characterize(
         })
     })?;
     to_py(py, &profile)
+}
+
+/// The LRU miss-ratio curve of a trace's 4 KiB blocks alone (the profile's `mrc`).
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, budget=None, sampling=None, progress=None))]
+pub fn miss_ratio_curve(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    budget: Option<u64>,
+    sampling: Option<f64>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let budget = budget_blocks(budget)?;
+    if let Some(rate) = sampling.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
+        return Err(InputError::new_err(format!(
+            "`sampling` must be in (0, 1], found {rate}"
+        )));
+    }
+    let curve = with_checked_view(&columns, &volumes, &files, "take the curve of", |view| {
+        watched(py, progress.as_ref(), |p| {
+            let n = view.len();
+            p.add_total(n as u64);
+            let rate = sampling.unwrap_or_else(|| analyze::mrc::sampling_rate(view, 0..n, budget));
+            let curve = analyze::mrc::miss_ratio_curve(view, 0..n, rate, p)?;
+            p.ticked(n);
+            Ok(curve)
+        })
+    })?;
+    to_py(py, &curve)
+}
+
+/// Blocks a curve may track: the default, or the caller's (at least one).
+fn budget_blocks(budget: Option<u64>) -> PyResult<u64> {
+    match budget {
+        Some(0) => Err(InputError::new_err("`mrc_budget` must be at least 1 block")),
+        Some(blocks) => Ok(blocks),
+        None => Ok(analyze::mrc::DEFAULT_BUDGET_BLOCKS),
+    }
 }
 
 /// How faithful `synthetic` is to `original`: the validation table (and a baseline's).

@@ -37,8 +37,13 @@ def register(subparsers) -> None:
         help="miss-ratio curves for every group, the whole trace only, or none (default all)",
     )
     p.add_argument(
-        "--mrc-sampling", type=float, help="SHARDS sampling rate in (0, 1] (default exact to 10 M)"
+        "--mrc-budget",
+        type=count,
+        metavar="BLOCKS",
+        help="distinct 4 KiB blocks a curve may track, at most 64 bytes each: exact when the trace's "
+        "fit, else SHARDS-sampled down to them (default 8388608, about 512 MiB)",
     )
+    p.add_argument("--mrc-sampling", type=float, help="force a SHARDS sampling rate in (0, 1]")
     add_read_options(p)
 
 
@@ -57,6 +62,7 @@ def handle(args: argparse.Namespace) -> int:
             by=args.by,
             mrc=args.mrc,
             mrc_sampling=args.mrc_sampling,
+            mrc_budget=args.mrc_budget,
             progress=progress,
         )
     if args.report:

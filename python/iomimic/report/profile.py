@@ -127,7 +127,11 @@ def _spatial(sp: dict[str, Any], console: Console) -> None:
 
 
 def _mrc(m: dict[str, Any], console: Console) -> None:
-    sampled = "" if m["sampling_rate"] >= 1 else f", SHARDS sampled at {m['sampling_rate']:.3g}"
+    sampled = (
+        ""
+        if m["sampling_rate"] >= 1
+        else f", SHARDS sampled at {m['sampling_rate']:.3g}, error ±{m.get('sampling_error', 0):.4f}"
+    )
     t = table(
         f"LRU miss ratio, 4 KiB blocks (footprint {human_bytes(m['footprint_bytes'])}{sampled})",
         "cache",

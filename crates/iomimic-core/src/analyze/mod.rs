@@ -6,6 +6,7 @@
 // equality is wanted where ties are grouped, and the formulas keep their textbook letters.
 #![allow(clippy::cast_sign_loss, clippy::float_cmp, clippy::many_single_char_names)]
 
+mod block_map;
 pub mod compare;
 pub mod distfit;
 mod group;
@@ -32,13 +33,6 @@ use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::trace::TraceView;
 
-/// Above this many requests the miss-ratio curve is sampled (SHARDS) instead of exact.
-/// Most 4 KiB block accesses an exact miss-ratio curve takes; past it blocks are sampled
-/// (SHARDS) at the rate that brings the sampled accesses down to it. Counted in accesses, not
-/// requests: the LRU stack holds 4 bytes per access and a map entry per distinct block, so a
-/// trace of large requests costs many times its request count (10 M random requests of 4–64
-/// KiB are 63 M accesses: exact, that took 146 s and 3 GB here).
-pub const EXACT_MRC_ACCESSES: u64 = 20_000_000;
 /// Most volumes in the peak-correlation matrix (the busiest ones).
 pub const CORRELATION_VOLUMES: usize = 64;
 
@@ -71,9 +65,11 @@ pub struct Options {
     /// Classify these groups into thread types.
     pub by: Option<GroupBy>,
     pub mrc: MrcScope,
-    /// Force a SHARDS sampling rate (1.0 = exact); default exact up to [`EXACT_MRC_ACCESSES`]
-    /// block accesses.
+    /// Force a SHARDS sampling rate (1.0 = exact); default from `mrc_budget`.
     pub mrc_sampling: Option<f64>,
+    /// Distinct 4 KiB blocks a curve may track: exact when the trace's fit, else sampled at
+    /// the rate that brings them down to it (SHARDS).
+    pub mrc_budget: u64,
 }
 
 impl Default for Options {
@@ -84,6 +80,7 @@ impl Default for Options {
             by: None,
             mrc: MrcScope::All,
             mrc_sampling: None,
+            mrc_budget: mrc::DEFAULT_BUDGET_BLOCKS,
         }
     }
 }
@@ -459,8 +456,9 @@ impl Groups {
         Ok(())
     }
 
-    /// The figures of every group over the trace's `span`, with the curves asked for; a group
-    /// at a time, each counted in `progress` by its requests.
+    /// The figures of every group over the trace's `span`, with the curves asked for, each
+    /// counted in `progress` by its requests. The groups are independent, so they are finished
+    /// on every core (their fits and sequentiality are most of a many-stream trace's time).
     fn finish(
         self,
         curves: &Curves<'_, '_>,
@@ -470,53 +468,74 @@ impl Groups {
         window_ns: u64,
         progress: &Progress,
     ) -> Result<GroupFigures> {
+        enum Group {
+            Trace(GroupAcc),
+            Volume(usize, GroupAcc),
+            Stream(usize, GroupAcc),
+        }
         let t = curves.t;
         let multi_volume = self.volumes.len() > 1;
+        let one_stream = self.streams.is_empty();
         let whole_mrc = curves.whole();
-        let trace = self
-            .whole
-            .finish(t, Members::All(t.len()), span, window_ns, whole_mrc.clone());
         let window_series: Vec<Vec<u32>> = self.volumes.iter().map(|v| v.windows.clone()).collect();
-        let volumes: Vec<Figures> = self
-            .volumes
-            .into_iter()
-            .enumerate()
-            .map(|(v, acc)| {
-                progress.check()?;
-                let mrc = if multi_volume {
-                    curves.of(rows.volumes.of(v), progress)?
-                } else {
-                    progress.advance(t.len() as u64);
-                    whole_mrc.clone().filter(|_| curves.per_group)
-                };
-                Ok(acc.finish(t, rows.volume(t, v), span, window_ns, mrc))
+        let volumes = self.volumes.len();
+        let tasks: Vec<Group> = std::iter::once(Group::Trace(self.whole))
+            .chain(
+                self.volumes
+                    .into_iter()
+                    .enumerate()
+                    .map(|(v, acc)| Group::Volume(v, acc)),
+            )
+            .chain(
+                self.streams
+                    .into_iter()
+                    .enumerate()
+                    .map(|(s, acc)| Group::Stream(s, acc)),
+            )
+            .collect();
+        let finished = crate::parallel::on_all_cores(tasks, |group| -> Result<Figures> {
+            progress.check()?;
+            Ok(match group {
+                Group::Trace(acc) => acc.finish(t, Members::All(t.len()), span, window_ns, whole_mrc.clone()),
+                Group::Volume(v, acc) => {
+                    let mrc = if multi_volume {
+                        curves.of(rows.volumes.of(v), progress)?
+                    } else {
+                        progress.advance(t.len() as u64);
+                        whole_mrc.clone().filter(|_| curves.per_group)
+                    };
+                    acc.finish(t, rows.volume(t, v), span, window_ns, mrc)
+                }
+                Group::Stream(s, mut acc) => {
+                    let members = rows.streams.of(s);
+                    // a stream's sequentiality is taken here, one stream at a time on each
+                    // core: its keys' detangling maps hold an entry per recent request, and
+                    // all streams' at once were the largest per-request cost of a many-stream
+                    // trace
+                    acc.seq = sequentiality::of_rows(t, members);
+                    let mrc = curves.of(members, progress)?;
+                    acc.finish(t, Members::Rows(members), span, window_ns, mrc)
+                }
             })
-            .collect::<Result<_>>()?;
+        });
+        let mut finished = finished
+            .into_iter()
+            .collect::<Result<Vec<Figures>>>()?
+            .into_iter();
+        let trace = finished.next().expect("the trace's figures come first");
+        let volumes: Vec<Figures> = finished.by_ref().take(volumes).collect();
         let mut dense_to_stream = vec![0u32; ids.len()];
         for (&id, &dense) in &ids.dense {
             dense_to_stream[dense] = id;
         }
-        let streams: Vec<(u32, Figures)> = if self.streams.is_empty() {
+        let streams: Vec<(u32, Figures)> = if one_stream {
             // One stream: its figures are the trace's.
             ids.dense.keys().map(|&id| (id, trace.clone())).collect()
         } else {
-            self.streams
-                .into_iter()
+            finished
                 .enumerate()
-                .map(|(s, mut acc)| {
-                    progress.check()?;
-                    let members = rows.streams.of(s);
-                    // a stream's sequentiality is taken here, one stream at a time: its keys'
-                    // detangling maps hold an entry per recent request, and all streams' at
-                    // once were the largest per-request cost of a many-stream trace
-                    acc.seq = sequentiality::of_rows(t, members);
-                    let mrc = curves.of(members, progress)?;
-                    Ok((
-                        dense_to_stream[s],
-                        acc.finish(t, Members::Rows(members), span, window_ns, mrc),
-                    ))
-                })
-                .collect::<Result<_>>()?
+                .map(|(s, f)| (dense_to_stream[s], f))
+                .collect()
         };
         Ok(GroupFigures {
             trace,
@@ -529,7 +548,7 @@ impl Groups {
 
 /// The miss-ratio curves asked for: the whole trace's (computed at once, on its own core while
 /// the counters are taken), and with [`MrcScope::All`] each volume's and stream's, on the rows
-/// of each (exact up to [`EXACT_MRC_ACCESSES`] block accesses, else sampled).
+/// of each (exact when the trace's distinct blocks fit the budget, else sampled at one rate).
 struct Curves<'v, 'a> {
     t: &'v TraceView<'a>,
     whole: Option<Mrc>,
@@ -541,18 +560,11 @@ impl<'v, 'a> Curves<'v, 'a> {
     /// Takes the whole trace's curve (counted in `progress`) unless none is asked for.
     fn new(t: &'v TraceView<'a>, opts: &Options, progress: &Progress) -> Result<Self> {
         let n = t.len();
-        let rate = opts.mrc_sampling.unwrap_or_else(|| {
-            let accesses = if opts.mrc == MrcScope::None {
-                0
-            } else {
-                mrc::block_accesses(t)
-            };
-            if accesses > EXACT_MRC_ACCESSES {
-                EXACT_MRC_ACCESSES as f64 / accesses as f64
-            } else {
-                1.0
-            }
-        });
+        let rate = match (opts.mrc_sampling, opts.mrc) {
+            (Some(rate), _) => rate,
+            (None, MrcScope::None) => 1.0,
+            (None, _) => mrc::sampling_rate(t, 0..n, opts.mrc_budget),
+        };
         let whole = match opts.mrc {
             MrcScope::None => None,
             _ => {

@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::memory::{advise_huge_pages, preload};
 use crate::random::splitmix;
 
 /// Blocks are 4 KiB, the unit the miss-ratio curve counts.
@@ -123,16 +124,10 @@ impl Used {
     /// Starts loading the line the request at `offset` begins in (its value is not needed yet).
     #[inline]
     pub fn preload(&self, volume: u32, offset: u64) {
-        let word = Self::line(self.bits.len(), volume, (offset / BLOCK) >> 4).word;
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint; SSE is part of every x86-64 target, and the
-        // address is inside `bits`.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.bits.as_ptr().add(word).cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = word;
+        preload(
+            &self.bits,
+            Self::line(self.bits.len(), volume, (offset / BLOCK) >> 4).word,
+        );
     }
 
     /// Whether any block of the request may have been used (false: surely none was).
@@ -226,22 +221,6 @@ impl Used {
 fn coarse_bit(words: usize, volume: u32, level: u32, group: u64) -> (usize, u64) {
     let h = splitmix(group ^ (u64::from(volume) << 40) ^ (u64::from(level) << 58));
     ((h >> 6) as usize & (words - 1), 1 << (h & 63))
-}
-
-/// Asks the kernel to back a large buffer with huge pages (where it is set to on request), so
-/// random lookups across it do not each miss the TLB. Only advice: nothing changes if refused.
-pub fn advise_huge_pages<T>(buffer: &[T]) {
-    const HUGE: usize = 2 << 20;
-    let start = buffer.as_ptr() as usize;
-    let end = start + std::mem::size_of_val(buffer);
-    let (first, last) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
-    if last > first {
-        // SAFETY: the range lies inside `buffer`'s allocation; MADV_HUGEPAGE changes only how
-        // the kernel backs those pages, never their contents.
-        unsafe {
-            libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ fn blocks(t: &TraceView<'_>, i: usize, block: u64) -> std::ops::Range<u64> {
 /// LRU stack depths of every block access of the cached requests, in order (None: first
 /// touch): one pass serves every cache size.
 pub fn lru_depths(t: &TraceView<'_>, block: u64, write_policy: WritePolicy) -> Vec<Option<u64>> {
-    let mut stack = Stack::new(t.len());
+    let mut stack: Stack = Stack::new(0);
     let mut depths = Vec::with_capacity(t.len());
     for i in 0..t.len() {
         if cached(t.op[i], write_policy) {

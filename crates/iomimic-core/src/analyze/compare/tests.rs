@@ -63,6 +63,7 @@ fn curve_error_holds_the_last_value_past_the_shorter_curve() {
         curve: points,
         reuse_histogram: Vec::new(),
         sampling_rate: 1.0,
+        sampling_error: 0.0,
     };
     let a = curve(vec![point(1, 0.5), point(2, 0.25)]);
     let b = curve(vec![point(1, 0.5), point(2, 0.5), point(4, 0.0)]);

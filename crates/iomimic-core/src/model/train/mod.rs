@@ -122,25 +122,23 @@ pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOpti
     let groups = thread_groups(t, opts.by_stream);
     let bounds = reuse::reuse_bounds();
     let several = groups.len() > 1;
-    let threads = groups
-        .into_iter()
-        .map(|(name, stream, rows)| {
-            let learnt = thread::train_thread(t, &rows, &u, &spans, levels, states, opts.reuse, &bounds);
-            Thread {
-                name,
-                stream,
-                weight: rows.len() as f64 / n as f64,
-                alignment: learnt.alignment,
-                defaults: learnt.defaults,
-                volumes: learnt.volumes,
-                chain: learnt.chain,
-                reuse: learnt.reuse,
-                streams: Some(learnt.streams),
-                // with one thread its activity is the workload's profile itself
-                activity: several.then(|| windows.activity(t, &rows)),
-            }
-        })
-        .collect();
+    // threads learn independently: on every core (each with a side thread for reuse depths)
+    let threads = crate::parallel::on_all_cores(groups, |(name, stream, rows)| {
+        let learnt = thread::train_thread(t, &rows, &u, &spans, levels, states, opts.reuse, &bounds);
+        Thread {
+            name,
+            stream,
+            weight: rows.len() as f64 / n as f64,
+            alignment: learnt.alignment,
+            defaults: learnt.defaults,
+            volumes: learnt.volumes,
+            chain: learnt.chain,
+            reuse: learnt.reuse,
+            streams: Some(learnt.streams),
+            // with one thread its activity is the workload's profile itself
+            activity: several.then(|| windows.activity(t, &rows)),
+        }
+    });
     Model {
         format: super::FORMAT.into(),
         version: super::VERSION,

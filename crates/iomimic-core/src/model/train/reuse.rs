@@ -57,7 +57,7 @@ pub(super) fn reuse_depths<'scope>(
                         let stack = stacks[group + usize::from(before)]
                             .as_mut()
                             .expect("a classed key is stacked");
-                        let (depth, _) = stack.remove(key).expect("a classed key is stacked");
+                        let depth = stack.remove(key).expect("a classed key is stacked");
                         (depth, before)
                     });
                     stacks[group + usize::from(now)]
