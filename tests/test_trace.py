@@ -185,6 +185,7 @@ def test_parquet_row_groups_read_in_parallel_round_trip_exactly(tmp_path: Path) 
     """Every column and name table of a file of many row groups comes back as written: the
     groups are copied into their places on several threads, so an off-by-one place or a
     mixed-up group would show here."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(5)
@@ -213,6 +214,17 @@ def test_parquet_row_groups_read_in_parallel_round_trip_exactly(tmp_path: Path) 
     assert back == t
     assert (back.volumes, back.files, back.stream_names) == (t.volumes, t.files, t.stream_names)
     assert all(back.columns[c].flags.writeable for c in back.columns)
+    # rows out of time order, or one invalid, take the constructor's way: sorted, or the row
+    # named by its place in the whole file
+    table = pq.read_table(path)
+    shuffled = table.take(rng.permutation(n))
+    pq.write_table(shuffled, path, row_group_size=1_000)
+    assert iomimic.read_trace(path) == t
+    op = table.column("op").to_numpy().copy()
+    op[17_123] = 9
+    pq.write_table(table.set_column(3, "op", pa.array(op)), path, row_group_size=1_000)
+    with pytest.raises(iomimic.InputError, match=r"t\.parquet: row 17123: op 9 is not 0\.\.=3"):
+        iomimic.read_trace(path)
 
 
 def test_arrow_copy_reads_slices_and_nulls_in_place() -> None:

@@ -133,9 +133,16 @@ class Trace:
         self.stream_names = {int(k): str(v) for k, v in (stream_names or {}).items()}
 
     def _init(
-        self, arrays: dict[str, np.ndarray], volumes: list[str], files: list[str], report: dict
+        self,
+        arrays: dict[str, np.ndarray],
+        volumes: list[str],
+        files: list[str],
+        report: dict,
+        *,
+        checked: bool = False,
     ) -> None:
-        _core.validate(_Columns(arrays), volumes, files)
+        if not checked:  # the caller checked every row already (in pieces, in parallel)
+            _core.validate(_Columns(arrays), volumes, files)
         self.ts_ns: np.ndarray = arrays["ts_ns"]
         self.offset: np.ndarray = arrays["offset"]
         self.size: np.ndarray = arrays["size"]
@@ -368,26 +375,53 @@ class Trace:
             return cls.from_arrow(pa.Table.from_batches([b for t in tables for b in t.to_batches()], schema))
         cols = {c: _empty_column(rows, DTYPES[c]) for c in present}
         starts = np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).tolist()
+        names = _schema_names(schema)
+        volumes = names["volume"]
+        files = names["file"] if names["file"] is not None or "file" in present else []
+        # with the name tables known, each piece's time order and rows are checked on the thread
+        # that copied it, instead of the whole trace on one core afterwards
+        check = volumes is not None and files is not None and "stream" in present
 
-        def fill(i: int) -> int:
+        def fill(i: int) -> tuple[int, bool]:
             piece = read(i)
             n = piece.num_rows
             if n != counts[i] or starts[i] + n > rows:
-                return n  # not copied: the caller reports the mismatch
+                return n, False  # not copied: the caller reports the mismatch
             for c in present:
                 into = starts[i]
                 for chunk in piece.column(c).chunks:
                     _copy_arrow(c, chunk, cols[c][into : into + len(chunk)])
                     into += len(chunk)
-            return n
+            if not check:
+                return n, False
+            part = {c: cols[c][starts[i] : starts[i] + n] for c in present}
+            ts = part["ts_ns"]
+            if n > 1 and bool((ts[1:] < ts[:-1]).any()):
+                return n, False
+            try:
+                _core.validate(_Columns(part), volumes, files)
+            except InputError:
+                return n, False  # the whole trace is checked again, to name the row in it
+            return n, True
 
-        found = _on_threads(fill, len(counts))
+        found, good = zip(*_on_threads(fill, len(counts)), strict=True) if counts else ((), ())
         if any(n > count for n, count in zip(found, counts, strict=True)) or starts[-1] > rows:
             raise InputError(f"the file holds more than the {rows:,} rows its metadata says")
-        if sum(found) != rows or found != list(counts):
+        if sum(found) != rows or list(found) != list(counts):
             raise InputError(f"the file holds {sum(found):,} rows where its metadata says {rows:,}")
-        names = _schema_names(schema)
-        return cls(**cols, volumes=names["volume"], files=names["file"], stream_names=names["stream"])
+        ts = cols["ts_ns"]
+        if (
+            rows
+            and all(good)
+            and ts[0] == 0
+            and all(ts[s - 1] <= ts[s] for s in starts[1:-1] if 0 < s < rows)
+        ):
+            # what the constructor would do is done: in time order from 0, every row valid
+            t = cls.__new__(cls)
+            t._init(cols, volumes, files, {}, checked=True)
+            t.stream_names = {int(k): str(v) for k, v in (names["stream"] or {}).items()}
+            return t
+        return cls(**cols, volumes=volumes, files=files, stream_names=names["stream"])
 
 
 def _on_threads(work: Callable[[int], Any], count: int) -> list:
