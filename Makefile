@@ -67,6 +67,7 @@ docs: install
 bench: export OPENBLAS_NUM_THREADS = 1
 bench: install
 	$(PY) benches/read_msr.py
+	$(PY) benches/read_parquet.py
 	$(PY) benches/characterize.py
 	$(PY) benches/model.py
 	$(PY) benches/simulate.py

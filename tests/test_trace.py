@@ -181,6 +181,83 @@ def test_parquet_is_read_a_row_group_at_a_time(tmp_path: Path) -> None:
         iomimic.read_trace(tmp_path / "neg.parquet")
 
 
+def test_parquet_row_groups_read_in_parallel_round_trip_exactly(tmp_path: Path) -> None:
+    """Every column and name table of a file of many row groups comes back as written: the
+    groups are copied into their places on several threads, so an off-by-one place or a
+    mixed-up group would show here."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    n = 25_000
+    latency = rng.integers(0, 2**64 - 1, n, dtype=np.uint64)
+    latency[rng.random(n) < 0.1] = LATENCY_UNKNOWN
+    t = Trace(
+        ts_ns=np.sort(rng.integers(0, 2**63, n, dtype=np.uint64)),
+        offset=rng.integers(0, 2**62, n, dtype=np.uint64),
+        size=rng.integers(1, 2**32 - 1, n, dtype=np.uint32),
+        op=rng.integers(0, 4, n).astype(np.uint8),
+        volume=rng.integers(0, 5, n),
+        stream=rng.integers(0, 2**32 - 1, n, dtype=np.uint32),
+        latency_ns=latency,
+        file=rng.integers(0, 3, n),
+        status=rng.integers(0, 256, n).astype(np.uint8),
+        volumes=["sda", "sdb", "nvme0n1", "", "sda"],
+        files=["a.log", "b.db", "c"],
+        stream_names={7: "fio", 2**32 - 2: "postgres"},
+    )
+    path = tmp_path / "t.parquet"
+    iomimic.write_trace(t, path)
+    pq.write_table(pq.read_table(path), path, row_group_size=1_000)  # 25 groups, of rows in order
+    assert pq.ParquetFile(path).num_row_groups == 25
+    back = iomimic.read_trace(path)
+    assert back == t
+    assert (back.volumes, back.files, back.stream_names) == (t.volumes, t.files, t.stream_names)
+    assert all(back.columns[c].flags.writeable for c in back.columns)
+    # rows out of time order, or one invalid, take the constructor's way: sorted, or the row
+    # named by its place in the whole file
+    table = pq.read_table(path)
+    shuffled = table.take(rng.permutation(n))
+    pq.write_table(shuffled, path, row_group_size=1_000)
+    assert iomimic.read_trace(path) == t
+    op = table.column("op").to_numpy().copy()
+    op[17_123] = 9
+    pq.write_table(table.set_column(3, "op", pa.array(op)), path, row_group_size=1_000)
+    with pytest.raises(iomimic.InputError, match=r"t\.parquet: row 17123: op 9 is not 0\.\.=3"):
+        iomimic.read_trace(path)
+
+
+def test_arrow_copy_reads_slices_and_nulls_in_place() -> None:
+    import pyarrow as pa
+
+    from iomimic.trace import _copy_arrow
+
+    values = np.arange(20, dtype=np.uint64)
+    chunk = pa.array(values, mask=values % 3 == 0).slice(5, 11)  # an offset into the buffers
+    out = np.zeros(11, np.uint64)
+    _copy_arrow("latency_ns", chunk, out)
+    assert out.tolist() == [LATENCY_UNKNOWN if v % 3 == 0 else v for v in range(5, 16)]
+    with pytest.raises(iomimic.InputError, match="column offset has 4 null values"):
+        _copy_arrow("offset", chunk, out)
+
+
+def test_truncated_or_garbage_parquet_is_an_input_error(tmp_path: Path) -> None:
+    t = Trace(ts_ns=np.arange(5000), offset=np.arange(5000) * 512, size=[512] * 5000, op=[0] * 5000)
+    path = tmp_path / "t.parquet"
+    iomimic.write_trace(t, path)
+    whole = path.read_bytes()
+    cases = {
+        "truncated.parquet": whole[: len(whole) // 2],  # the footer gone
+        "cut-before-footer.parquet": whole[:8] + whole[-(len(whole) // 3) :],  # pages gone, footer kept
+        "garbage.parquet": b"PAR1" + bytes(range(256)) * 8 + b"PAR1",
+    }
+    for name, data in cases.items():
+        bad = tmp_path / name
+        bad.write_bytes(data)
+        with pytest.raises(iomimic.InputError, match=f"{name}: not a readable Parquet file"):
+            iomimic.read_trace(bad)
+
+
 def test_write_is_atomic_and_leaves_nothing_on_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

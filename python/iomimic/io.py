@@ -191,29 +191,22 @@ def _sum_counts(lists: list[list]) -> list:
     return [[k, v] for k, v in out.items()]
 
 
-def _read_ahead(read: Callable[[int], Any], count: int) -> Iterator[Any]:
-    """``read(0)``, ``read(1)``, ... with the next one under way in a thread while the caller
-    works on the current one."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        ahead = pool.submit(read, 0) if count else None
-        for i in range(count):
-            piece = ahead.result()
-            ahead = pool.submit(read, i + 1) if i + 1 < count else None
-            yield piece
-
-
 def _read_parquet(path: Path) -> Trace:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
-        # a row group at a time, so the file's columns are never held twice; the next group is
-        # read (pyarrow lets go of the GIL) while this one is copied into the Trace's columns
-        pieces = _read_ahead(pf.read_row_group, pf.num_row_groups)
-        trace = Trace.from_arrow_pieces(pf.schema_arrow, pieces, pf.metadata.num_rows)
+        meta = pf.metadata
+
+        def read(i: int):
+            # a reader per row group, sharing the parsed footer: the groups are read on several
+            # threads at once; each thread lets arrow's pool decode the columns (a file of one
+            # group still uses every core)
+            return pq.ParquetFile(path, metadata=meta).read_row_group(i)
+
+        counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        trace = Trace.from_arrow_pieces(pf.schema_arrow, read, counts, meta.num_rows)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(f"{path}: not a readable Parquet file: {e}") from None
     except InputError as e:
