@@ -143,7 +143,9 @@ impl TryFrom<ChainFile> for Chain {
 
     fn try_from(f: ChainFile) -> Result<Chain, String> {
         let n = f.states.len();
-        let sparse = f.transitions.iter().any(|r| matches!(r, RowIn::Sparse(_)));
+        // no rows at all is sparse too: a chain none of whose states has an edge (a version 1 or
+        // 2 file always lists a row per state)
+        let sparse = f.transitions.is_empty() || f.transitions.iter().any(|r| matches!(r, RowIn::Sparse(_)));
         let transitions = if sparse {
             let mut rows: Vec<Vec<Edge>> = vec![Vec::new(); n];
             for row in f.transitions {
@@ -244,5 +246,19 @@ mod tests {
         assert!(e.contains("2 targets but 1 p values"), "{e}");
         let e = bad("\"p\":[1.0],", "");
         assert!(e.contains("neither p nor counts"), "{e}");
+    }
+
+    #[test]
+    fn a_chain_without_a_single_edge_round_trips() {
+        // training makes such chains: children whose states each saw one request
+        let mut model = Preset::builtin("tpcc").unwrap().build().unwrap();
+        let chain = &mut model.threads[0].chain;
+        for row in &mut chain.transitions {
+            row.clear();
+        }
+        model.validate().unwrap();
+        let text = model.to_json();
+        assert!(text.contains("\"transitions\":[]"), "{text}");
+        assert_eq!(Model::from_json(&text).unwrap(), model);
     }
 }

@@ -126,9 +126,11 @@ pub(super) struct ThreadRt {
     /// Each volume's stats (for edges without their own), where the thread keeps them.
     pub volumes: Vec<Option<Ready>>,
     pub reuse: Option<ReuseRt>,
-    /// depth samplers for continuations (from 2) and near requests (from 1), and near holes
-    pub continuation_depth: Option<Vec<f64>>,
-    pub near: Option<(Vec<f64>, SizeSampler)>,
+    /// depth samplers for continuations (from 2) and near requests (from 1), and near holes;
+    /// by alias tables, as a stream-rich trace's depths spread over up to 1,024 heads (drawn
+    /// by a scan they were a fifth of generation's time)
+    pub continuation_depth: Option<Alias>,
+    pub near: Option<(Alias, SizeSampler)>,
     pub alignment: u64,
     pub spans: Vec<u64>,
     /// The thread's requests in the training trace: past them, fresh placements thin out by
@@ -158,13 +160,13 @@ impl ThreadRt {
             continuation_depth: thread
                 .streams
                 .as_ref()
-                .map(|s| s.continuation_depth.clone())
-                .filter(|p| !p.is_empty()),
+                .filter(|s| !s.continuation_depth.is_empty())
+                .map(|s| Alias::new(&s.continuation_depth)),
             near: thread
                 .streams
                 .as_ref()
                 .filter(|s| !s.near_depth.is_empty() && !s.near_gap.bytes.is_empty())
-                .map(|s| (s.near_depth.clone(), SizeSampler::new(&s.near_gap))),
+                .map(|s| (Alias::new(&s.near_depth), SizeSampler::new(&s.near_gap))),
             alignment: thread.alignment,
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
             trained: (thread.weight * model.requests as f64).round() as u64,

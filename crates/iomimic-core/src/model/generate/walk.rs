@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::super::sample::{pick, Prng};
+use super::super::sample::Prng;
 use super::super::used::Used;
 use super::reuse::ReuseState;
 use super::runtime::{ChainRt, Ready, ThreadRt};
@@ -356,7 +356,7 @@ impl ThreadState {
             }
             Pick::Continuation => {
                 if let Some(p) = &rt.continuation_depth {
-                    let depth = pick(p.iter().copied(), &mut self.rng) + 2;
+                    let depth = p.draw(&mut self.rng) + 2;
                     if let Some((at, e)) = head_in(ends, start, end, depth - 1, true) {
                         follow.placed = Some((volume, e));
                         follow.consumed = Some(at);
@@ -365,7 +365,7 @@ impl ThreadState {
             }
             Pick::Near => {
                 if let Some((p, gaps)) = &rt.near {
-                    let depth = pick(p.iter().copied(), &mut self.rng) + 1;
+                    let depth = p.draw(&mut self.rng) + 1;
                     let hole = u64::from(gaps.draw(&mut self.rng));
                     if let Some((at, e)) =
                         head_in(ends, start, end, depth, false).filter(|&(_, e)| e + hole < span)
