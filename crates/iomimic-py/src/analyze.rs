@@ -48,11 +48,7 @@ pub fn characterize(
     if ranges == 0 {
         return Err(InputError::new_err("`ranges` must be at least 1"));
     }
-    if let Some(rate) = mrc_sampling.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
-        return Err(InputError::new_err(format!(
-            "`mrc_sampling` must be in (0, 1], found {rate}"
-        )));
-    }
+    check_rate("mrc_sampling", mrc_sampling)?;
     let opts = analyze::Options {
         ranges,
         window_ns,
@@ -82,22 +78,29 @@ pub fn miss_ratio_curve(
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let budget = budget_blocks(budget)?;
-    if let Some(rate) = sampling.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
-        return Err(InputError::new_err(format!(
-            "`sampling` must be in (0, 1], found {rate}"
-        )));
-    }
+    check_rate("sampling", sampling)?;
     let curve = with_checked_view(&columns, &volumes, &files, "take the curve of", |view| {
         watched(py, progress.as_ref(), |p| {
             let n = view.len();
             p.add_total(n as u64);
-            let rate = sampling.unwrap_or_else(|| analyze::mrc::sampling_rate(view, 0..n, budget));
-            let curve = analyze::mrc::miss_ratio_curve(view, 0..n, rate, p)?;
+            let blocks = analyze::mrc::Blocks::of(view, 0..n);
+            let rate = sampling.unwrap_or_else(|| blocks.sampling_rate(budget));
+            let curve = analyze::mrc::curve_of_counted(view, 0..n, &blocks, rate, p)?;
             p.ticked(n);
             Ok(curve)
         })
     })?;
     to_py(py, &curve)
+}
+
+/// A forced SHARDS rate, if any, must be in (0, 1].
+fn check_rate(name: &str, rate: Option<f64>) -> PyResult<()> {
+    match rate.filter(|r| !(*r > 0.0 && *r <= 1.0)) {
+        Some(rate) => Err(InputError::new_err(format!(
+            "`{name}` must be in (0, 1], found {rate}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Blocks a curve may track: the default, or the caller's (at least one).

@@ -560,17 +560,16 @@ impl<'v, 'a> Curves<'v, 'a> {
     /// Takes the whole trace's curve (counted in `progress`) unless none is asked for.
     fn new(t: &'v TraceView<'a>, opts: &Options, progress: &Progress) -> Result<Self> {
         let n = t.len();
-        let rate = match (opts.mrc_sampling, opts.mrc) {
-            (Some(rate), _) => rate,
-            (None, MrcScope::None) => 1.0,
-            (None, _) => mrc::sampling_rate(t, 0..n, opts.mrc_budget),
-        };
-        let whole = match opts.mrc {
-            MrcScope::None => None,
+        let (rate, whole) = match opts.mrc {
+            MrcScope::None => (1.0, None),
             _ => {
-                let whole = mrc::miss_ratio_curve(t, 0..n, rate, progress)?;
+                let blocks = mrc::Blocks::of(t, 0..n);
+                let rate = opts
+                    .mrc_sampling
+                    .unwrap_or_else(|| blocks.sampling_rate(opts.mrc_budget));
+                let whole = mrc::curve_of_counted(t, 0..n, &blocks, rate, progress)?;
                 progress.ticked(n);
-                Some(whole)
+                (rate, Some(whole))
             }
         };
         Ok(Self {

@@ -89,61 +89,64 @@ fn blocks_of(t: &TraceView<'_>, i: usize) -> std::ops::Range<u64> {
     first..last + 1
 }
 
-/// The 4 KiB block accesses of a trace's reads and writes (what an exact curve holds).
-pub fn block_accesses(t: &TraceView<'_>) -> u64 {
-    (0..t.len())
-        .map(|i| blocks_of(t, i).end - blocks_of(t, i).start)
-        .sum()
-}
-
 /// Blocks an exact curve tracks before sampling, by default: at most 64 bytes each, so
 /// about 512 MiB (a footprint of 32 GiB in 4 KiB blocks).
 pub const DEFAULT_BUDGET_BLOCKS: u64 = 1 << 23;
 
-/// Accesses up to which [`distinct_blocks`] counts exactly rather than from a 1/64 sample.
+/// Accesses up to which [`Blocks::of`] counts distinct blocks exactly rather than from a
+/// 1/64 sample.
 const EXACT_COUNT_ACCESSES: u64 = 1 << 16;
 
-/// The distinct (volume, block) pairs the rows touch: exact up to 65,536 accesses, past
-/// that counted on the blocks a hash keeps 1 in 64 of and scaled (relative error about
-/// 8 / √distinct: 0.3 % at 8 M blocks). Also returns the block and the volume past the
-/// largest touched.
-fn distinct_blocks(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone) -> (u64, u64, u32) {
-    let accesses: u64 = rows
-        .clone()
-        .map(|i| blocks_of(t, i).end - blocks_of(t, i).start)
-        .sum();
-    let every = if accesses <= EXACT_COUNT_ACCESSES { 1 } else { 64 };
-    let mut seen = rustc_hash::FxHashSet::default();
-    let (mut top, mut volumes) = (0u64, 0u32);
-    for i in rows {
-        let blocks = blocks_of(t, i);
-        top = top.max(blocks.end);
-        volumes = volumes.max(t.volume[i].saturating_add(1));
-        for block in blocks {
-            // bits 24..30 of the hash: independent of the SHARDS bits (the low 24)
-            if every == 1 || (mix(t.volume[i], block) >> 24).is_multiple_of(every) {
-                seen.insert((t.volume[i], block));
-            }
-        }
-    }
-    (seen.len() as u64 * every, top, volumes)
+/// What a curve of some rows will hold, counted before it is taken: how fast to sample it
+/// and how large to make its map.
+pub struct Blocks {
+    /// Block accesses of reads and writes.
+    pub accesses: u64,
+    /// Distinct (volume, block) pairs: exact up to 65,536 accesses, past that counted on the
+    /// blocks a hash keeps 1 in 64 of and scaled (relative error about 8 / √distinct: 0.3 %
+    /// at 8 M blocks).
+    pub distinct: u64,
+    /// The block and the volume past the largest touched.
+    top: u64,
+    volumes: u32,
 }
 
-/// The SHARDS rate at which a curve of the rows tracks about `budget` blocks: 1.0 (exact)
-/// when their distinct blocks fit, else budget ÷ distinct blocks.
-pub fn sampling_rate(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone, budget: u64) -> f64 {
-    let accesses: u64 = rows
-        .clone()
-        .map(|i| blocks_of(t, i).end - blocks_of(t, i).start)
-        .sum();
-    if accesses <= budget {
-        return 1.0; // no more distinct blocks than accesses
+impl Blocks {
+    pub fn of(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone) -> Self {
+        let accesses: u64 = rows
+            .clone()
+            .map(|i| blocks_of(t, i).end - blocks_of(t, i).start)
+            .sum();
+        let every = if accesses <= EXACT_COUNT_ACCESSES { 1 } else { 64 };
+        let mut seen = rustc_hash::FxHashSet::default();
+        let (mut top, mut volumes) = (0u64, 0u32);
+        for i in rows {
+            let blocks = blocks_of(t, i);
+            top = top.max(blocks.end);
+            volumes = volumes.max(t.volume[i].saturating_add(1));
+            for block in blocks {
+                // bits 24..30 of the hash: independent of the SHARDS bits (the low 24)
+                if every == 1 || (mix(t.volume[i], block) >> 24).is_multiple_of(every) {
+                    seen.insert((t.volume[i], block));
+                }
+            }
+        }
+        Self {
+            accesses,
+            distinct: seen.len() as u64 * every,
+            top,
+            volumes,
+        }
     }
-    let (distinct, ..) = distinct_blocks(t, rows);
-    if distinct <= budget {
-        1.0
-    } else {
-        budget as f64 / distinct as f64
+
+    /// The SHARDS rate at which the curve tracks about `budget` blocks: 1.0 (exact) when the
+    /// distinct blocks fit, else budget ÷ distinct blocks.
+    pub fn sampling_rate(&self, budget: u64) -> f64 {
+        if self.accesses <= budget || self.distinct <= budget {
+            1.0 // no more distinct blocks than accesses
+        } else {
+            budget as f64 / self.distinct as f64
+        }
     }
 }
 
@@ -158,12 +161,22 @@ pub fn miss_ratio_curve(
     rate: f64,
     progress: &Progress,
 ) -> Result<Mrc> {
+    curve_of_counted(t, rows.clone(), &Blocks::of(t, rows), rate, progress)
+}
+
+/// [`miss_ratio_curve`] of rows whose [`Blocks`] are counted already.
+pub fn curve_of_counted(
+    t: &TraceView<'_>,
+    rows: impl Iterator<Item = usize>,
+    blocks: &Blocks,
+    rate: f64,
+    progress: &Progress,
+) -> Result<Mrc> {
     let rate = rate.clamp(f64::MIN_POSITIVE, 1.0);
-    let (distinct, top, volumes) = distinct_blocks(t, rows.clone());
-    let keys = (distinct as f64 * rate * 1.05) as usize + 16;
+    let keys = (blocks.distinct as f64 * rate * 1.05) as usize + 16;
     // a (volume, block) pair packed in one word when it fits: a map entry of 16 bytes, not 24
-    let bits = u32::BITS - volumes.max(2).saturating_sub(1).leading_zeros();
-    let mut h = if top < 1u64 << (64 - bits) {
+    let bits = u32::BITS - blocks.volumes.max(2).saturating_sub(1).leading_zeros();
+    let mut h = if blocks.top < 1u64 << (64 - bits) {
         let pack = move |volume: u32, block: u64| block << bits | u64::from(volume);
         replay(t, rows, rate, Stack::<BlockMap>::new(keys), pack, progress)?
     } else {
@@ -421,14 +434,16 @@ mod tests {
         // 300 distinct blocks, each touched 10 times
         let blocks: Vec<u64> = (0..3000).map(|i| i % 300 * 7).collect();
         let t = reads(&blocks);
-        assert_eq!(sampling_rate(&t.view(), 0..3000, 300), 1.0);
-        assert_eq!(sampling_rate(&t.view(), 0..3000, 3000), 1.0);
-        let rate = sampling_rate(&t.view(), 0..3000, 150);
+        let blocks = Blocks::of(&t.view(), 0..3000);
+        assert_eq!((blocks.accesses, blocks.distinct), (3000, 300));
+        assert_eq!(blocks.sampling_rate(300), 1.0);
+        assert_eq!(blocks.sampling_rate(3000), 1.0);
+        let rate = blocks.sampling_rate(150);
         assert!((rate - 0.5).abs() < 1e-9, "{rate}");
         // a trace of many blocks: counted on a 1/64 sample, within a few per cent
         let many: Vec<u64> = (0..3_000_000).map(|i| i % 1_500_000).collect();
         let t = reads(&many);
-        let rate = sampling_rate(&t.view(), 0..many.len(), 150_000);
+        let rate = Blocks::of(&t.view(), 0..many.len()).sampling_rate(150_000);
         assert!((rate / 0.1 - 1.0).abs() < 0.03, "{rate}");
     }
 
