@@ -147,6 +147,33 @@ def test_equals_libcachesim_on_a_real_block_trace(passes: int, wsrch_small: Path
 
 
 @needs_reference
+def test_the_exact_curve_equals_libcachesim_lru_on_a_real_trace(wsrch_small: Path, tmp_path: Path) -> None:
+    # every 4 KiB block access an object of 4 KiB keyed by (volume, block): libCacheSim's LRU at
+    # each of the curve's sizes misses exactly what the one-pass curve says
+    t = iomimic.read_trace(wsrch_small)
+    m = cache.miss_ratio_curve(t)
+    first = t.offset // 4096
+    count = ((t.offset + t.size - 1) // 4096 - first + 1).astype(np.int64)
+    within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    keys = (np.repeat(t.volume.astype(np.uint64), count) << np.uint64(40)) | (
+        np.repeat(first, count) + within.astype(np.uint64)
+    )
+    assert m["accesses"] == len(keys) and len(m["curve"]) > 5
+    path = tmp_path / "blocks.og"
+    cache.write_oracle_general(path, keys, np.full(len(keys), 4096, dtype=np.uint32))
+    for point in m["curve"]:
+        reader = lcs.TraceReader(str(path), lcs.TraceType.ORACLE_GENERAL_TRACE)
+        miss, _ = lcs.LRU(point["cache_bytes"]).process_trace(reader)
+        assert miss == pytest.approx(point["miss_ratio"], abs=1e-12), point
+    # sampled down to a tenth of its blocks, it stays within three stated errors of exact
+    sampled = cache.miss_ratio_curve(t, budget=m["footprint_bytes"] // 4096 // 10)
+    gaps = [
+        abs(a["miss_ratio"] - b["miss_ratio"]) for a, b in zip(sampled["curve"], m["curve"], strict=False)
+    ]
+    assert sampled["sampling_error"] > 0 and max(gaps) <= 3 * sampled["sampling_error"]
+
+
+@needs_reference
 @settings(max_examples=150, deadline=None)
 @given(
     accesses=st.lists(st.tuples(st.integers(0, 30), st.integers(1, 40)), max_size=300),
