@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -161,8 +162,56 @@ def test_automatic_choice_is_recorded() -> None:
     m = train(hot_and_cold(6000))
     sel = m.data["selection"]
     assert m.data["states"] in (4, 8, 16)
-    assert 1 <= m.data["levels"] <= 3
+    assert 1 <= m.data["levels"] <= 4
     assert "levels_tried" in sel and "rule" in sel
+
+
+def _first_settled(tried: list[dict], key: str, below: float) -> int:
+    """The level a rule keeps: the one before the first whose change (``key``) is under ``below``."""
+    for t in tried:
+        if t[key] is not None and t[key] < below:
+            return t["levels"] - 1
+    return 4
+
+
+def test_levels_are_the_deeper_of_the_simulated_iops_rule_and_the_fidelity_rule(tmp_path: Path) -> None:
+    """Issue 12: the TPC paper adds levels until one more changes the simulated IOPS by under
+    2 %. Each level's synthetic trace is simulated (hdd-7200, depth 8, by default) beside the
+    fidelity figures; the model keeps the deeper choice, and the selection records both."""
+    t = hot_and_cold(20_000)
+    m = train(t, seed=2)
+    sel = m.data["selection"]
+    tried = sel["levels_tried"]
+    assert [x["levels"] for x in tried] == list(range(1, len(tried) + 1))
+    assert all(x["simulated_iops"] > 0 for x in tried)
+    # each change is what the recorded IOPS say
+    for before, now in itertools.pairwise(tried):
+        change = abs(now["simulated_iops"] - before["simulated_iops"]) / before["simulated_iops"]
+        assert now["iops_change"] == pytest.approx(change)
+    assert sel["levels_by_iops"] == _first_settled(tried, "iops_change", 0.02)
+    assert sel["levels_by_fidelity"] == _first_settled(tried, "improvement", 0.02)
+    assert m.data["levels"] == max(sel["levels_by_iops"], sel["levels_by_fidelity"])
+    # the original's IOPS on the same device, for comparison
+    assert sel["original_simulated_iops"] > 0 and "hdd-7200 at depth 8" in sel["rule"]
+    # without a device only the fidelity rule applies
+    plain = train(t, seed=2, select_device=None).data
+    assert plain["selection"]["levels_by_iops"] is None
+    assert all(x["simulated_iops"] is None for x in plain["selection"]["levels_tried"])
+    assert plain["levels"] == plain["selection"]["levels_by_fidelity"]
+    # a device that is not a preset is named
+    with pytest.raises(iomimic.InputError, match="unknown device"):
+        train(t, select_device="no-such-disk")
+    # through the CLI: the choice and how it was made are shown
+    path = tmp_path / "t.csv"
+    iomimic.write_trace(t, path)
+    r = run_cli("model", "train", str(path), "-o", str(tmp_path / "m.json"), "--select-device", "ssd-sata")
+    assert r.returncode == 0, r.stderr
+    assert "ssd-sata at depth 8" in json.loads((tmp_path / "m.json").read_text())["selection"]["rule"]
+    r = run_cli("model", "show", str(tmp_path / "m.json"))
+    assert "levels chosen by" in r.stdout and "simulated IOPS" in r.stdout
+    r = run_cli("model", "train", str(path), "-o", str(tmp_path / "x.json"), "--select-device", "nope")
+    assert r.returncode == 2 and "unknown device" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_rate_profile_follows_a_burst() -> None:

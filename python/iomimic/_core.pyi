@@ -425,6 +425,7 @@ def train_model(
     name: str | None = None,
     source: str | None = None,
     seed: int = 1,
+    simulate_on: tuple[str, int] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Model: ...
 def mix_models(parts: Sequence[tuple[Model, float]], name: str) -> Model: ...

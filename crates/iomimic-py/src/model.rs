@@ -79,7 +79,7 @@ impl PyModel {
 
 /// Trains a model of a trace.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name=None, source=None, seed=1, progress=None))]
+#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name=None, source=None, seed=1, simulate_on=None, progress=None))]
 pub fn train_model(
     py: Python<'_>,
     columns: Columns<'_>,
@@ -92,6 +92,7 @@ pub fn train_model(
     name: Option<String>,
     source: Option<String>,
     seed: u64,
+    simulate_on: Option<(String, usize)>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<PyModel> {
     let opts = model::TrainOptions {
@@ -102,6 +103,7 @@ pub fn train_model(
         name: name.unwrap_or_else(|| "model".into()),
         source,
         seed,
+        simulate_on,
     };
     with_checked_view(&columns, &volumes, &files, "train on", |view| {
         watched(py, progress.as_ref(), |p| model::train_watched(view, &opts, p)).map(PyModel::wrap)

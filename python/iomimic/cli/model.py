@@ -49,6 +49,21 @@ def register(subparsers) -> None:
     )
     p.add_argument("--name", help="model name (default: the trace's file name)")
     p.add_argument("--seed", type=seed, default=1, help="seed for the generation runs of level selection")
+    p.add_argument(
+        "--select-device",
+        default="hdd-7200",
+        metavar="DEVICE",
+        help="device preset level selection simulates each level's trace on (the TPC paper adds levels "
+        "until one more changes the simulated IOPS by under 2%%); 'none': the fidelity rule alone "
+        "(default hdd-7200; see `iomimic devices`)",
+    )
+    p.add_argument(
+        "--select-depth",
+        type=count,
+        default=8,
+        metavar="N",
+        help="requests outstanding per device in that simulation (closed loop; default 8)",
+    )
     add_read_options(p)
 
     p = subcommand(
@@ -106,6 +121,8 @@ def handle_train(args: argparse.Namespace) -> int:
             reuse=not args.no_reuse,
             name=args.name,
             seed=args.seed,
+            select_device=None if args.select_device == "none" else args.select_device,
+            select_depth=args.select_depth,
             progress=progress,
         )
     _save(model, args.output)

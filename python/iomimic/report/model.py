@@ -39,6 +39,21 @@ def _count(chain: dict[str, Any]) -> tuple[int, int]:
     return states, edges
 
 
+def _chosen_by(sel: dict[str, Any]) -> str:
+    """How the levels were chosen: given, or each rule's choice and the IOPS it simulated."""
+    if "levels_by_fidelity" not in sel:
+        return "given" if sel else "-"
+    tried = sel.get("levels_tried") or []
+    iops = ", ".join(f"{t['simulated_iops']:,.0f}" for t in tried if t.get("simulated_iops") is not None)
+    by_iops = sel.get("levels_by_iops")
+    simulated = (
+        f"simulated IOPS {by_iops} (original {sel['original_simulated_iops']:,.0f}; by level {iops})"
+        if by_iops is not None
+        else "simulated IOPS not used"
+    )
+    return f"fidelity figures {sel['levels_by_fidelity']}, {simulated}"
+
+
 def render_model(model, console: Console, max_states: int = 16) -> None:
     d = model.data
     head = table(f"model {d['name']}", show_header=False)
@@ -52,6 +67,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
         ("source", str(d.get("source") or "-")),
         ("trained on", f"{d['requests']:,} requests over {d['duration_ns'] / 1e9:,.3f} s"),
         ("hierarchy", f"{d['levels']} level(s) x {d['states']} states per level"),
+        ("levels chosen by", _chosen_by(d.get("selection") or {})),
         ("threads", f"{len(d['threads'])}"),
         ("states / transitions", f"{total_states:,} / {total_edges:,}"),
         ("volumes", ", ".join(f"{v['name']} ({human_bytes(v['span_bytes'])})" for v in d["volumes"])),

@@ -65,7 +65,16 @@ pub struct TrainOptions {
     pub name: String,
     pub source: Option<String>,
     pub seed: u64,
+    /// The device preset and closed-loop depth level selection simulates on (the TPC paper
+    /// adds levels until one more changes the simulated IOPS by under 2 %); `None` leaves
+    /// levels to the fidelity rule alone.
+    pub simulate_on: Option<(String, usize)>,
 }
+
+/// The device level selection simulates on unless told otherwise: a disk, whose seeks feel
+/// where requests land, with a queue it can reorder.
+pub const SELECTION_DEVICE: &str = "hdd-7200";
+pub const SELECTION_DEPTH: usize = 8;
 
 impl Default for TrainOptions {
     fn default() -> Self {
@@ -77,6 +86,7 @@ impl Default for TrainOptions {
             name: "model".into(),
             source: None,
             seed: 1,
+            simulate_on: Some((SELECTION_DEVICE.into(), SELECTION_DEPTH)),
         }
     }
 }

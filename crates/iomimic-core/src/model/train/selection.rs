@@ -1,6 +1,13 @@
 //! Choosing states per level and levels when the caller gives none: states by how well equal
-//! ranges hold consecutive requests together, levels by how much one more level improves a
+//! ranges hold consecutive requests together, levels by how much one more level changes a
 //! generated trace, both on the head of a large trace.
+//!
+//! Levels follow two rules, and the model takes the deeper of the two: the TPC paper's (add
+//! levels until one more changes the *simulated* IOPS, on a stated device and depth, by less
+//! than [`IOPS_CHANGE`]) and a fidelity rule (until one more improves the worst deviation of
+//! the figures `validate` scores, each in units of its target, by less than [`LEVEL_CHANGE`]). Simulated IOPS alone is blind
+//! to what a device does not feel (a miss-ratio curve, the one-second rates), and the
+//! fidelity figures alone to what only a device's queue shows; `model.selection` records both.
 
 use rustc_hash::FxHashMap;
 
@@ -8,12 +15,16 @@ use super::{train_fixed, volume_spans, TrainOptions};
 use crate::analyze::{self, compare, MrcScope};
 use crate::error::Result;
 use crate::progress::Progress;
+use crate::sim;
 use crate::trace::TraceView;
 
-pub const MAX_LEVELS: u32 = 3;
+pub const MAX_LEVELS: u32 = 4;
 pub const STATE_CHOICES: [u32; 3] = [4, 8, 16];
-/// Level selection stops at the first level after which the figures change by less than this.
+/// Level selection stops at the first level after which the worst figure (in units of its
+/// target) improves by less than this.
 pub const LEVEL_CHANGE: f64 = 0.02;
+/// ... and after which the simulated IOPS changes by less than this share (the TPC paper's 2 %).
+pub const IOPS_CHANGE: f64 = 0.02;
 /// Requests used to choose levels on a large trace.
 pub const SELECTION_SAMPLE: usize = 100_000;
 
@@ -32,19 +43,29 @@ pub(super) fn select(
     let levels = match opts.levels {
         Some(l) => l,
         None => {
-            let (l, tried) = choose_levels(t, states, opts, progress)?;
-            selection.insert("levels_tried".into(), tried);
-            l
+            let chosen = choose_levels(t, states, opts, progress)?;
+            selection.insert("levels_tried".into(), chosen.tried);
+            selection.insert("levels_by_fidelity".into(), chosen.by_fidelity.into());
+            selection.insert("levels_by_iops".into(), chosen.by_iops.into());
+            if let Some(iops) = chosen.original_iops {
+                selection.insert("original_simulated_iops".into(), iops.into());
+            }
+            chosen.levels
         }
     };
+    let simulated = opts.simulate_on.as_ref().map_or_else(
+        || "no device (fidelity rule only)".to_string(),
+        |(device, depth)| format!("{device} at depth {depth}, each volume on a device of its own"),
+    );
     selection.insert(
         "rule".into(),
         format!(
             "states per level: the choice of {STATE_CHOICES:?} with the lowest level-1 inter-state transition \
-             probability relative to chance; levels: the first whose next level improves the worst deviation of a \
-             generated trace from the original (of the figures `validate` scores against a target) by less than \
-             {:.0} points",
-            LEVEL_CHANGE * 100.0
+             probability relative to chance; levels (1 to {MAX_LEVELS}): the deeper of the first whose next level \
+             changes the simulated IOPS ({simulated}, closed loop) by less than {:.0} % and the first whose next \
+             level improves the worst deviation of a generated trace from the original (of the figures `validate` \
+             scores against a target, each in units of its target) by less than {LEVEL_CHANGE}",
+            IOPS_CHANGE * 100.0
         )
         .into(),
     );
@@ -96,12 +117,36 @@ fn choose_states(t: &TraceView<'_>) -> u32 {
     best.1
 }
 
-fn choose_levels(
-    t: &TraceView<'_>,
-    states: u32,
-    opts: &TrainOptions,
-    progress: &Progress,
-) -> Result<(u32, serde_json::Value)> {
+/// What level selection found.
+struct LevelChoice {
+    levels: u32,
+    /// What each rule alone would choose (`None`: the rule was not applied).
+    by_fidelity: u32,
+    by_iops: Option<u32>,
+    original_iops: Option<f64>,
+    tried: serde_json::Value,
+}
+
+/// Closed-loop IOPS of `t` with each of its volumes on a device `device` of its own, `depth`
+/// requests outstanding on each.
+fn simulated_iops(t: &TraceView<'_>, device: &str, depth: usize) -> Result<f64> {
+    let config = sim::Config::preset(device)?;
+    let placements: Vec<sim::Placement> = (0..t.volumes.len() as u32)
+        .map(|v| sim::Placement {
+            config: config.clone(),
+            volumes: vec![v],
+        })
+        .collect();
+    let opts = sim::SimOptions {
+        iodepth: Some(depth.max(1)),
+        ..sim::SimOptions::default()
+    };
+    Ok(sim::simulate_mapped(t, &placements, &opts, &Progress::default())?
+        .figures
+        .iops)
+}
+
+fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions, progress: &Progress) -> Result<LevelChoice> {
     let sample = head(t, SELECTION_SAMPLE);
     let n = sample.len();
     let opts_char = analyze::Options {
@@ -118,8 +163,14 @@ fn choose_levels(
     // shows only there
     let spec = compare::FineSpec::of(&sample, original.options.window_ns.unwrap_or(1));
     let fine = compare::Fine::of(&sample, &spec);
+    let original_iops = match &opts.simulate_on {
+        Some((device, depth)) => Some(simulated_iops(&sample, device, *depth)?),
+        None => None,
+    };
     let mut tried = Vec::new();
     let mut previous: Option<f64> = None;
+    let mut previous_iops: Option<f64> = None;
+    let (mut by_fidelity, mut by_iops) = (None, None);
     for levels in 1..=MAX_LEVELS {
         progress.check()?;
         let model = train_fixed(&sample, levels, states, opts);
@@ -137,14 +188,43 @@ fn choose_levels(
         let worst = compare::worst_deviation(&rows);
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);
-        tried.push(serde_json::json!({ "levels": levels, "worst_deviation": worst, "improvement": gain }));
+        let iops = match &opts.simulate_on {
+            Some((device, depth)) => Some(simulated_iops(&synth.view(), device, *depth)?),
+            None => None,
+        };
+        // how much this level changed the simulated IOPS of the level before (a share of it)
+        let iops_change = previous_iops
+            .zip(iops)
+            .map(|(p, now): (f64, f64)| (now - p).abs() / p.max(f64::MIN_POSITIVE));
+        tried.push(serde_json::json!({
+            "levels": levels,
+            "worst_deviation": worst,
+            "improvement": gain,
+            "simulated_iops": iops,
+            "iops_change": iops_change,
+        }));
         progress.advance(1);
-        if gain.is_some_and(|g| g < LEVEL_CHANGE) {
-            return Ok((levels - 1, serde_json::Value::Array(tried)));
+        if by_fidelity.is_none() && gain.is_some_and(|g| g < LEVEL_CHANGE) {
+            by_fidelity = Some(levels - 1);
+        }
+        if by_iops.is_none() && iops_change.is_some_and(|c| c < IOPS_CHANGE) {
+            by_iops = Some(levels - 1);
+        }
+        if by_fidelity.is_some() && (by_iops.is_some() || iops.is_none()) {
+            break;
         }
         previous = Some(worst);
+        previous_iops = iops;
     }
-    Ok((MAX_LEVELS, serde_json::Value::Array(tried)))
+    let by_fidelity = by_fidelity.unwrap_or(MAX_LEVELS);
+    let by_iops = original_iops.map(|_| by_iops.unwrap_or(MAX_LEVELS));
+    Ok(LevelChoice {
+        levels: by_fidelity.max(by_iops.unwrap_or(1)),
+        by_fidelity,
+        by_iops,
+        original_iops,
+        tried: serde_json::Value::Array(tried),
+    })
 }
 
 #[cfg(test)]
