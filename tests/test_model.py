@@ -162,7 +162,7 @@ def test_automatic_choice_is_recorded() -> None:
     m = train(hot_and_cold(6000))
     sel = m.data["selection"]
     assert m.data["states"] in (4, 8, 16)
-    assert 1 <= m.data["levels"] <= 4
+    assert 1 <= m.data["levels"] <= 3
     assert "levels_tried" in sel and "rule" in sel
 
 
@@ -171,7 +171,7 @@ def _first_settled(tried: list[dict], key: str, below: float) -> int:
     for t in tried:
         if t[key] is not None and t[key] < below:
             return t["levels"] - 1
-    return 4
+    return 3
 
 
 def test_levels_are_the_deeper_of_the_simulated_iops_rule_and_the_fidelity_rule(tmp_path: Path) -> None:
