@@ -104,6 +104,27 @@ fn data_written_recently_is_read_from_the_write_cache() {
 }
 
 #[test]
+fn the_cache_dram_moves_one_access_at_a_time() {
+    // a DRAM of 409.6 MB/s (4 KiB in 10 µs) and 1 µs an access: two writes arriving together
+    // cross the link in turn (0-1, 1-2 µs), then go into DRAM in turn: 1-12 and 12-23 µs, each
+    // acknowledged once in. A read of the first at 30 µs is a hit: out of DRAM 30-41, over the
+    // link 41-42 µs.
+    let c = hand("write_cache_mib = 1\ncache_mb_s = 409.6\ncache_access_ns = 1000");
+    let t = trace(
+        &[0, 0, 30 * US],
+        &[0, PAGE, 0],
+        &[4096; 3],
+        &[Op::Write, Op::Write, Op::Read],
+    );
+    let r = run(&c, &t, None);
+    assert_eq!(r.latency_ns, [12 * US, 23 * US, 12 * US]);
+    assert_eq!(r.figures.counter("cache_read_hits"), 1);
+    // without a rate the cache takes no time, as before
+    let r = run(&hand("write_cache_mib = 1"), &t, None);
+    assert_eq!(r.latency_ns, [US, 2 * US, US]);
+}
+
+#[test]
 fn a_partial_page_rewrite_reads_the_rest_first() {
     // the drive is full (written in order); rewriting 2 KiB of page 0 reads the other 2 KiB
     // (50 µs, 5 µs on the bus), then programs the page (10 µs in, 500 µs)
