@@ -125,6 +125,33 @@ fn the_cache_dram_moves_one_access_at_a_time() {
 }
 
 #[test]
+fn bad_cache_dram_fields_are_named() {
+    for (from, to, field) in [
+        (
+            "cache_mb_s = 200",
+            "cache_mb_s = 0",
+            "device.cache_mb_s: must be a positive number",
+        ),
+        (
+            "cache_access_ns = 26",
+            "cache_access_ns = -1",
+            "device.cache_access_ns: must be zero or more",
+        ),
+    ] {
+        let preset = super::super::PRESETS
+            .iter()
+            .find(|p| p.0 == "mqsim-default")
+            .unwrap()
+            .1;
+        assert!(preset.contains(from));
+        let e = Config::from_toml(&preset.replace(from, to))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(field), "{e}");
+    }
+}
+
+#[test]
 fn a_partial_page_rewrite_reads_the_rest_first() {
     // the drive is full (written in order); rewriting 2 KiB of page 0 reads the other 2 KiB
     // (50 µs, 5 µs on the bus), then programs the page (10 µs in, 500 µs)
