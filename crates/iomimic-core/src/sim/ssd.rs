@@ -8,7 +8,9 @@
 //! - Cache ([`cache`]): a write is acknowledged once its data is in DRAM and leaves for flash
 //!   at once; while `write_buffer_pages` are on their way, further writes wait (back-pressure,
 //!   which is how a drive that cannot keep up slows its writes). Reads of recently written data
-//!   are served from DRAM. Without a cache a write completes when its pages are programmed.
+//!   are served from DRAM. With `cache_mb_s` the data moves through the DRAM one access at a
+//!   time (a write's in, a hit's out), as MQSim's data cache does, and a write is acknowledged
+//!   once its data is in. Without a cache a write completes when its pages are programmed.
 //! - FTL ([`ftl`], [`precondition`]): logical pages striped over planes, each written to its
 //!   plane's next free page; over-provisioning and a starting fill (in order, or aged to the
 //!   steady state of random rewrites) set how much collection has to move.
@@ -22,7 +24,8 @@
 //! Requests complete through the drive's own events ([`Device::wake`]). Counters:
 //! `flash_reads`, `flash_programs`, `gc_page_moves`, `gc_erases`, `cache_read_hits`,
 //! `partial_page_rewrites`, `write_buffer_waits`; gauges: `die_utilization` (also the device's
-//! utilisation), `channel_utilization`, `host_utilization`, `write_amplification`.
+//! utilisation), `channel_utilization`, `host_utilization`, `write_amplification`, and
+//! `cache_dram_utilization` when the DRAM takes time.
 //!
 //! ## Complexity
 //! A few events per flash transaction, each O(log events); memory grows with the pages written

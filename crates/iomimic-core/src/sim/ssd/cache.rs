@@ -7,8 +7,14 @@
 //! read whose sectors the cache holds is served from it. Pages whose program has completed are
 //! dropped least recently written first once the cache is full; pages still on their way stay.
 //!
+//!
+//! The data itself moves through the cache's DRAM ([`Dram`]) one access at a time: a write's
+//! data going in, a read hit's coming out, each a fixed access time plus its bytes at the
+//! DRAM's rate, after the accesses before it. MQSim's data cache works so (one DRAM channel,
+//! requests served in turn); a write is acknowledged once its data is in.
+//!
 //! ## Complexity
-//! A hash-map access per page, amortised constant eviction.
+//! A hash-map access per page, amortised constant eviction; constant per DRAM access.
 
 use std::collections::VecDeque;
 
@@ -95,6 +101,47 @@ impl WriteCache {
                 }
                 _ => {}
             }
+        }
+    }
+}
+
+/// The cache's DRAM data path: accesses in turn, each `access_ns` then its bytes at the rate.
+pub(super) struct Dram {
+    ns_per_byte: f64,
+    access_ns: f64,
+    free: f64,
+    busy_ns: f64,
+}
+
+impl Dram {
+    /// A data path of `mb_s` (none: accesses take no time) and `access_ns` per access.
+    pub(super) fn new(mb_s: Option<f64>, access_ns: f64) -> Self {
+        Self {
+            ns_per_byte: mb_s.map_or(0.0, |m| 1e3 / m),
+            access_ns: if mb_s.is_some() { access_ns } else { 0.0 },
+            free: 0.0,
+            busy_ns: 0.0,
+        }
+    }
+
+    /// `bytes` moved in or out from `at`, after the accesses before; returns when they are.
+    pub(super) fn access(&mut self, at: f64, bytes: u64) -> f64 {
+        let time = self.access_ns + bytes as f64 * self.ns_per_byte;
+        if time == 0.0 {
+            return at;
+        }
+        let start = at.max(self.free);
+        self.free = start + time;
+        self.busy_ns += time;
+        self.free
+    }
+
+    /// Share of `span` the data path was busy.
+    pub(super) fn utilization(&self, span: f64) -> f64 {
+        if span > 0.0 {
+            (self.busy_ns / span).min(1.0)
+        } else {
+            0.0
         }
     }
 }

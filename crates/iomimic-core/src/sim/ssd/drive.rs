@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use super::super::device::{Counters, Device, Gauges, Io, Report};
-use super::cache::WriteCache;
+use super::cache::{Dram, WriteCache};
 use super::events::{Event, Events};
 use super::flash::{Flash, Op, Tx, HOST_READ, HOST_WRITE, NONE};
 use super::ftl::{Ftl, Stream};
@@ -24,6 +24,8 @@ struct Req {
     io: Io,
     /// pages still to be read, or programmed (a write without a cache)
     pending: u32,
+    /// when the part of a read served from the cache is out of DRAM
+    ready: f64,
 }
 
 /// Counts for the report.
@@ -42,6 +44,7 @@ pub(super) struct Drive {
     pub(super) geo: Geometry,
     pub(super) host: HostLink,
     cache: WriteCache,
+    dram: Dram,
     pub(super) ftl: Ftl,
     pub(super) flash: Flash,
     pub(super) events: Events,
@@ -87,6 +90,7 @@ impl Drive {
                 p.queue_limit(),
             ),
             cache: WriteCache::new(cache_pages),
+            dram: Dram::new(p.cache_mb_s, p.cache_access_ns),
             ftl,
             flash,
             events: Events::default(),
@@ -110,7 +114,11 @@ impl Drive {
     /// (as of that time) rather than through an event.
     fn admit(&mut self, io: Io, at: f64, now_ok: bool) {
         self.host.outstanding += 1;
-        let req = Req { io, pending: 0 };
+        let req = Req {
+            io,
+            pending: 0,
+            ready: at,
+        };
         let r = match self.free_reqs.pop() {
             Some(r) => {
                 self.reqs[r as usize] = req;
@@ -181,9 +189,11 @@ impl Drive {
 
     fn read(&mut self, r: u32, now: f64) {
         let mut pending = 0;
+        let mut hit_bytes = 0;
         for (lpn, mask, bytes) in self.pages(r) {
             if self.cache.holds(lpn, mask) {
                 self.tally.cache_read_hits += 1;
+                hit_bytes += u64::from(bytes);
                 continue;
             }
             // data never written is read where it would be (a trace's reads were of data
@@ -203,16 +213,26 @@ impl Drive {
             self.flash.enqueue(tx);
             pending += 1;
         }
-        self.reqs[r as usize].pending = pending;
+        // the hits come out of DRAM while the flash reads the rest
+        let ready = if hit_bytes > 0 {
+            self.dram.access(now, hit_bytes)
+        } else {
+            now
+        };
+        let req = &mut self.reqs[r as usize];
+        req.pending = pending;
+        req.ready = ready;
         if pending == 0 {
             self.read_out(r, now);
         }
     }
 
-    /// Request `r`'s data is all out of flash at `now`: it crosses the link back.
+    /// Request `r`'s data is all out of flash at `now` (and out of DRAM once it is ready): it
+    /// crosses the link back.
     fn read_out(&mut self, r: u32, now: f64) {
-        let size = self.reqs[r as usize].io.size;
-        let t = self.host.transfer(UP, now, size);
+        let req = &self.reqs[r as usize];
+        let (size, ready) = (req.io.size, req.ready);
+        let t = self.host.transfer(UP, now.max(ready), size);
         self.complete(r, t);
     }
 
@@ -275,7 +295,10 @@ impl Drive {
             self.place_at(program, old);
         }
         if cached {
-            self.complete(r, now);
+            // acknowledged once its data is in DRAM
+            let size = u64::from(self.reqs[r as usize].io.size);
+            let t = self.dram.access(now, size);
+            self.complete(r, t);
         } else {
             self.reqs[r as usize].pending = programs;
             if programs == 0 {
@@ -412,6 +435,9 @@ impl Drive {
             ("channel_utilization", share(bus_ns, self.geo.channels)),
             ("host_utilization", self.host.utilization(end)),
         ]);
+        if self.p.cache_mb_s.is_some() {
+            gauges.insert("cache_dram_utilization", self.dram.utilization(end));
+        }
         if t.host_programs > 0 {
             gauges.insert("write_amplification", programs as f64 / t.host_programs as f64);
         }

@@ -70,6 +70,13 @@ pub struct SsdParams {
     /// default one per plane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_buffer_pages: Option<u64>,
+    /// The cache DRAM's data rate: one access at a time moves a write's data in, or a read
+    /// hit's out, at this rate (absent: the cache takes no time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_mb_s: Option<f64>,
+    /// Each cache access's fixed time (opening a DRAM row), before its data moves.
+    #[serde(default)]
+    pub cache_access_ns: f64,
     #[serde(default)]
     pub host: HostInterface,
     #[serde(default = "default_pcie_gen")]
@@ -234,6 +241,12 @@ impl SsdParams {
         }
         if self.write_buffer_pages == Some(0) {
             return Err(format!("{path}.write_buffer_pages: must be positive"));
+        }
+        if self.cache_mb_s.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+            return Err(format!("{path}.cache_mb_s: must be a positive number"));
+        }
+        if !(self.cache_access_ns.is_finite() && self.cache_access_ns >= 0.0) {
+            return Err(format!("{path}.cache_access_ns: must be zero or more"));
         }
         Ok(())
     }
