@@ -12,7 +12,10 @@ Words, in any order:
   gaps), add ``poisson`` for exponential gaps at that mean; none: back-to-back (for
   closed-loop runs with ``--iodepth``);
 - ``span=1g``: the address range random requests fall in (default: the target's size, 1 GiB
-  when unknown).
+  when unknown);
+- ``zipf=0.9``: random offsets by Zipf popularity, as fio's ``random_distribution=zipf:0.9``
+  (the k-th most popular block drawn with probability ∝ 1/k^θ, hot blocks spread over the
+  span): a workload with reuse, for cache studies.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from iomimic.units import parse_seed
 class Pattern:
     """What a ``--pattern`` spec says: the read percentage, sequential or random offsets, the
     request size, the mean gap between requests (0: back to back), whether gaps are
-    exponential, and the span random offsets fall in (``None``: the caller's default)."""
+    exponential, the span random offsets fall in (``None``: the caller's default), and the
+    Zipf exponent of their popularity (``None``: uniform)."""
 
     read_pct: int
     sequential: bool
@@ -36,13 +40,14 @@ class Pattern:
     gap_ns: int
     poisson: bool
     span: int | None
+    zipf: float | None = None
 
 
 def parse_pattern(spec: str) -> Pattern:
     """Reads a ``--pattern`` spec; a bad word raises InputError naming it.
 
     >>> parse_pattern("rw 64k rate=500 mix=70 poisson")
-    Pattern(read_pct=70, sequential=False, size=65536, gap_ns=2000000, poisson=True, span=None)
+    Pattern(read_pct=70, sequential=False, size=65536, gap_ns=2000000, poisson=True, span=None, zipf=None)
     """
     return Pattern(*_core.parse_pattern(spec))
 

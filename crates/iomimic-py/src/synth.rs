@@ -32,11 +32,23 @@ pub fn pattern_requests(spec: &str, duration_ns: u64, intensity: f64) -> PyResul
     pattern.requests_for(duration_ns, intensity).map_err(err_to_py)
 }
 
-/// (read %, sequential, size, gap ns, poisson, span) of a pattern spec, checked.
+/// (read %, sequential, size, gap ns, poisson, span, zipf): a pattern's fields, as Python's
+/// `Pattern` takes them.
+type PatternFields = (u32, bool, u32, u64, bool, Option<u64>, Option<f64>);
+
+/// The fields of a pattern spec, checked.
 #[pyfunction]
-pub fn parse_pattern(spec: &str) -> PyResult<(u32, bool, u32, u64, bool, Option<u64>)> {
+pub fn parse_pattern(spec: &str) -> PyResult<PatternFields> {
     let p: Pattern = spec.parse().map_err(err_to_py)?;
-    Ok((p.read_pct, p.sequential, p.size, p.gap_ns, p.poisson, p.span))
+    Ok((
+        p.read_pct,
+        p.sequential,
+        p.size,
+        p.gap_ns,
+        p.poisson,
+        p.span,
+        p.zipf,
+    ))
 }
 
 /// The locality-free baseline for a trace: same mix, sizes and gaps, uniform offsets.

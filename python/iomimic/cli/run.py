@@ -41,7 +41,8 @@ def register(subparsers) -> None:
         '"rw 8k rate=2000 mix=70 poisson". Words: read, write, randread, randwrite or rw; seq or '
         "rand; a size; rate=PER_SECOND or interarrival=TIME (fixed gaps; none: back to back); "
         "poisson (exponential gaps); mix=READ_PERCENT for rw; span=SIZE for random offsets "
-        "(default --size). See docs/realio.md",
+        "(default --size); zipf=THETA for random offsets by Zipf popularity (fio's "
+        "random_distribution=zipf:THETA). See docs/realio.md",
     )
     p.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
     p.add_argument(

@@ -10,7 +10,11 @@
 //! - the timing: `interarrival=10ms` (fixed gaps) or `rate=500` (requests per second, fixed
 //!   gaps); add `poisson` for exponential gaps at that mean; neither: back to back (for
 //!   closed-loop runs with a queue depth);
-//! - `span=1g`: the address range random requests fall in (default: the caller's, else 1 GiB).
+//! - `span=1g`: the address range random requests fall in (default: the caller's, else 1 GiB);
+//! - `zipf=0.9`: random offsets by Zipf popularity, as fio's `random_distribution=zipf:0.9`:
+//!   the k-th most popular size-aligned block of the span is drawn with probability ∝ 1/k^θ
+//!   (θ ≥ 0; 0 is uniform), the ranks scattered over the span so hot blocks do not sit together.
+//!   A workload with reuse, for cache studies, in one word.
 
 // Float-to-count casts are of values checked positive (rates, gaps, counts).
 #![allow(clippy::cast_sign_loss)]
@@ -28,7 +32,7 @@ pub const DEFAULT_SPAN: u64 = 1 << 30;
 pub const BACK_TO_BACK_REQUESTS: u64 = 5_000_000;
 
 /// What a pattern says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pattern {
     /// Percent of requests that read.
     pub read_pct: u32,
@@ -41,6 +45,8 @@ pub struct Pattern {
     pub poisson: bool,
     /// The range random offsets fall in, when the pattern names it.
     pub span: Option<u64>,
+    /// Zipf exponent of random offsets' popularity (uniform when `None`).
+    pub zipf: Option<f64>,
 }
 
 fn bad(message: impl std::fmt::Display) -> Error {
@@ -64,6 +70,7 @@ impl std::str::FromStr for Pattern {
         let mut reads: Option<Option<u32>> = None;
         let mut sequential = None;
         let (mut size, mut gap_ns, mut poisson, mut mix, mut span) = (4096u64, 0u64, false, 50u32, None);
+        let mut zipf = None;
         for word in spec.to_lowercase().split_whitespace() {
             let (key, value) = word.split_once('=').unwrap_or((word, ""));
             if let Some((r, implied)) = op(word) {
@@ -87,6 +94,14 @@ impl std::str::FromStr for Pattern {
                     .ok()
                     .filter(|m| *m <= 100 && value.bytes().all(|b| b.is_ascii_digit()))
                     .ok_or_else(|| bad(format!("mix is a whole percentage of reads, found {value:?}")))?;
+            } else if key == "zipf" && word.contains('=') {
+                let theta: f64 = value.parse().unwrap_or(f64::NAN);
+                if !(theta >= 0.0 && theta.is_finite()) {
+                    return Err(bad(format!(
+                        "zipf is the popularity exponent, a number >= 0 (0.8 to 1.2 is typical), found {value:?}"
+                    )));
+                }
+                zipf = Some(theta);
             } else if key == "span" && word.contains('=') {
                 span = Some(parse_size_bytes(value, "pattern")?);
             } else if word.starts_with(|c: char| c.is_ascii_digit()) {
@@ -107,7 +122,48 @@ impl std::str::FromStr for Pattern {
             gap_ns,
             poisson,
             span,
+            zipf,
         })
+    }
+}
+
+/// Draws size-aligned block indices in `[0, blocks)` by Zipf popularity, rank `r` (0 the most
+/// popular) placed at `r · stride mod blocks` with `stride` coprime to `blocks`: a bijection,
+/// so each block keeps one rank, and consecutive ranks land far apart (the stride is near the
+/// golden section of the span).
+struct ZipfBlocks {
+    ranks: rand_distr::Zipf<f64>,
+    blocks: u64,
+    stride: u64,
+}
+
+impl ZipfBlocks {
+    fn new(blocks: u64, theta: f64) -> Result<Self> {
+        let ranks = rand_distr::Zipf::new(blocks as f64, theta)
+            .map_err(|e| bad(format!("zipf={theta} over {blocks} blocks: {e}")))?;
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let mut stride = ((blocks as f64 * 0.618_033_988_7) as u64).max(1);
+        while gcd(stride, blocks) != 1 {
+            stride += 1;
+        }
+        Ok(Self {
+            ranks,
+            blocks,
+            stride,
+        })
+    }
+
+    #[inline]
+    fn draw(&self, rng: &mut Prng) -> u64 {
+        use rand_distr::Distribution;
+        // Zipf gives ranks 1..=blocks as floats
+        let rank = (self.ranks.sample(rng.inner()) as u64).clamp(1, self.blocks) - 1;
+        ((u128::from(rank) * u128::from(self.stride)) % u128::from(self.blocks)) as u64
     }
 }
 
@@ -151,6 +207,7 @@ impl Pattern {
         let mut rng = Prng::new(seed);
         let size = u64::from(self.size);
         let room = (self.span.or(span).unwrap_or(DEFAULT_SPAN) / size).max(1);
+        let zipf = self.zipf.map(|theta| ZipfBlocks::new(room, theta)).transpose()?;
         let mut t = Trace {
             volumes: vec!["pattern".into()],
             ..Trace::default()
@@ -160,6 +217,8 @@ impl Pattern {
         for i in 0..requests {
             let offset = if self.sequential {
                 i * size
+            } else if let Some(z) = &zipf {
+                z.draw(&mut rng) * size
             } else {
                 rng.below(room) * size
             };
@@ -200,9 +259,12 @@ mod tests {
                 size: 65536,
                 gap_ns: 2_000_000,
                 poisson: true,
-                span: None
+                span: None,
+                zipf: None,
             }
         );
+        let p: Pattern = "randread 64k zipf=0.9 span=1g".parse().unwrap();
+        assert_eq!(p.zipf, Some(0.9));
         let p: Pattern = "seq 4k read interarrival=10ms".parse().unwrap();
         assert!(p.sequential && p.read_pct == 100 && p.gap_ns == 10_000_000);
         for (spec, words) in [
@@ -211,6 +273,8 @@ mod tests {
             ("rw mix=abc", "mix is a whole percentage"),
             ("rw mix=101", "mix is a whole percentage"),
             ("read rate=-5", "rate must be requests per second"),
+            ("read zipf=-1", "zipf is the popularity exponent"),
+            ("read zipf=hot", "zipf is the popularity exponent"),
         ] {
             let e = spec.parse::<Pattern>().unwrap_err().to_string();
             assert!(e.contains(words) && e.starts_with("`pattern`"), "{spec}: {e}");
@@ -231,6 +295,34 @@ mod tests {
         let reads = t.op.iter().filter(|&&o| o == 0).count();
         assert!((900..1100).contains(&reads), "{reads}");
         assert_eq!(p.generate(4000, None, 7).unwrap(), t);
+    }
+
+    #[test]
+    fn zipf_offsets_follow_their_popularity() {
+        // 100 blocks of 4 KiB, θ = 1: block of rank k drawn with probability (1/k) / H_100,
+        // H_100 = 5.187..., so the hottest takes 19.3 % of the draws and the ten hottest 56.6 %
+        let p: Pattern = "randread 4k zipf=1 span=400k".parse().unwrap();
+        let t = p.generate(200_000, None, 3).unwrap();
+        let mut counts = std::collections::HashMap::new();
+        for &o in &t.offset {
+            assert!(o % 4096 == 0 && o < 100 * 4096);
+            *counts.entry(o).or_insert(0u32) += 1;
+        }
+        let mut by_count: Vec<u32> = counts.into_values().collect();
+        by_count.sort_unstable_by(|a, b| b.cmp(a));
+        let share = |k: usize| f64::from(by_count[..k].iter().sum::<u32>()) / 200_000.0;
+        assert!((share(1) - 0.1928).abs() < 0.01, "{}", share(1));
+        assert!((share(10) - 0.5666).abs() < 0.01, "{}", share(10));
+        // the hottest ranks are spread over the span, not packed at its start
+        let hottest: Vec<u64> = (0..5u64)
+            .map(|r| r * ZipfBlocks::new(100, 1.0).unwrap().stride % 100)
+            .collect();
+        assert!(hottest.iter().any(|&b| b > 50), "{hottest:?}");
+        // θ = 0 is uniform
+        let flat = "randread 4k zipf=0 span=400k".parse::<Pattern>().unwrap();
+        let t = flat.generate(100_000, None, 3).unwrap();
+        let first = t.offset.iter().filter(|&&o| o == 0).count();
+        assert!((800..1200).contains(&first), "{first}");
     }
 
     #[test]

@@ -28,7 +28,6 @@ use crate::progress::Progress;
 use crate::trace::{Op, TraceView};
 
 const SECOND: u64 = 1_000_000_000;
-const BLOCK: u64 = 4096;
 /// Smallest cache of the request-keyed curves; sizes double from here.
 const FIRST_CACHE: u64 = 1 << 20;
 /// Above this many requests the request-keyed curves sample objects (SHARDS).
@@ -161,22 +160,9 @@ impl Fine {
 
 /// Distinct 4 KiB blocks that reads and writes touch, and the share touched more than once.
 fn footprint(t: &TraceView<'_>) -> (u64, f64) {
-    let mut touches: FxHashMap<(u32, u64), u8> = FxHashMap::default();
-    for i in 0..t.len() {
-        if !is_data(t.op[i]) || t.size[i] == 0 {
-            continue;
-        }
-        let first = t.offset[i] / BLOCK;
-        let last = (t.offset[i] + u64::from(t.size[i]) - 1) / BLOCK;
-        for b in first..=last {
-            let c = touches.entry((t.volume[i], b)).or_default();
-            *c = c.saturating_add(1);
-        }
-    }
-    let again = touches.values().filter(|&&c| c > 1).count();
-    let n = touches.len();
+    let (n, again) = crate::analyze::mrc::footprint(t, 0..t.len());
     (
-        n as u64,
+        n,
         if n == 0 {
             0.0
         } else {
