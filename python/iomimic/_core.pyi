@@ -427,6 +427,33 @@ def train_model(
     seed: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> Model: ...
+
+class TrainPlan:
+    """Training's shared steps; each thread is trained by ``train_part`` wherever it runs."""
+    @property
+    def shared(self) -> str: ...
+    @property
+    def rows(self) -> list[np.ndarray]: ...
+    @property
+    def model_times(self) -> np.ndarray: ...
+    def assemble(self, parts: Sequence[str]) -> Model: ...
+
+def train_plan(
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    levels: int | None = None,
+    states: int | None = None,
+    by_stream: bool | None = None,
+    reuse: bool = True,
+    name: str | None = None,
+    source: str | None = None,
+    seed: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> TrainPlan: ...
+def train_part(
+    columns: Columns, volumes: Sequence[str], files: Sequence[str], model_times: np.ndarray, shared: str
+) -> str: ...
 def mix_models(parts: Sequence[tuple[Model, float]], name: str) -> Model: ...
 def model_presets() -> list[str]: ...
 def preset_model(name: str) -> Model: ...

@@ -162,6 +162,7 @@ def train(
     name: str | None = None,
     seed: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    ray: bool | str | None = None,
 ) -> Model:
     """Trains a model of ``trace``.
 
@@ -170,13 +171,17 @@ def train(
     per stream when the trace has 2 to 256 streams); ``reuse=False`` leaves out the
     temporal-locality extension. ``progress(done, total)`` is called about ten times a second
     with the models built so far (one per number of levels tried, then the final one).
+
+    ``ray`` (``True`` or a cluster's address) trains each thread as a Ray task
+    (``docs/ray.md``): levels, states, model times and threads are worked out here, the
+    threads trained on the cluster and the model put together here; the model is the one a
+    local run gives. Needs ``pip install 'iomimic[ray]'``.
     """
     if by not in (None, "stream", "none"):
         raise InputError(f"`by` must be stream or none, found {by!r}")
     seed = parse_seed(seed)
     source = trace.report.get("path")
-    core_model = _core.train_model(
-        *trace._core_args(),
+    options = dict(
         levels=levels,
         states=states,
         by_stream=None if by is None else by == "stream",
@@ -186,7 +191,13 @@ def train(
         seed=seed,
         progress=progress,
     )
-    return Model._wrap(core_model)
+    if ray is None or ray is False:
+        return Model._wrap(_core.train_model(*trace._core_args(), **options))
+    from iomimic import cluster
+
+    engine = cluster.connect(ray)
+    plan = _core.train_plan(*trace._core_args(), **options)
+    return Model._wrap(plan.assemble(cluster.train_threads(engine, trace, plan)))
 
 
 def mix(parts: list[tuple[Model, float]], name: str = "mix") -> Model:

@@ -8,9 +8,11 @@ from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
     Parser,
     UsageError,
+    add_ray,
     add_read_options,
     count,
     model_part,
+    ray_engine,
     read_reported,
     seed,
     subcommand,
@@ -33,7 +35,8 @@ def register(subparsers) -> None:
         handle_train,
         "Train a model of a trace (levels and states chosen automatically unless given).",
         "  iomimic model train trace.csv -o model.json\n"
-        "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n",
+        "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n"
+        "  iomimic model train 'msr/*.csv.gz' -o model.json --ray head-node:6379\n",
     )
     p.add_argument("trace", help="trace file")
     p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
@@ -49,6 +52,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--name", help="model name (default: the trace's file name)")
     p.add_argument("--seed", type=seed, default=1, help="seed for the generation runs of level selection")
+    add_ray(p, "train the threads")
     add_read_options(p)
 
     p = subcommand(
@@ -96,6 +100,8 @@ def handle_train(args: argparse.Namespace) -> int:
     from iomimic.cli.progress import working
     from iomimic.model import train
 
+    # Ray is connected (or its absence reported) before the trace is read
+    ray_engine(args)
     trace = read_reported(args)
     with working("training (models tried)") as progress:
         model = train(
@@ -107,6 +113,7 @@ def handle_train(args: argparse.Namespace) -> int:
             name=args.name,
             seed=args.seed,
             progress=progress,
+            ray=args.ray,
         )
     _save(model, args.output)
     return EXIT_OK

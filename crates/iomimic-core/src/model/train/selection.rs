@@ -122,7 +122,7 @@ fn choose_levels(
     let mut previous: Option<f64> = None;
     for levels in 1..=MAX_LEVELS {
         progress.check()?;
-        let model = train_fixed(&sample, levels, states, opts);
+        let model = train_fixed(&sample, levels, states, opts)?;
         let gen = crate::model::GenerateOptions {
             requests: Some(n as u64),
             seed: opts.seed,

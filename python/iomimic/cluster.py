@@ -1,0 +1,86 @@
+"""Work spread over a Ray cluster (``--ray``, ``ray=``; the optional extra ``iomimic[ray]``).
+
+The driver (this process) does what needs the whole trace; each independent piece (a thread's
+training, a point of a sweep) runs as one Ray task calling the same core function the local
+run calls, and the driver puts the results together with the core, so a run on Ray gives the
+same result as a run here. Only this module imports Ray, and only when a run asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+from iomimic.errors import InputError
+
+INSTALL = "pip install 'iomimic[ray]'"
+
+#: What ``--ray ADDRESS`` accepts: host:port, ray://host:port, or Ray's own ``auto``/``local``.
+_ADDRESS = re.compile(r"^(auto|local|(ray://)?[\w.\-\[\]:]+:\d+)$")
+
+# the columns a thread's training reads (the optional ones stay on the driver)
+_TRAIN_COLUMNS = ("ts_ns", "offset", "size", "op", "volume", "stream")
+
+
+def check_address(address: str | bool | None) -> None:
+    """Refuses an ``--ray`` address that is none (most likely a file name taken as one)."""
+    if isinstance(address, str) and not _ADDRESS.match(address):
+        raise InputError(
+            f"--ray: {address!r} is not a Ray address (host:port, ray://host:port, auto or local);"
+            " to use RAY_ADDRESS or a local Ray, give --ray after the trace with no value"
+        )
+
+
+def connect(address: str | bool | None = True):
+    """Ray, initialised: connected to ``address`` when it is one, else to ``RAY_ADDRESS`` when
+    set, else to a Ray started here for this process. An initialised Ray (a caller's own
+    ``ray.init``) is used as it is."""
+    check_address(address)
+    try:
+        import ray
+    except ImportError:
+        raise InputError(f"--ray needs Ray, which is not installed: {INSTALL}") from None
+    if ray.is_initialized():
+        return ray
+    target = address if isinstance(address, str) else os.environ.get("RAY_ADDRESS") or None
+    try:
+        # Ray reads RAY_ADDRESS itself when given no address; the local one needs no dashboard
+        ray.init(address=target, include_dashboard=False, logging_level="WARNING")
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = target or "a local Ray"
+        raise InputError(f"--ray: could not connect to {where}: {e}") from None
+    return ray
+
+
+def train_threads(ray, trace, plan) -> list[str]:
+    """Each thread of ``plan`` (a ``_core.TrainPlan`` of ``trace``) trained as one Ray task on
+    its own rows and model times; the trained threads in order, for ``plan.assemble``."""
+    shared = ray.put((plan.shared, list(trace.volumes)))
+    task = ray.remote(_train_thread)
+    u = plan.model_times
+    refs = []
+    for rows in plan.rows:
+        # only the thread's rows travel (Ray keeps large arguments in its object store)
+        sub = {name: np.ascontiguousarray(getattr(trace, name)[rows]) for name in _TRAIN_COLUMNS}
+        refs.append(task.remote(shared, sub, np.ascontiguousarray(u[rows])))
+    return ray.get(refs)
+
+
+def _train_thread(shared: tuple[str, list[str]], columns: dict[str, np.ndarray], u: np.ndarray) -> str:
+    """A Ray task: one thread trained from a trace of its requests alone."""
+    from iomimic import _core
+    from iomimic.trace import _Columns
+
+    text, volumes = shared
+    return _core.train_part(_Columns(columns), volumes, [], u, text)
+
+
+def run_tasks(ray, work, shared: Any, points: list[Any]) -> list[Any]:
+    """``work(shared, point)`` for every point, each as one Ray task (``shared`` put in the
+    object store once); the results in the points' order."""
+    ref = ray.put(shared)
+    task = ray.remote(work)
+    return ray.get([task.remote(ref, p) for p in points])

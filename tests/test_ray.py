@@ -1,0 +1,129 @@
+"""`--ray` and ``ray=``: work run as Ray tasks on a local Ray gives exactly what the local run
+gives; without Ray, `--ray` says how to install it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import iomimic
+from iomimic.cli import main
+from iomimic.errors import InputError
+from iomimic.model import train
+
+from .conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray of two CPUs for the module (starting one takes seconds)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+def volumes_and_streams(n: int = 12_000, seed: int = 5) -> iomimic.Trace:
+    """Three volumes with two streams each, of different shapes: sequential runs, random
+    reads, a small re-written set."""
+    rng = np.random.default_rng(seed)
+    stream = rng.choice(6, n, p=[0.3, 0.1, 0.2, 0.15, 0.15, 0.1]).astype(np.uint32)
+    volume = (stream // 2).astype(np.uint32)
+    kind = stream % 3
+    size = np.where(kind == 0, 65536, rng.choice([4096, 8192], n)).astype(np.uint32)
+    random = rng.integers(0, 1 << 20, n).astype(np.uint64) * 4096
+    hot = rng.integers(0, 64, n).astype(np.uint64) * 4096
+    offset = np.where(kind == 0, np.arange(n, dtype=np.uint64) * 65536, np.where(kind == 1, random, hot))
+    op = np.where(kind == 2, 1, (rng.random(n) < 0.2).astype(np.uint8)).astype(np.uint8)
+    return iomimic.Trace(
+        ts_ns=np.cumsum(rng.exponential(100_000, n)).astype(np.uint64),
+        offset=offset,
+        size=size,
+        op=op,
+        volume=volume,
+        stream=stream,
+        volumes=["data", "log", "index"],
+    )
+
+
+def assert_same_model(got: iomimic.Model, want: iomimic.Model) -> None:
+    """Field by field (so a difference names its place), then the whole JSON."""
+    a, b = got.data, want.data
+    assert a.keys() == b.keys()
+    for key in a:
+        if key != "threads":
+            assert a[key] == b[key], key
+    assert len(a["threads"]) == len(b["threads"])
+    for ta, tb in zip(a["threads"], b["threads"]):
+        for key in tb:
+            assert ta[key] == tb[key], (tb["name"], key)
+    assert got.to_json() == want.to_json()
+
+
+def test_training_each_thread_as_a_ray_task_gives_the_local_model(local_ray):
+    t = volumes_and_streams()
+    # levels and states chosen (on the driver), then six threads as tasks
+    local = train(t, name="mixed")
+    on_ray = train(t, name="mixed", ray=True)
+    assert len(local.threads) == 6
+    assert_same_model(on_ray, local)
+
+
+def test_one_thread_without_reuse_on_ray_is_the_local_one_too(local_ray):
+    t = volumes_and_streams(4000, seed=9)
+    local = train(t, levels=2, states=4, by="none", reuse=False)
+    on_ray = train(t, levels=2, states=4, by="none", reuse=False, ray=True)
+    assert len(on_ray.threads) == 1
+    assert on_ray.threads[0]["reuse"] is None
+    assert_same_model(on_ray, local)
+
+
+def test_cli_train_with_ray_connects_to_the_cluster_at_ray_address(local_ray, tmp_path, monkeypatch):
+    trace = tmp_path / "mixed.parquet"
+    iomimic.write_trace(volumes_and_streams(6000, seed=3), trace)
+    plain, ray_made = tmp_path / "plain.json", tmp_path / "ray.json"
+    r = run_cli("model", "train", str(trace), "-o", str(plain), "--levels", "2", "--states", "8")
+    assert r.returncode == 0, r.stderr
+    # the command joins the test's Ray rather than starting one of its own
+    monkeypatch.setenv("RAY_ADDRESS", local_ray.get_runtime_context().gcs_address)
+    r = run_cli("model", "train", str(trace), "-o", str(ray_made), "--levels", "2", "--states", "8", "--ray")
+    assert r.returncode == 0, r.stderr
+    assert "6 thread(s)" in r.stdout
+    assert json.loads(ray_made.read_text()) == json.loads(plain.read_text())
+
+
+def test_without_ray_the_flag_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    trace = tmp_path / "t.parquet"
+    iomimic.write_trace(volumes_and_streams(500), trace)
+    # an import of a module mapped to None fails, as when Ray is not installed
+    monkeypatch.setitem(sys.modules, "ray", None)
+    code = main(["model", "train", str(trace), "-o", str(tmp_path / "m.json"), "--ray"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "pip install 'iomimic[ray]'" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "m.json").exists()
+    with pytest.raises(InputError, match=r"iomimic\[ray\]"):
+        train(volumes_and_streams(500), ray=True)
+
+
+def test_a_trace_taken_for_the_ray_address_is_refused_plainly(tmp_path, capsys):
+    code = main(["model", "train", "-o", str(tmp_path / "m.json"), "--ray", "trace.csv", "x"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "'trace.csv' is not a Ray address" in err
+    assert "give --ray after the trace" in err
+
+
+def test_a_thread_with_model_times_of_another_length_is_refused():
+    from iomimic import _core
+
+    t = volumes_and_streams(500)
+    plan = _core.train_plan(*t._core_args(), levels=1, states=4)
+    with pytest.raises(InputError, match="499 model times for 500 requests"):
+        _core.train_part(*t._core_args(), plan.model_times[:-1], plan.shared)
+    with pytest.raises(InputError, match="trained thread could not be read"):
+        plan.assemble(["{}"] * len(plan.rows))
