@@ -127,3 +127,64 @@ def test_a_thread_with_model_times_of_another_length_is_refused():
         _core.train_part(*t._core_args(), plan.model_times[:-1], plan.shared)
     with pytest.raises(InputError, match="trained thread could not be read"):
         plan.assemble(["{}"] * len(plan.rows))
+
+
+def ssd_cache_options(**extra):
+    from iomimic.sim import device_config
+
+    return dict(
+        backend=device_config("hdd-7200"),
+        ssd=device_config("ssd-sata"),
+        cache_bytes=[1 << 20, 4 << 20, 16 << 20],
+        policies=["lru", "fifo"],
+        write_policy="write-back",
+        **extra,
+    )
+
+
+def test_an_ssd_cache_sweep_as_ray_tasks_gives_the_local_report(local_ray):
+    from iomimic.study import run
+
+    t = volumes_and_streams(3000, seed=11)
+    # the synthetic workload is trained and generated in every task: the same in each
+    options = ssd_cache_options(workloads=["original", "synthetic", "locality-free"])
+    local = run("ssd-cache", t, **options)
+    on_ray = run("ssd-cache", t, ray=True, **options)
+    assert [len(w["runs"]) for w in on_ray["workloads"]] == [6, 6, 6]
+    assert [(r["policy"], r["cache_bytes"]) for r in on_ray["workloads"][0]["runs"]] == [
+        (p, b) for p in ("lru", "fifo") for b in (1 << 20, 4 << 20, 16 << 20)
+    ]
+    assert on_ray.keys() == local.keys()
+    for key in local:
+        assert on_ray[key] == local[key], key
+
+
+def test_cli_ssd_cache_with_ray_writes_the_local_report(local_ray, tmp_path, monkeypatch):
+    trace = tmp_path / "mixed.parquet"
+    iomimic.write_trace(volumes_and_streams(2000, seed=4), trace)
+    args = [
+        "study",
+        "ssd-cache",
+        str(trace),
+        "--backend",
+        "hdd-7200",
+        "--cache",
+        "1M,8M",
+        "--policy",
+        "lru,arc",
+    ]
+    r = run_cli(*args, "--json", str(tmp_path / "plain.json"))
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("RAY_ADDRESS", local_ray.get_runtime_context().gcs_address)
+    r = run_cli(*args, "--json", str(tmp_path / "ray.json"), "--ray")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "ray.json").read_text()) == json.loads(
+        (tmp_path / "plain.json").read_text()
+    )
+
+
+def test_a_study_that_runs_as_one_piece_is_refused_on_ray(local_ray):
+    from iomimic.study import run
+
+    with pytest.raises(InputError, match="runs as one piece"):
+        run("defrag", volumes_and_streams(500), ray=True)

@@ -61,11 +61,15 @@ def train_threads(ray, trace, plan) -> list[str]:
     shared = ray.put((plan.shared, list(trace.volumes)))
     task = ray.remote(_train_thread)
     u = plan.model_times
-    refs = []
-    for rows in plan.rows:
+    groups = plan.rows
+    refs: list[Any] = [None] * len(groups)
+    # the largest threads first, so the small ones fill in around them (Ray starts tasks in
+    # the order they come) and the last to finish is a small one
+    for i in sorted(range(len(groups)), key=lambda i: -len(groups[i])):
+        rows = groups[i]
         # only the thread's rows travel (Ray keeps large arguments in its object store)
         sub = {name: np.ascontiguousarray(getattr(trace, name)[rows]) for name in _TRAIN_COLUMNS}
-        refs.append(task.remote(shared, sub, np.ascontiguousarray(u[rows])))
+        refs[i] = task.remote(shared, sub, np.ascontiguousarray(u[rows]))
     return ray.get(refs)
 
 

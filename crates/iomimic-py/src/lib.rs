@@ -56,6 +56,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study::study_table, m)?)?;
     m.add_function(wrap_pyfunction!(study::run_study, m)?)?;
     m.add_function(wrap_pyfunction!(study::run_study_alone, m)?)?;
+    m.add_function(wrap_pyfunction!(study::study_points, m)?)?;
+    m.add_function(wrap_pyfunction!(study::join_study, m)?)?;
     m.add_function(wrap_pyfunction!(study::fleet_workload, m)?)?;
     m.add_function(wrap_pyfunction!(study::judge_fleet, m)?)?;
     m.add_function(wrap_pyfunction!(offload::offload_init, m)?)?;

@@ -42,6 +42,22 @@ pub trait Study: Sync {
     fn needs_workload(&self) -> bool {
         true
     }
+    /// A sweep's independent points, each the options of a run of this study on the same
+    /// workload, so they can run apart (a cluster's tasks); `None` for a study that runs as one
+    /// piece. [`Study::join`] makes the report of the whole from their reports.
+    fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
+        let _ = options;
+        Ok(None)
+    }
+    /// The report `run` gives with `options`, from the reports of its [`Study::points`] in
+    /// their order.
+    fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
+        let _ = (options, reports);
+        Err(Error::Usage(format!(
+            "study {} does not run in points",
+            self.name()
+        )))
+    }
 }
 
 /// The built-in studies.
