@@ -2,7 +2,10 @@
 
 The trace is `msr_synth.realistic_trace` with one stream per volume (16 threads to train),
 written once to bench-out/ as Parquet. Each run is a fresh process that reads it, starts a
-local Ray of 1 or 2 CPUs (`ray.init(num_cpus=K)`), warms its workers, and times
+local Ray of K = 1 or 2 CPUs (`ray.init(num_cpus=K)`) confined to K cores by CPU affinity
+(which Ray's processes inherit: a task also computes its reuse depths on a second thread, as
+the local run does, so without the affinity one task alone would use both cores of this
+machine), warms its workers, and times
 `train(trace, levels=2, states=8, ray=True)` (levels and states given, so the time is the
 threads', the part that runs as tasks). Runs come in interleaved pairs (1 then 2 workers),
 so a busy neighbour slows both alike; the ratio is the best 1-worker time over the best
@@ -44,18 +47,24 @@ def worker(cpus: int, trace_path: str) -> None:
     trace = iomimic.read_trace(trace_path)
     ray = None
     if cpus:
+        import os
+
         import ray
+
+        # K workers on K cores: set before Ray starts, so its processes inherit it
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cpus])
 
         ray.init(num_cpus=cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
 
         @ray.remote
-        def warm() -> bool:
+        def warm() -> int:
             # a worker process that has imported the extension, as the training tasks need
             import iomimic._core  # noqa: F401
 
-            return True
+            return len(os.sched_getaffinity(0))
 
-        ray.get([warm.remote() for _ in range(cpus)])
+        cores = ray.get([warm.remote() for _ in range(cpus)])
+        assert cores == [cpus] * cpus, f"Ray's workers run on {cores} cores, not {cpus}"
     t0 = time.perf_counter()
     model = train(trace, levels=2, states=8, ray=True if cpus else None)
     seconds = time.perf_counter() - t0

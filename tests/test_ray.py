@@ -123,10 +123,15 @@ def test_a_thread_with_model_times_of_another_length_is_refused():
 
     t = volumes_and_streams(500)
     plan = _core.train_plan(*t._core_args(), levels=1, states=4)
-    with pytest.raises(InputError, match="499 model times for 500 requests"):
-        _core.train_part(*t._core_args(), plan.model_times[:-1], plan.shared)
+    columns, u = plan.thread_trace(0, *t._core_args())
+    sub = iomimic.Trace._from_reader(columns)
+    assert len(sub) == plan.sizes[0] == len(u)
+    with pytest.raises(InputError, match=rf"{len(u) - 1} model times for {len(u)} requests"):
+        _core.train_part(*sub._core_args(), u[:-1], plan.shared)
+    with pytest.raises(InputError, match="thread 6 of a plan of 6 threads"):
+        plan.thread_trace(6, *t._core_args())
     with pytest.raises(InputError, match="trained thread could not be read"):
-        plan.assemble(["{}"] * len(plan.rows))
+        plan.assemble(["{}"] * len(plan.sizes))
 
 
 def ssd_cache_options(**extra):
@@ -188,3 +193,12 @@ def test_a_study_that_runs_as_one_piece_is_refused_on_ray(local_ray):
 
     with pytest.raises(InputError, match="runs as one piece"):
         run("defrag", volumes_and_streams(500), ray=True)
+
+
+def test_ray_addresses_of_every_kind_are_told_from_file_names():
+    from iomimic.cluster import is_address
+
+    for address in ["auto", "local", "10.0.0.7:6379", "head-node:6379", "ray://head:10001", "[::1]:6379"]:
+        assert is_address(address), address
+    for name in ["trace.csv", "msr/*.csv.gz", "6379", "head", "s3://bucket/t.parquet", ""]:
+        assert not is_address(name), name

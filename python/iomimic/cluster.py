@@ -21,13 +21,15 @@ INSTALL = "pip install 'iomimic[ray]'"
 #: What ``--ray ADDRESS`` accepts: host:port, ray://host:port, or Ray's own ``auto``/``local``.
 _ADDRESS = re.compile(r"^(auto|local|(ray://)?[\w.\-\[\]:]+:\d+)$")
 
-# the columns a thread's training reads (the optional ones stay on the driver)
-_TRAIN_COLUMNS = ("ts_ns", "offset", "size", "op", "volume", "stream")
+
+def is_address(text: str) -> bool:
+    """Whether ``text`` has the form of a Ray address."""
+    return bool(_ADDRESS.match(text))
 
 
 def check_address(address: str | bool | None) -> None:
     """Refuses an ``--ray`` address that is none (most likely a file name taken as one)."""
-    if isinstance(address, str) and not _ADDRESS.match(address):
+    if isinstance(address, str) and not is_address(address):
         raise InputError(
             f"--ray: {address!r} is not a Ray address (host:port, ray://host:port, auto or local);"
             " to use RAY_ADDRESS or a local Ray, give --ray after the trace with no value"
@@ -46,9 +48,10 @@ def connect(address: str | bool | None = True):
     if ray.is_initialized():
         return ray
     target = address if isinstance(address, str) else os.environ.get("RAY_ADDRESS") or None
+    # a Ray started here for one command needs no dashboard; a cluster's is the cluster's
+    starting = {"include_dashboard": False} if target in (None, "local") else {}
     try:
-        # Ray reads RAY_ADDRESS itself when given no address; the local one needs no dashboard
-        ray.init(address=target, include_dashboard=False, logging_level="WARNING")
+        ray.init(address=target, logging_level="WARNING", **starting)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = target or "a local Ray"
         raise InputError(f"--ray: could not connect to {where}: {e}") from None
@@ -60,16 +63,16 @@ def train_threads(ray, trace, plan) -> list[str]:
     its own rows and model times; the trained threads in order, for ``plan.assemble``."""
     shared = ray.put((plan.shared, list(trace.volumes)))
     task = ray.remote(_train_thread)
-    u = plan.model_times
-    groups = plan.rows
-    refs: list[Any] = [None] * len(groups)
+    sizes = plan.sizes
+    refs: list[Any] = [None] * len(sizes)
     # the largest threads first, so the small ones fill in around them (Ray starts tasks in
     # the order they come) and the last to finish is a small one
-    for i in sorted(range(len(groups)), key=lambda i: -len(groups[i])):
-        rows = groups[i]
-        # only the thread's rows travel (Ray keeps large arguments in its object store)
-        sub = {name: np.ascontiguousarray(getattr(trace, name)[rows]) for name in _TRAIN_COLUMNS}
-        refs[i] = task.remote(shared, sub, np.ascontiguousarray(u[rows]))
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        # only the thread's rows travel (Ray keeps large arguments in its object store), one
+        # thread's at a time; the name tables go once, in `shared`
+        columns, u = plan.thread_trace(i, *trace._core_args())
+        del columns["volumes"], columns["files"]
+        refs[i] = task.remote(shared, columns, u)
     return ray.get(refs)
 
 

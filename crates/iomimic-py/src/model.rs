@@ -9,7 +9,7 @@ use pyo3::types::PyDict;
 
 use iomimic_core::model::{self, Model, Preset};
 
-use crate::boundary::{to_py, trace_to_py, with_checked_view, Columns};
+use crate::boundary::{to_py, trace_to_py, with_checked_view, with_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
 use crate::watch::watched;
 
@@ -126,20 +126,26 @@ impl PyTrainPlan {
             .map_err(|e| InputError::new_err(format!("the plan could not be converted: {e}")))
     }
 
-    /// Each thread's rows of the trace (time order), in the model's order of threads.
+    /// Each thread's count of requests, in the model's order of threads.
     #[getter]
-    fn rows<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyArray1<usize>>> {
-        self.inner
-            .groups
-            .iter()
-            .map(|g| PyArray1::from_slice(py, &g.rows))
-            .collect()
+    fn sizes(&self) -> Vec<usize> {
+        self.inner.groups.iter().map(|g| g.rows.len()).collect()
     }
 
-    /// Every request's model time.
-    #[getter]
-    fn model_times<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        PyArray1::from_slice(py, &self.inner.u)
+    /// Thread `i`'s requests of the trace planned (its columns, volume and file tables) as a
+    /// trace of their own, and their model times: what `train_part` takes.
+    fn thread_trace<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyArray1<f64>>)> {
+        let (sub, u) = with_view(&columns, &volumes, &files, |view| {
+            py.detach(|| self.inner.thread_trace(view, i)).map_err(err_to_py)
+        })?;
+        Ok((trace_to_py(py, sub)?, PyArray1::from_vec(py, u)))
     }
 
     /// The model of the threads `train_part` returned, one per thread in order.

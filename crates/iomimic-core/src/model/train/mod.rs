@@ -52,7 +52,7 @@ pub use thread::Part;
 use super::{Model, RateProfile, Thread, Volume};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-use crate::trace::TraceView;
+use crate::trace::{Trace, TraceView};
 
 pub const MAX_THREADS: usize = 256;
 
@@ -229,6 +229,36 @@ impl Plan {
         })
     }
 
+    /// Thread `i`'s requests (of `t`, the trace planned) as a trace of their own, times from
+    /// its first request and volume ids and names those of `t`, and their model times: all
+    /// [`train_part`] needs to train the thread elsewhere, with all of that trace's rows.
+    pub fn thread_trace(&self, t: &TraceView<'_>, i: usize) -> Result<(Trace, Vec<f64>)> {
+        let group = self
+            .groups
+            .get(i)
+            .ok_or_else(|| Error::Usage(format!("thread {i} of a plan of {} threads", self.groups.len())))?;
+        let rows = &group.rows;
+        if t.len() != self.u.len() {
+            return Err(Error::Usage(format!(
+                "a plan of {} requests given a trace of {}",
+                self.u.len(),
+                t.len()
+            )));
+        }
+        let first = rows.first().map_or(0, |&r| t.ts_ns[r]);
+        let sub = Trace {
+            ts_ns: rows.iter().map(|&r| t.ts_ns[r] - first).collect(),
+            offset: pick(t.offset, rows),
+            size: pick(t.size, rows),
+            op: pick(t.op, rows),
+            volume: pick(t.volume, rows),
+            stream: pick(t.stream, rows),
+            volumes: t.volumes.to_vec(),
+            ..Trace::default()
+        };
+        Ok((sub, pick(&self.u, rows)))
+    }
+
     /// The model of the trained threads, one per group in order (not yet validated).
     pub fn assemble(&self, parts: Vec<Part>) -> Result<Model> {
         if parts.len() != self.groups.len() {
@@ -270,6 +300,11 @@ impl Plan {
             selection: self.selection.clone(),
         })
     }
+}
+
+/// The values of `column` at `rows`.
+fn pick<T: Copy>(column: &[T], rows: &[usize]) -> Vec<T> {
+    rows.iter().map(|&r| column[r]).collect()
 }
 
 /// Trains one thread: the requests `rows` of `t` (in time order) with model times `u` (indexed
@@ -336,7 +371,6 @@ fn normalise(counts: &[u64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::Trace;
 
     /// Three streams over two volumes, interleaved: a sequential one, a random one, and one
     /// that re-reads a small set, each with its own op mix.
@@ -364,20 +398,6 @@ mod tests {
         t
     }
 
-    /// The rows of `t` as a trace of their own (what a cluster's task receives).
-    fn sub_trace(t: &Trace, rows: &[usize]) -> Trace {
-        Trace {
-            ts_ns: rows.iter().map(|&i| t.ts_ns[i]).collect(),
-            offset: rows.iter().map(|&i| t.offset[i]).collect(),
-            size: rows.iter().map(|&i| t.size[i]).collect(),
-            op: rows.iter().map(|&i| t.op[i]).collect(),
-            volume: rows.iter().map(|&i| t.volume[i]).collect(),
-            stream: rows.iter().map(|&i| t.stream[i]).collect(),
-            volumes: t.volumes.clone(),
-            ..Trace::default()
-        }
-    }
-
     #[test]
     fn threads_trained_apart_on_their_own_rows_assemble_the_same_model() {
         let t = three_streams();
@@ -388,9 +408,11 @@ mod tests {
         let parts: Vec<Part> = plan
             .groups
             .iter()
-            .map(|g| {
-                let sub = sub_trace(&t, &g.rows);
-                let u: Vec<f64> = g.rows.iter().map(|&i| plan.u[i]).collect();
+            .enumerate()
+            .map(|(i, g)| {
+                let (sub, u) = plan.thread_trace(&t.view(), i).unwrap();
+                assert_eq!(sub.len(), g.rows.len());
+                sub.validate().unwrap();
                 let all: Vec<usize> = (0..g.rows.len()).collect();
                 let part = train_part(&sub.view(), &all, &u, &plan.shared);
                 // as it travels back from a task
@@ -413,5 +435,13 @@ mod tests {
         let one = train_part(&t.view(), &plan.groups[0].rows, &plan.u, &plan.shared);
         let e = plan.assemble(vec![one]).unwrap_err();
         assert!(e.to_string().contains("3 threads was given 1"), "{e}");
+        let e = plan.thread_trace(&t.view(), 3).unwrap_err();
+        assert!(e.to_string().contains("thread 3 of a plan of 3 threads"), "{e}");
+        let e = plan.thread_trace(&t.view().rows(0..10), 0).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("plan of 6000 requests given a trace of 10"),
+            "{e}"
+        );
     }
 }
