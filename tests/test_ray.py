@@ -188,11 +188,23 @@ def test_cli_ssd_cache_with_ray_writes_the_local_report(local_ray, tmp_path, mon
     )
 
 
+def test_defrag_policies_as_ray_tasks_give_the_local_report(local_ray):
+    from iomimic.sim import device_config
+    from iomimic.study import run
+
+    t = volumes_and_streams(3000, seed=2)
+    options = dict(device=device_config("hdd-7200"), policies=["full", "partial:10%", "dynamic"])
+    local = run("defrag", t, **options)
+    on_ray = run("defrag", t, ray=True, **options)
+    assert [r["policy"] for r in on_ray["runs"]] == ["full", "partial:10%", "dynamic"]
+    assert on_ray == local
+
+
 def test_a_study_that_runs_as_one_piece_is_refused_on_ray(local_ray):
     from iomimic.study import run
 
     with pytest.raises(InputError, match="runs as one piece"):
-        run("defrag", volumes_and_streams(500), ray=True)
+        run("prefetch", volumes_and_streams(500), ray=True)
 
 
 def test_ray_addresses_of_every_kind_are_told_from_file_names():

@@ -60,6 +60,42 @@ pub trait Study: Sync {
     }
 }
 
+/// `options` once for each of `values`, with `field` that one value alone: a sweep's points.
+pub(crate) fn each_of<T: Serialize>(
+    options: &serde_json::Value,
+    field: &str,
+    values: &[T],
+) -> Vec<serde_json::Value> {
+    values
+        .iter()
+        .map(|v| {
+            let mut point = options.clone();
+            if let Some(fields) = point.as_object_mut() {
+                fields.insert(field.into(), serde_json::json!([v]));
+            }
+            point
+        })
+        .collect()
+}
+
+/// The reports of a study's `expected` points, read back.
+pub(crate) fn point_reports<R: DeserializeOwned>(
+    study: &str,
+    expected: usize,
+    reports: &[serde_json::Value],
+) -> Result<Vec<R>> {
+    if reports.len() != expected {
+        return Err(Error::Usage(format!(
+            "study {study}: {expected} points, {} reports",
+            reports.len()
+        )));
+    }
+    reports
+        .iter()
+        .map(|r| R::deserialize(r).map_err(|e| Error::Usage(format!("study {study}: a point's report: {e}"))))
+        .collect()
+}
+
 /// The built-in studies.
 pub const STUDIES: &[&dyn Study] = &[
     &ssd_cache::STUDY,

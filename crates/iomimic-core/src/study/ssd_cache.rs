@@ -189,40 +189,24 @@ impl Study for SsdCache {
     fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
         let o = options_of(options)?;
         check(&o)?;
-        let mut points = Vec::new();
-        for policy in &o.policies {
-            for &bytes in &o.cache_bytes {
-                let mut point = options.clone();
-                if let Some(fields) = point.as_object_mut() {
-                    fields.insert("policies".into(), serde_json::json!([policy]));
-                    fields.insert("cache_bytes".into(), serde_json::json!([bytes]));
-                }
-                points.push(point);
-            }
-        }
-        Ok(Some(points))
+        let by_policy = super::each_of(options, "policies", &o.policies);
+        Ok(Some(
+            by_policy
+                .iter()
+                .flat_map(|p| super::each_of(p, "cache_bytes", &o.cache_bytes))
+                .collect(),
+        ))
     }
 
     /// Each workload's runs, point after point; its baseline and size are every point's (the
     /// same workload on the same backend), and the predictions are drawn from the whole.
     fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
         let expected = self.points(options)?.map_or(0, |p| p.len());
-        if reports.len() != expected {
-            return Err(Error::Usage(format!(
-                "study ssd-cache: {expected} points, {} reports",
-                reports.len()
-            )));
-        }
-        let mut points = reports.iter().map(|r| {
-            PointReport::deserialize(r)
-                .map_err(|e| Error::Usage(format!("study ssd-cache: a point's report: {e}")))
-        });
+        let mut points = super::point_reports::<PointReport>(self.name(), expected, reports)?.into_iter();
         let mut whole = points
             .next()
-            .transpose()?
             .ok_or_else(|| Error::Usage("study ssd-cache: no points".into()))?;
         for point in points {
-            let point = point?;
             if point.workloads.len() != whole.workloads.len() {
                 return Err(Error::Usage("study ssd-cache: points of other workloads".into()));
             }

@@ -29,6 +29,11 @@
 //! 6. Reuse (temporal locality): how many of the thread's requests back the re-used offset was
 //!    last used, in quarter-octave buckets.
 //!
+//! Steps 1 and 2 (with levels and states) are the [`Plan`], done where the trace is; steps 3 to 6
+//! depend only on a thread's rows, their model times and [`Shared`], so [`train_part`] can
+//! run each thread anywhere (on every core here, or as a cluster's task given
+//! [`Plan::thread_trace`]), and [`Plan::assemble`] puts the threads into the model.
+//!
 //! ## Complexity
 //! O(n · levels) with hash maps, plus the fits (on at most 20,000 gaps each), plus O(n log n)
 //! for the reuse depths, which a second core computes alongside the main pass.
