@@ -207,6 +207,23 @@ def test_a_study_that_runs_as_one_piece_is_refused_on_ray(local_ray):
         run("prefetch", volumes_and_streams(500), ray=True)
 
 
+def test_a_task_that_fails_is_reported_without_ray_in_the_way(local_ray):
+    from iomimic.cluster import run_tasks
+    from iomimic.errors import IomimicError
+
+    # defined here, so Ray ships the functions themselves to its workers
+    def refuses(shared, point):
+        raise InputError(f"point {point}: {shared}")
+
+    def breaks(shared, point):
+        raise KeyError(point)
+
+    with pytest.raises(InputError, match="point 2: no such size"):
+        run_tasks(local_ray, refuses, "no such size", [2])
+    with pytest.raises(IomimicError, match=r"a Ray task failed: KeyError\('x'\)"):
+        run_tasks(local_ray, breaks, None, ["x"])
+
+
 def test_ray_addresses_of_every_kind_are_told_from_file_names():
     from iomimic.cluster import is_address
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from iomimic.errors import InputError
+from iomimic.errors import InputError, IomimicError
 
 INSTALL = "pip install 'iomimic[ray]'"
 
@@ -73,7 +73,7 @@ def train_threads(ray, trace, plan) -> list[str]:
         columns, u = plan.thread_trace(i, *trace._core_args())
         del columns["volumes"], columns["files"]
         refs[i] = task.remote(shared, columns, u)
-    return ray.get(refs)
+    return gather(ray, refs)
 
 
 def _train_thread(shared: tuple[str, list[str]], columns: dict[str, np.ndarray], u: np.ndarray) -> str:
@@ -90,4 +90,18 @@ def run_tasks(ray, work, shared: Any, points: list[Any]) -> list[Any]:
     object store once); the results in the points' order."""
     ref = ray.put(shared)
     task = ray.remote(work)
-    return ray.get([task.remote(ref, p) for p in points])
+    return gather(ray, [task.remote(ref, p) for p in points])
+
+
+def gather(ray, refs: list[Any]) -> list[Any]:
+    """The tasks' results in order. A task's own iomimic error is raised as it is (a bad input
+    exits 2, as it would here); any other failure (a worker without iomimic, a lost node)
+    becomes an IomimicError naming it, not a traceback."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, IomimicError):
+            raise e.cause from None
+        raise IomimicError(f"a Ray task failed: {e.cause!r}") from None
+    except ray.exceptions.RayError as e:
+        raise IomimicError(f"Ray: {e}") from None
