@@ -224,6 +224,15 @@ def test_a_task_that_fails_is_reported_without_ray_in_the_way(local_ray):
         run_tasks(local_ray, breaks, None, ["x"])
 
 
+def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path):
+    # in a process of its own, where no Ray is initialised (Ray would keep trying for minutes)
+    r = run_cli("model", "train", "t.parquet", "-o", str(tmp_path / "m.json"), "--ray", "127.0.0.1:1")
+    assert r.returncode == 2
+    assert "nothing answers at 127.0.0.1:1" in r.stderr
+    assert "ray start --head" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_ray_addresses_of_every_kind_are_told_from_file_names():
     from iomimic.cluster import is_address
 

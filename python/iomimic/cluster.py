@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,17 @@ def check_address(address: str | bool | None) -> None:
         )
 
 
+def check_answers(address: str, timeout_s: float = 5.0) -> None:
+    """Refuses an address where nothing listens: Ray itself would retry for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"--ray: nothing answers at {address} ({e}); is `ray start --head` running there?"
+        ) from None
+
+
 def connect(address: str | bool | None = True):
     """Ray, initialised: connected to ``address`` when it is one, else to ``RAY_ADDRESS`` when
     set, else to a Ray started here for this process. An initialised Ray (a caller's own
@@ -48,6 +60,8 @@ def connect(address: str | bool | None = True):
     if ray.is_initialized():
         return ray
     target = address if isinstance(address, str) else os.environ.get("RAY_ADDRESS") or None
+    if target not in (None, "auto", "local"):
+        check_answers(target)
     # a Ray started here for one command needs no dashboard; a cluster's is the cluster's
     starting = {"include_dashboard": False} if target in (None, "local") else {}
     try:
