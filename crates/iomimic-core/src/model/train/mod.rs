@@ -183,20 +183,27 @@ impl Plan {
     fn of(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOptions) -> Self {
         let n = t.len();
         let windows = rate::Windows::of(t);
-        let u = windows.model_times(t);
-        let spans = volume_spans(t);
-        let groups = thread_groups(t, opts.by_stream);
-        // with one thread its activity is the workload's profile itself
-        let several = groups.len() > 1;
-        let groups = groups
-            .into_iter()
-            .map(|(name, stream, rows)| Group {
-                activity: several.then(|| windows.activity(t, &rows)),
-                name,
-                stream,
-                rows,
-            })
-            .collect();
+        // the arrival process on a second core while this one does the rest (the threads
+        // cannot start before the plan is done)
+        let (arrivals, u, spans, groups) = std::thread::scope(|scope| {
+            let arrivals = scope.spawn(|| arrivals::learn(t, windows.window_ns));
+            let u = windows.model_times(t);
+            let spans = volume_spans(t);
+            let groups = thread_groups(t, opts.by_stream);
+            // with one thread its activity is the workload's profile itself
+            let several = groups.len() > 1;
+            let groups: Vec<Group> = groups
+                .into_iter()
+                .map(|(name, stream, rows)| Group {
+                    activity: several.then(|| windows.activity(t, &rows)),
+                    name,
+                    stream,
+                    rows,
+                })
+                .collect();
+            let arrivals = arrivals.join().expect("learning the arrivals does not panic");
+            (arrivals, u, spans, groups)
+        });
         Self {
             requests: n as u64,
             duration_ns: (t.ts_ns[n - 1] - t.ts_ns[0]).max(1),
@@ -210,7 +217,7 @@ impl Plan {
                 })
                 .collect(),
             rate: RateProfile {
-                arrivals: arrivals::learn(t, windows.window_ns),
+                arrivals,
                 ..windows.profile()
             },
             shared: Shared {
