@@ -75,6 +75,7 @@ bench: install
 	$(PY) benches/openloop.py
 	$(PY) benches/cache.py
 	$(PY) benches/mrc.py
+	$(PY) benches/ray_cluster.py
 
 ## fuzz: every trace reader against many mutated real samples (the test run does a few dozen)
 fuzz:

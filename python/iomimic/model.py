@@ -164,6 +164,7 @@ def train(
     select_device: str | None = "hdd-7200",
     select_depth: int = 8,
     progress: Callable[[int, int], None] | None = None,
+    ray: bool | str | None = None,
 ) -> Model:
     """Trains a model of ``trace``.
 
@@ -178,13 +179,17 @@ def train(
     fidelity rule (until one more improves the worst figure ``validate`` scores, in units of
     its target, by under 0.02). ``select_device=None`` applies the fidelity rule alone.
     ``model.data["selection"]`` records both.
+
+    ``ray`` (``True`` or a cluster's address) trains each thread as a Ray task
+    (``docs/ray.md``): levels, states, model times and threads are worked out here, the
+    threads trained on the cluster and the model put together here; the model is the one a
+    local run gives. Needs ``pip install 'iomimic[ray]'``.
     """
     if by not in (None, "stream", "none"):
         raise InputError(f"`by` must be stream or none, found {by!r}")
     seed = parse_seed(seed)
     source = trace.report.get("path")
-    core_model = _core.train_model(
-        *trace._core_args(),
+    options = dict(
         levels=levels,
         states=states,
         by_stream=None if by is None else by == "stream",
@@ -195,7 +200,13 @@ def train(
         simulate_on=None if select_device is None else (select_device, select_depth),
         progress=progress,
     )
-    return Model._wrap(core_model)
+    if ray is None or ray is False:
+        return Model._wrap(_core.train_model(*trace._core_args(), **options))
+    from iomimic import cluster
+
+    engine = cluster.connect(ray)
+    plan = _core.train_plan(*trace._core_args(), **options)
+    return Model._wrap(plan.assemble(cluster.train_threads(engine, trace, plan)))
 
 
 def mix(parts: list[tuple[Model, float]], name: str = "mix") -> Model:

@@ -21,11 +21,20 @@ def studies() -> list[tuple[str, str]]:
 
 
 def run(
-    name: str, workload: Trace, *, progress: Callable[[int, int], None] | None = None, **options: Any
+    name: str,
+    workload: Trace,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    ray: bool | str | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """Runs study ``name`` on ``workload``; ``options`` are the study's own (a bad one raises
     InputError naming it). ``progress(done, total)`` is called about ten times a second with
     what the study counts (workloads, configurations; ``total`` 0 while unknown).
+
+    ``ray`` (``True`` or a cluster's address) runs each point of a sweep (ssd-cache: each
+    policy and cache size; defrag: each policy) as a Ray task and joins their reports into
+    the one a local run gives (``docs/ray.md``); the other studies run as one piece.
 
     >>> import iomimic
     >>> offsets = [(i % 40) * 4096 for i in range(400)]
@@ -38,7 +47,26 @@ def run(
     >>> round(run0["hit_ratio"], 2), run0["speedup"] > 1
     (0.9, True)
     """
-    return _core.run_study(name, *workload._core_args(), json.dumps(options), progress=progress)
+    text = json.dumps(options)
+    if ray is None or ray is False:
+        return _core.run_study(name, *workload._core_args(), text, progress=progress)
+    from iomimic import cluster
+
+    engine = cluster.connect(ray)
+    points = _core.study_points(name, text)
+    if points is None:
+        raise InputError(f"study {name} runs as one piece: run it without ray")
+    shared = (name, workload.columns, workload.volumes, workload.files)
+    reports = cluster.run_tasks(engine, _study_point, shared, points)
+    return _core.join_study(name, text, reports)
+
+
+def _study_point(shared: tuple[str, dict[str, Any], list[str], list[str]], point: str) -> str:
+    """A Ray task: one point of a study's sweep, its report as JSON text."""
+    from iomimic.trace import _Columns
+
+    name, columns, volumes, files = shared
+    return json.dumps(_core.run_study(name, _Columns(columns), volumes, files, point))
 
 
 def run_alone(

@@ -35,6 +35,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze::plot_data, m)?)?;
     m.add_class::<model::PyModel>()?;
     m.add_function(wrap_pyfunction!(model::train_model, m)?)?;
+    m.add_class::<model::PyTrainPlan>()?;
+    m.add_function(wrap_pyfunction!(model::train_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(model::train_part, m)?)?;
     m.add_function(wrap_pyfunction!(model::mix_models, m)?)?;
     m.add_function(wrap_pyfunction!(model::model_presets, m)?)?;
     m.add_function(wrap_pyfunction!(model::preset_model, m)?)?;
@@ -53,6 +56,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study::study_table, m)?)?;
     m.add_function(wrap_pyfunction!(study::run_study, m)?)?;
     m.add_function(wrap_pyfunction!(study::run_study_alone, m)?)?;
+    m.add_function(wrap_pyfunction!(study::study_points, m)?)?;
+    m.add_function(wrap_pyfunction!(study::join_study, m)?)?;
     m.add_function(wrap_pyfunction!(study::fleet_workload, m)?)?;
     m.add_function(wrap_pyfunction!(study::judge_fleet, m)?)?;
     m.add_function(wrap_pyfunction!(offload::offload_init, m)?)?;

@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use iomimic_core::model::{self, Model, Preset};
 
-use crate::boundary::{to_py, trace_to_py, with_checked_view, Columns};
-use crate::errors::to_py as err_to_py;
+use crate::boundary::{to_py, trace_to_py, with_checked_view, with_view, Columns};
+use crate::errors::{to_py as err_to_py, InputError};
 use crate::watch::watched;
 
 /// A validated model. Generation works on it directly: the JSON is parsed once.
@@ -107,6 +108,132 @@ pub fn train_model(
     };
     with_checked_view(&columns, &volumes, &files, "train on", |view| {
         watched(py, progress.as_ref(), |p| model::train_watched(view, &opts, p)).map(PyModel::wrap)
+    })
+}
+
+/// Training's shared steps, done by the caller (a cluster's driver): levels and states, the
+/// model times, the spans and the threads, each trained by [`train_part`] wherever it runs and
+/// put together by `assemble`.
+#[pyclass(name = "TrainPlan", module = "iomimic._core", frozen)]
+pub struct PyTrainPlan {
+    inner: model::Plan,
+}
+
+#[pymethods]
+impl PyTrainPlan {
+    /// What every thread's training takes besides its rows, as JSON text (for `train_part`).
+    #[getter]
+    fn shared(&self) -> PyResult<String> {
+        serde_json::to_string(&self.inner.shared)
+            .map_err(|e| InputError::new_err(format!("the plan could not be converted: {e}")))
+    }
+
+    /// Each thread's count of requests, in the model's order of threads.
+    #[getter]
+    fn sizes(&self) -> Vec<usize> {
+        self.inner.groups.iter().map(|g| g.rows.len()).collect()
+    }
+
+    /// Thread `i`'s requests of the trace planned (its columns, volume and file tables) as a
+    /// trace of their own, and their model times: what `train_part` takes.
+    fn thread_trace<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+    ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyArray1<f64>>)> {
+        let (sub, u) = with_view(&columns, &volumes, &files, |view| {
+            py.detach(|| self.inner.thread_trace(view, i)).map_err(err_to_py)
+        })?;
+        Ok((trace_to_py(py, sub)?, PyArray1::from_vec(py, u)))
+    }
+
+    /// The model of the threads `train_part` returned, one per thread in order.
+    fn assemble(&self, py: Python<'_>, parts: Vec<String>) -> PyResult<PyModel> {
+        py.detach(|| {
+            let parts = parts
+                .iter()
+                .map(|p| serde_json::from_str::<model::Part>(p))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| InputError::new_err(format!("a trained thread could not be read: {e}")))?;
+            let model = self.inner.assemble(parts).map_err(err_to_py)?;
+            model.validate().map_err(err_to_py)?;
+            Ok(PyModel::wrap(model))
+        })
+    }
+}
+
+/// Training's shared steps (what `train_model` does before training the threads).
+#[pyfunction]
+#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name=None, source=None, seed=1, simulate_on=None, progress=None))]
+pub fn train_plan(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    levels: Option<u32>,
+    states: Option<u32>,
+    by_stream: Option<bool>,
+    reuse: bool,
+    name: Option<String>,
+    source: Option<String>,
+    seed: u64,
+    simulate_on: Option<(String, usize)>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<PyTrainPlan> {
+    let opts = model::TrainOptions {
+        levels,
+        states,
+        by_stream,
+        reuse,
+        name: name.unwrap_or_else(|| "model".into()),
+        source,
+        seed,
+        simulate_on,
+    };
+    with_checked_view(&columns, &volumes, &files, "train on", |view| {
+        watched(py, progress.as_ref(), |p| model::plan_watched(view, &opts, p))
+            .map(|inner| PyTrainPlan { inner })
+    })
+}
+
+/// One thread trained from a trace of its requests alone (all of its rows) with their model
+/// times and the plan's `shared` JSON; the thread as JSON text, for `TrainPlan.assemble`.
+#[pyfunction]
+pub fn train_part(
+    py: Python<'_>,
+    columns: Columns<'_>,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    model_times: PyReadonlyArray1<'_, f64>,
+    shared: &str,
+) -> PyResult<String> {
+    let shared: model::Shared = serde_json::from_str(shared)
+        .map_err(|e| InputError::new_err(format!("`shared` is not a training plan's: {e}")))?;
+    let u = model_times
+        .as_slice()
+        .map_err(|_| InputError::new_err("`model_times` must be a contiguous array"))?;
+    with_checked_view(&columns, &volumes, &files, "train on", |view| {
+        if u.len() != view.len() {
+            return Err(InputError::new_err(format!(
+                "{} model times for {} requests",
+                u.len(),
+                view.len()
+            )));
+        }
+        if view.volume.iter().any(|&v| v as usize >= shared.spans.len()) {
+            return Err(InputError::new_err(
+                "a request's volume is not in the plan's spans",
+            ));
+        }
+        py.detach(|| {
+            let rows: Vec<usize> = (0..view.len()).collect();
+            let part = model::train_part(view, &rows, u, &shared);
+            serde_json::to_string(&part)
+                .map_err(|e| InputError::new_err(format!("a trained thread could not be converted: {e}")))
+        })
     })
 }
 

@@ -39,6 +39,30 @@ pub fn run_study(
     to_py(py, &report)
 }
 
+/// The independent points of study `name` with `options` (JSON text), each the options (JSON
+/// text) of a run on the same workload; None when the study runs as one piece.
+#[pyfunction]
+pub fn study_points(name: &str, options: &str) -> PyResult<Option<Vec<String>>> {
+    let s = study::find(name, study::STUDIES).map_err(err_to_py)?;
+    let points = s.points(&options_of(name, options)?).map_err(err_to_py)?;
+    Ok(points.map(|p| p.iter().map(serde_json::Value::to_string).collect()))
+}
+
+/// The report of study `name` with `options`, from its points' reports (JSON texts, in the
+/// order of `study_points`).
+#[pyfunction]
+pub fn join_study(py: Python<'_>, name: &str, options: &str, reports: Vec<String>) -> PyResult<Py<PyAny>> {
+    let s = study::find(name, study::STUDIES).map_err(err_to_py)?;
+    let options = options_of(name, options)?;
+    let reports = reports
+        .iter()
+        .map(|r| serde_json::from_str(r))
+        .collect::<Result<Vec<serde_json::Value>, _>>()
+        .map_err(|e| InputError::new_err(format!("study {name}: a point's report is not JSON: {e}")))?;
+    let report = py.detach(|| s.join(&options, &reports)).map_err(err_to_py)?;
+    to_py(py, &report)
+}
+
 /// Runs study `name`, one that takes no workload (its inputs are all in `options`).
 #[pyfunction]
 #[pyo3(signature = (name, options, progress=None))]

@@ -73,6 +73,27 @@ def add_intensity(p: argparse.ArgumentParser, what: str = "the request rate") ->
     )
 
 
+def add_ray(p: argparse.ArgumentParser, what: str) -> None:
+    """``--ray [ADDRESS]``: run the independent pieces of the work as Ray tasks."""
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const=True,
+        metavar="ADDRESS",
+        help=f"{what} as Ray tasks: on the cluster at ADDRESS (host:port), else RAY_ADDRESS, else a "
+        "local Ray (docs/ray.md; needs pip install 'iomimic[ray]')",
+    )
+
+
+def ray_engine(args: argparse.Namespace):
+    """The Ray that ``--ray`` asks for (checked before any work), or None."""
+    if getattr(args, "ray", None) is None:
+        return None
+    from iomimic.cluster import connect
+
+    return connect(args.ray)
+
+
 def intensity(args: argparse.Namespace) -> float:
     """The speed ``--intensity`` or ``--time-scale`` asked for (1 when neither)."""
     if getattr(args, "time_scale", None) is not None:

@@ -8,9 +8,11 @@ from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
     Parser,
     UsageError,
+    add_ray,
     add_read_options,
     count,
     model_part,
+    ray_engine,
     read_reported,
     seed,
     subcommand,
@@ -33,7 +35,8 @@ def register(subparsers) -> None:
         handle_train,
         "Train a model of a trace (levels and states chosen automatically unless given).",
         "  iomimic model train trace.csv -o model.json\n"
-        "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n",
+        "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n"
+        "  iomimic model train 'msr/*.csv.gz' -o model.json --ray head-node:6379\n",
     )
     p.add_argument("trace", help="trace file")
     p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
@@ -64,6 +67,7 @@ def register(subparsers) -> None:
         metavar="N",
         help="requests outstanding per device in that simulation (closed loop; default 8)",
     )
+    add_ray(p, "train the threads")
     add_read_options(p)
 
     p = subcommand(
@@ -111,6 +115,8 @@ def handle_train(args: argparse.Namespace) -> int:
     from iomimic.cli.progress import working
     from iomimic.model import train
 
+    # Ray is connected (or its absence reported) before the trace is read
+    ray_engine(args)
     trace = read_reported(args)
     with working("training (models tried)") as progress:
         model = train(
@@ -124,6 +130,7 @@ def handle_train(args: argparse.Namespace) -> int:
             select_device=None if args.select_device == "none" else args.select_device,
             select_depth=args.select_depth,
             progress=progress,
+            ray=args.ray,
         )
     _save(model, args.output)
     return EXIT_OK

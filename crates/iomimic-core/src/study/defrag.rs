@@ -110,7 +110,7 @@ impl Policy {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Shape {
     pub read_fraction: f64,
     pub write_fraction: f64,
@@ -118,7 +118,7 @@ pub struct Shape {
     pub sequential_fraction: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Perf {
     pub mean_us: f64,
     pub p99_us: f64,
@@ -126,7 +126,7 @@ pub struct Perf {
     pub energy_j: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
     pub policy: String,
     pub shape: Shape,
@@ -140,7 +140,7 @@ pub struct Run {
     pub moved_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub device: String,
     pub requests: u64,
@@ -166,6 +166,30 @@ impl Study for Defrag {
         progress: &Progress,
     ) -> Result<serde_json::Value> {
         super::typed(self.name(), options, |o: Options| run(workload, &o, progress))
+    }
+
+    /// One point per policy.
+    fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
+        let o: Options = serde_path_to_error::deserialize(options)
+            .map_err(|e| Error::Usage(format!("study defrag: option `{}`: {}", e.path(), e.inner())))?;
+        for p in &o.policies {
+            p.parse::<Policy>()?;
+        }
+        Ok(Some(super::each_of(options, "policies", &o.policies)))
+    }
+
+    /// The runs of every point in order; the rest (the workload before any relayout) is every
+    /// point's.
+    fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
+        let expected = self.points(options)?.map_or(0, |p| p.len());
+        let mut points = super::point_reports::<Report>(self.name(), expected, reports)?.into_iter();
+        let mut whole = points
+            .next()
+            .ok_or_else(|| Error::Usage("study defrag: no policies".into()))?;
+        for point in points {
+            whole.runs.extend(point.runs);
+        }
+        serde_json::to_value(whole).map_err(|e| Error::Usage(format!("study defrag: {e}")))
     }
 }
 
@@ -379,6 +403,28 @@ pub fn relayout(t: &TraceView<'_>, policy: Policy, block: u64, windows: usize) -
 mod tests {
     use super::*;
     use crate::trace::testing::reads;
+
+    #[test]
+    fn each_policy_run_apart_joins_into_the_whole_report() {
+        let ts: Vec<u64> = (0..2000).map(|i| i * 2_000_000).collect();
+        let offsets: Vec<u64> = (0..2000).map(|i| (i * 7919 % 600) * 4096).collect();
+        let t = reads(&ts, &offsets, 4096);
+        let device = crate::sim::PRESETS[0].1;
+        let options = serde_json::json!({
+            "device": device,
+            "policies": ["full", "partial:20%", "dynamic"],
+        });
+        let whole = Defrag.run(&t.view(), &options, &Progress::default()).unwrap();
+        let points = Defrag.points(&options).unwrap().unwrap();
+        assert_eq!(points.len(), 3);
+        let reports: Vec<serde_json::Value> = points
+            .iter()
+            .map(|p| Defrag.run(&t.view(), p, &Progress::default()).unwrap())
+            .collect();
+        assert_eq!(Defrag.join(&options, &reports).unwrap(), whole);
+        let bad = serde_json::json!({"device": device, "policies": ["tidy"]});
+        assert!(Defrag.points(&bad).is_err());
+    }
 
     #[test]
     fn a_sequential_trace_stays_as_it_is() {

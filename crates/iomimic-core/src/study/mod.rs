@@ -42,6 +42,58 @@ pub trait Study: Sync {
     fn needs_workload(&self) -> bool {
         true
     }
+    /// A sweep's independent points, each the options of a run of this study on the same
+    /// workload, so they can run apart (a cluster's tasks); `None` for a study that runs as one
+    /// piece. [`Study::join`] makes the report of the whole from their reports.
+    fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
+        let _ = options;
+        Ok(None)
+    }
+    /// The report `run` gives with `options`, from the reports of its [`Study::points`] in
+    /// their order.
+    fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
+        let _ = (options, reports);
+        Err(Error::Usage(format!(
+            "study {} does not run in points",
+            self.name()
+        )))
+    }
+}
+
+/// `options` once for each of `values`, with `field` that one value alone: a sweep's points.
+pub(crate) fn each_of<T: Serialize>(
+    options: &serde_json::Value,
+    field: &str,
+    values: &[T],
+) -> Vec<serde_json::Value> {
+    values
+        .iter()
+        .map(|v| {
+            let mut point = options.clone();
+            if let Some(fields) = point.as_object_mut() {
+                fields.insert(field.into(), serde_json::json!([v]));
+            }
+            point
+        })
+        .collect()
+}
+
+/// The reports of a study's `expected` points, read back.
+pub(crate) fn point_reports<R: DeserializeOwned>(
+    study: &str,
+    expected: usize,
+    reports: &[serde_json::Value],
+) -> Result<Vec<R>> {
+    if reports.len() != expected {
+        return Err(Error::Usage(format!(
+            "study {study}: {expected} points, {} reports",
+            reports.len()
+        )));
+    }
+    reports
+        .iter()
+        .map(|r| R::deserialize(r).map_err(|e| Error::Usage(format!("study {study}: a point's report: {e}"))))
+        .collect()
 }
 
 /// The built-in studies.

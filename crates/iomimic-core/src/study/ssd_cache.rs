@@ -98,7 +98,7 @@ pub struct Options {
 }
 
 /// Latency and throughput of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Perf {
     pub mean_us: f64,
     pub p99_us: f64,
@@ -106,7 +106,7 @@ pub struct Perf {
     pub energy_j: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StreamSpeedup {
     pub stream: u32,
     pub requests: u64,
@@ -116,7 +116,7 @@ pub struct StreamSpeedup {
     pub speedup: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CacheRun {
     pub policy: String,
     pub cache_bytes: u64,
@@ -134,7 +134,7 @@ pub struct CacheRun {
     pub streams: Vec<StreamSpeedup>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadReport {
     pub workload: Workload,
     pub requests: u64,
@@ -184,6 +184,64 @@ impl Study for SsdCache {
     ) -> Result<serde_json::Value> {
         super::typed(self.name(), options, |o: Options| run(workload, &o, progress))
     }
+
+    /// One point per policy and cache size, policy by policy as `run` goes.
+    fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
+        let o = options_of(options)?;
+        check(&o)?;
+        let by_policy = super::each_of(options, "policies", &o.policies);
+        Ok(Some(
+            by_policy
+                .iter()
+                .flat_map(|p| super::each_of(p, "cache_bytes", &o.cache_bytes))
+                .collect(),
+        ))
+    }
+
+    /// Each workload's runs, point after point; its baseline and size are every point's (the
+    /// same workload on the same backend), and the predictions are drawn from the whole.
+    fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
+        let expected = self.points(options)?.map_or(0, |p| p.len());
+        let mut points = super::point_reports::<PointReport>(self.name(), expected, reports)?.into_iter();
+        let mut whole = points
+            .next()
+            .ok_or_else(|| Error::Usage("study ssd-cache: no points".into()))?;
+        for point in points {
+            if point.workloads.len() != whole.workloads.len() {
+                return Err(Error::Usage("study ssd-cache: points of other workloads".into()));
+            }
+            for (w, p) in whole.workloads.iter_mut().zip(point.workloads) {
+                w.runs.extend(p.runs);
+            }
+        }
+        let report = Report {
+            predictions: predictions(&whole.workloads),
+            backend: whole.backend,
+            ssd: whole.ssd,
+            write_policy: whole.write_policy,
+            keyed_by: whole.keyed_by,
+            intensity: whole.intensity,
+            workloads: whole.workloads,
+        };
+        serde_json::to_value(report).map_err(|e| Error::Usage(format!("study ssd-cache: {e}")))
+    }
+}
+
+/// What a point's report adds to the whole: all but its predictions (which the whole's
+/// replace, and which may hold a NaN that JSON keeps as null).
+#[derive(Deserialize)]
+struct PointReport {
+    backend: String,
+    ssd: String,
+    write_policy: WritePolicy,
+    keyed_by: String,
+    intensity: f64,
+    workloads: Vec<WorkloadReport>,
+}
+
+fn options_of(options: &serde_json::Value) -> Result<Options> {
+    serde_path_to_error::deserialize(options)
+        .map_err(|e| Error::Usage(format!("study ssd-cache: option `{}`: {}", e.path(), e.inner())))
 }
 
 fn check(o: &Options) -> Result<()> {
@@ -448,4 +506,44 @@ fn predictions(reports: &[WorkloadReport]) -> Vec<Prediction> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::testing::reads;
+
+    fn preset(name: &str) -> String {
+        crate::sim::PRESETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, text)| (*text).to_string())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_sweep_run_point_by_point_joins_into_the_whole_report() {
+        let ts: Vec<u64> = (0..3000).map(|i| i * 200_000).collect();
+        let offsets: Vec<u64> = (0..3000).map(|i| (i * 7919 % 900) * 4096).collect();
+        let t = reads(&ts, &offsets, 4096);
+        let options = serde_json::json!({
+            "backend": preset("hdd-7200"),
+            "ssd": preset("ssd-sata"),
+            "cache_bytes": [1 << 20, 2 << 20, 8 << 20],
+            "policies": ["lru", "s3fifo"],
+            "write_policy": "write-through",
+            "workloads": ["original", "locality-free"],
+        });
+        let study = SsdCache;
+        let whole = study.run(&t.view(), &options, &Progress::default()).unwrap();
+        let points = study.points(&options).unwrap().unwrap();
+        assert_eq!(points.len(), 6);
+        let reports: Vec<serde_json::Value> = points
+            .iter()
+            .map(|p| study.run(&t.view(), p, &Progress::default()).unwrap())
+            .collect();
+        assert_eq!(study.join(&options, &reports).unwrap(), whole);
+        let e = study.join(&options, &reports[1..]).unwrap_err();
+        assert!(e.to_string().contains("6 points, 5 reports"), "{e}");
+    }
 }

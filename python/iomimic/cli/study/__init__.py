@@ -73,6 +73,9 @@ def run(name: str, trace, **options):
     from iomimic.cli.progress import working
     from iomimic.study import run
 
+    if options.get("ray") is not None:
+        # the points run as tasks: there is nothing here to count
+        return run(name, trace, **options)
     with working(f"study {name}") as progress:
         return run(name, trace, progress=progress, **options)
 

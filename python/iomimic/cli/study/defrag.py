@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_intensity, count, intensity, subcommand, write_json
+from iomimic.cli.args import add_intensity, add_ray, count, intensity, ray_engine, subcommand, write_json
 from iomimic.cli.study import add_workload_arguments, device_text, workload
 
 
@@ -33,6 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--block-size", default="4k", help="the unit blocks move in (default 4k)")
     p.add_argument("--windows", type=count, default=10, help="windows of the dynamic policy (default 10)")
     add_intensity(p, "the workload's rate")
+    add_ray(p, "run each policy")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -41,6 +42,8 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.report.defrag import plot_defrag, render_defrag
     from iomimic.units import parse_size_bytes
 
+    # Ray is connected (or its absence reported) before the workload is read
+    ray_engine(args)
     trace, kind = workload(args)
     report = run(
         "defrag",
@@ -50,6 +53,7 @@ def handle(args: argparse.Namespace) -> int:
         block_bytes=parse_size_bytes(args.block_size, "block_size"),
         windows=args.windows,
         intensity=intensity(args),
+        ray=args.ray,
     )
     report["source"] = {"workload": str(args.workload), "kind": kind}
     if args.plot:

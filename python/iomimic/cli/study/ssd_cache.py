@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_intensity, intensity, subcommand, write_json
+from iomimic.cli.args import add_intensity, add_ray, intensity, ray_engine, subcommand, write_json
 from iomimic.cli.study import add_workload_arguments, device_text, workload
 
 
@@ -20,7 +20,8 @@ def register(subparsers) -> None:
         "      --cache 8G,16G,24G,32G\n"
         "  iomimic study ssd-cache trace.csv --compare synthetic,locality-free --plot speedup.png\n"
         "  iomimic study ssd-cache model.json --policy lru,fifo --write-policy write-back\n"
-        "  iomimic study ssd-cache tpcc -n 200000 --block-size request\n",
+        "  iomimic study ssd-cache tpcc -n 200000 --block-size request\n"
+        "  iomimic study ssd-cache trace.csv --cache 1G,2G,4G,8G,16G --policy lru,arc,s3fifo --ray\n",
     )
     add_workload_arguments(p)
     p.param_aliases = {
@@ -63,6 +64,7 @@ def register(subparsers) -> None:
     )
     add_intensity(g, "the workload's rate")
     g.add_argument("--no-streams", action="store_true", help="leave out per-stream speedups")
+    add_ray(g, "run each policy and cache size")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -72,6 +74,8 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.report.ssd_cache import plot_ssd_cache, render_ssd_cache
     from iomimic.units import parse_size_bytes
 
+    # Ray is connected (or its absence reported) before the workload is read
+    ray_engine(args)
     trace, kind = workload(args)
     compare = [w.strip() for w in (args.compare or "").split(",") if w.strip()]
     unknown = set(compare) - {"synthetic", "locality-free", "original"}
@@ -96,6 +100,7 @@ def handle(args: argparse.Namespace) -> int:
         intensity=intensity(args),
         seed=args.seed,
         by_stream=not args.no_streams,
+        ray=args.ray,
     )
     report["source"] = {"workload": str(args.workload), "kind": kind}
     if args.plot:

@@ -29,6 +29,11 @@
 //! 6. Reuse (temporal locality): how many of the thread's requests back the re-used offset was
 //!    last used, in quarter-octave buckets.
 //!
+//! Steps 1 and 2 (with levels and states) are the [`Plan`], done where the trace is; steps 3 to 6
+//! depend only on a thread's rows, their model times and [`Shared`], so [`train_part`] can
+//! run each thread anywhere (on every core here, or as a cluster's task given
+//! [`Plan::thread_trace`]), and [`Plan::assemble`] puts the threads into the model.
+//!
 //! ## Complexity
 //! O(n · levels) with hash maps, plus the fits (on at most 20,000 gaps each), plus O(n log n)
 //! for the reuse depths, which a second core computes alongside the main pass.
@@ -44,13 +49,15 @@ mod stats;
 mod thread;
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 pub use placement::{HEADS, NEAR_GAP};
+pub use thread::Part;
 
 use super::{Model, RateProfile, Thread, Volume};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-use crate::trace::TraceView;
+use crate::trace::{Trace, TraceView};
 
 pub const MAX_THREADS: usize = 256;
 
@@ -99,6 +106,20 @@ pub fn train(t: &TraceView<'_>, opts: &TrainOptions) -> Result<Model> {
 /// [`train`], counting in `progress` the models tried while choosing the levels and the final
 /// one, and stopping with `Interrupted` between them when told to.
 pub fn train_watched(t: &TraceView<'_>, opts: &TrainOptions, progress: &Progress) -> Result<Model> {
+    progress.add_total(1);
+    let plan = plan_watched(t, opts, progress)?;
+    let parts = plan.train_here(t);
+    let model = plan.assemble(parts)?;
+    model.validate()?;
+    progress.complete();
+    Ok(model)
+}
+
+/// The shared steps of [`train_watched`] (checking the options, choosing levels and states,
+/// the windows, model times, spans and threads), counting in `progress` the models tried while
+/// choosing; the threads are then trained by [`train_part`], here or elsewhere, and put
+/// together by [`Plan::assemble`].
+pub fn plan_watched(t: &TraceView<'_>, opts: &TrainOptions, progress: &Progress) -> Result<Plan> {
     if t.len() < 2 {
         return Err(Error::Usage("training needs at least two requests".into()));
     }
@@ -108,72 +129,221 @@ pub fn train_watched(t: &TraceView<'_>, opts: &TrainOptions, progress: &Progress
     if let Some(s) = opts.states.filter(|s| !(1..=1024).contains(s)) {
         return Err(Error::Usage(format!("`states` must be 1 to 1024, found {s}")));
     }
-    progress.add_total(if opts.levels.is_some() {
-        1
-    } else {
-        u64::from(selection::MAX_LEVELS) + 1
-    });
+    if opts.levels.is_none() {
+        progress.add_total(u64::from(selection::MAX_LEVELS));
+    }
     let (levels, states, selection) = selection::select(t, opts, progress)?;
     progress.check()?;
-    let mut model = train_fixed(t, levels, states, opts);
-    progress.complete();
-    model.selection = Some(serde_json::Value::Object(selection));
-    model.validate()?;
-    Ok(model)
+    let mut plan = Plan::of(t, levels, states, opts);
+    plan.selection = Some(serde_json::Value::Object(selection));
+    Ok(plan)
 }
 
-/// Trains with the given levels and states.
-pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOptions) -> Model {
-    let n = t.len();
-    let span = t.ts_ns[n - 1] - t.ts_ns[0];
-    let windows = rate::Windows::of(t);
-    let u = windows.model_times(t);
-    let spans = volume_spans(t);
-    let groups = thread_groups(t, opts.by_stream);
-    let bounds = reuse::reuse_bounds();
-    let several = groups.len() > 1;
-    // threads learn independently: on every core (each with a side thread for reuse depths)
-    let threads = crate::parallel::on_all_cores(groups, |(name, stream, rows)| {
-        let learnt = thread::train_thread(t, &rows, &u, &spans, levels, states, opts.reuse, &bounds);
-        Thread {
-            name,
-            stream,
-            weight: rows.len() as f64 / n as f64,
-            alignment: learnt.alignment,
-            defaults: learnt.defaults,
-            volumes: learnt.volumes,
-            chain: learnt.chain,
-            reuse: learnt.reuse,
-            streams: Some(learnt.streams),
+/// Trains with the given levels and states (a model not yet validated).
+pub fn train_fixed(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOptions) -> Result<Model> {
+    let plan = Plan::of(t, levels, states, opts);
+    let parts = plan.train_here(t);
+    plan.assemble(parts)
+}
+
+/// What every thread's training takes besides its own requests and their model times.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Shared {
+    pub levels: u32,
+    pub states: u32,
+    /// Keep the temporal-locality (reuse) extension.
+    pub reuse: bool,
+    /// Each volume's span in bytes, by volume id (the whole trace's).
+    pub spans: Vec<u64>,
+}
+
+/// One thread to train: its name and stream in the model, and its rows of the trace.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub name: String,
+    pub stream: u32,
+    /// Its requests' rows, in time order.
+    pub rows: Vec<usize>,
+    /// Its share of its requests in each rate window (`None` when it is the only thread).
+    activity: Option<Vec<f64>>,
+}
+
+/// Training's steps 1 and 2 and everything else that needs the whole trace, done once; the
+/// threads' training (steps 3 to 6, nearly all the work) depends only on each thread's rows,
+/// their model times and [`Shared`], so it can run anywhere.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub shared: Shared,
+    /// Every request's model time.
+    pub u: Vec<f64>,
+    /// The threads, in the model's order.
+    pub groups: Vec<Group>,
+    requests: u64,
+    duration_ns: u64,
+    volumes: Vec<Volume>,
+    rate: RateProfile,
+    name: String,
+    source: Option<String>,
+    selection: Option<serde_json::Value>,
+}
+
+impl Plan {
+    /// The plan of a trace of at least two requests with the given levels and states.
+    fn of(t: &TraceView<'_>, levels: u32, states: u32, opts: &TrainOptions) -> Self {
+        let n = t.len();
+        let windows = rate::Windows::of(t);
+        // the arrival process on a second core while this one does the rest (the threads
+        // cannot start before the plan is done)
+        let (arrivals, u, spans, groups) = std::thread::scope(|scope| {
+            let arrivals = scope.spawn(|| arrivals::learn(t, windows.window_ns));
+            let u = windows.model_times(t);
+            let spans = volume_spans(t);
+            let groups = thread_groups(t, opts.by_stream);
             // with one thread its activity is the workload's profile itself
-            activity: several.then(|| windows.activity(t, &rows)),
+            let several = groups.len() > 1;
+            let groups: Vec<Group> = groups
+                .into_iter()
+                .map(|(name, stream, rows)| Group {
+                    activity: several.then(|| windows.activity(t, &rows)),
+                    name,
+                    stream,
+                    rows,
+                })
+                .collect();
+            let arrivals = arrivals.join().expect("learning the arrivals does not panic");
+            (arrivals, u, spans, groups)
+        });
+        Self {
+            requests: n as u64,
+            duration_ns: (t.ts_ns[n - 1] - t.ts_ns[0]).max(1),
+            volumes: t
+                .volumes
+                .iter()
+                .zip(&spans)
+                .map(|(name, &span_bytes)| Volume {
+                    name: name.clone(),
+                    span_bytes,
+                })
+                .collect(),
+            rate: RateProfile {
+                arrivals,
+                ..windows.profile()
+            },
+            shared: Shared {
+                levels,
+                states,
+                reuse: opts.reuse,
+                spans,
+            },
+            u,
+            groups,
+            name: opts.name.clone(),
+            source: opts.source.clone(),
+            selection: None,
         }
-    });
-    Model {
-        format: super::FORMAT.into(),
-        version: super::VERSION,
-        name: opts.name.clone(),
-        source: opts.source.clone(),
-        requests: n as u64,
-        duration_ns: span.max(1),
-        levels,
-        states,
-        volumes: t
-            .volumes
-            .iter()
-            .zip(&spans)
-            .map(|(name, &span_bytes)| Volume {
-                name: name.clone(),
-                span_bytes,
-            })
-            .collect(),
-        threads,
-        rate: RateProfile {
-            arrivals: arrivals::learn(t, windows.window_ns),
-            ..windows.profile()
-        },
-        selection: None,
     }
+
+    /// Every thread trained on this machine, on all its cores.
+    fn train_here(&self, t: &TraceView<'_>) -> Vec<Part> {
+        crate::parallel::on_all_cores(self.groups.iter().collect(), |g: &Group| {
+            train_part(t, &g.rows, &self.u, &self.shared)
+        })
+    }
+
+    /// Thread `i`'s requests (of `t`, the trace planned) as a trace of their own, times from
+    /// its first request and volume ids and names those of `t`, and their model times: all
+    /// [`train_part`] needs to train the thread elsewhere, with all of that trace's rows.
+    pub fn thread_trace(&self, t: &TraceView<'_>, i: usize) -> Result<(Trace, Vec<f64>)> {
+        let group = self
+            .groups
+            .get(i)
+            .ok_or_else(|| Error::Usage(format!("thread {i} of a plan of {} threads", self.groups.len())))?;
+        let rows = &group.rows;
+        if t.len() != self.u.len() {
+            return Err(Error::Usage(format!(
+                "a plan of {} requests given a trace of {}",
+                self.u.len(),
+                t.len()
+            )));
+        }
+        let first = rows.first().map_or(0, |&r| t.ts_ns[r]);
+        let sub = Trace {
+            ts_ns: rows.iter().map(|&r| t.ts_ns[r] - first).collect(),
+            offset: pick(t.offset, rows),
+            size: pick(t.size, rows),
+            op: pick(t.op, rows),
+            volume: pick(t.volume, rows),
+            stream: pick(t.stream, rows),
+            volumes: t.volumes.to_vec(),
+            ..Trace::default()
+        };
+        Ok((sub, pick(&self.u, rows)))
+    }
+
+    /// The model of the trained threads, one per group in order (not yet validated).
+    pub fn assemble(&self, parts: Vec<Part>) -> Result<Model> {
+        if parts.len() != self.groups.len() {
+            return Err(Error::Usage(format!(
+                "a model of {} threads was given {} trained threads",
+                self.groups.len(),
+                parts.len()
+            )));
+        }
+        let threads = self
+            .groups
+            .iter()
+            .zip(parts)
+            .map(|(g, p)| Thread {
+                name: g.name.clone(),
+                stream: g.stream,
+                weight: g.rows.len() as f64 / self.requests as f64,
+                alignment: p.alignment,
+                defaults: p.defaults,
+                volumes: p.volumes,
+                chain: p.chain,
+                reuse: p.reuse,
+                streams: Some(p.streams),
+                activity: g.activity.clone(),
+            })
+            .collect();
+        Ok(Model {
+            format: super::FORMAT.into(),
+            version: super::VERSION,
+            name: self.name.clone(),
+            source: self.source.clone(),
+            requests: self.requests,
+            duration_ns: self.duration_ns,
+            levels: self.shared.levels,
+            states: self.shared.states,
+            volumes: self.volumes.clone(),
+            threads,
+            rate: self.rate.clone(),
+            selection: self.selection.clone(),
+        })
+    }
+}
+
+/// The values of `column` at `rows`.
+fn pick<T: Copy>(column: &[T], rows: &[usize]) -> Vec<T> {
+    rows.iter().map(|&r| column[r]).collect()
+}
+
+/// Trains one thread: the requests `rows` of `t` (in time order) with model times `u` (indexed
+/// like `t`'s rows). Depends on nothing else, so a sub-trace of just those rows, with their
+/// model times, gives the same [`Part`] as the whole trace.
+pub fn train_part(t: &TraceView<'_>, rows: &[usize], u: &[f64], shared: &Shared) -> Part {
+    let bounds = reuse::reuse_bounds();
+    thread::train_thread(
+        t,
+        rows,
+        u,
+        &shared.spans,
+        shared.levels,
+        shared.states,
+        shared.reuse,
+        &bounds,
+    )
 }
 
 /// The threads to train, each as (name, stream, rows): one per stream when `by_stream` (by
@@ -218,4 +388,82 @@ fn normalise(counts: &[u64]) -> Vec<f64> {
         return vec![1.0 / counts.len() as f64; counts.len()];
     }
     counts.iter().map(|&c| c as f64 / total as f64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three streams over two volumes, interleaved: a sequential one, a random one, and one
+    /// that re-reads a small set, each with its own op mix.
+    fn three_streams() -> Trace {
+        let n = 6000u64;
+        let mut t = Trace {
+            volumes: vec!["data".into(), "log".into()],
+            ..Trace::default()
+        };
+        for i in 0..n {
+            let s = (i * 7 % 3) as u32;
+            let (volume, offset, op) = match s {
+                0 => (0, (i / 3) * 8192, 0),
+                1 => (1, (i * 104_729 % 4096) * 4096, u8::from(i % 4 == 0)),
+                _ => (0, (1 << 30) + (i * 31 % 64) * 4096, 1),
+            };
+            t.ts_ns.push(i * 50_000 + (i * i % 7_000));
+            t.offset.push(offset);
+            t.size.push(if s == 0 { 8192 } else { 4096 });
+            t.op.push(op);
+            t.volume.push(volume);
+            t.stream.push(s);
+        }
+        t.sort_by_time();
+        t
+    }
+
+    #[test]
+    fn threads_trained_apart_on_their_own_rows_assemble_the_same_model() {
+        let t = three_streams();
+        let opts = TrainOptions::default();
+        let whole = train(&t.view(), &opts).unwrap();
+        let plan = plan_watched(&t.view(), &opts, &Progress::default()).unwrap();
+        assert_eq!(plan.groups.len(), 3);
+        let parts: Vec<Part> = plan
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let (sub, u) = plan.thread_trace(&t.view(), i).unwrap();
+                assert_eq!(sub.len(), g.rows.len());
+                sub.validate().unwrap();
+                let all: Vec<usize> = (0..g.rows.len()).collect();
+                let part = train_part(&sub.view(), &all, &u, &plan.shared);
+                // as it travels back from a task
+                serde_json::from_str(&serde_json::to_string(&part).unwrap()).unwrap()
+            })
+            .collect();
+        let apart = plan.assemble(parts).unwrap();
+        assert_eq!(apart.to_json(), whole.to_json());
+    }
+
+    #[test]
+    fn assembly_refuses_a_missing_thread() {
+        let t = three_streams();
+        let opts = TrainOptions {
+            levels: Some(1),
+            states: Some(4),
+            ..TrainOptions::default()
+        };
+        let plan = plan_watched(&t.view(), &opts, &Progress::default()).unwrap();
+        let one = train_part(&t.view(), &plan.groups[0].rows, &plan.u, &plan.shared);
+        let e = plan.assemble(vec![one]).unwrap_err();
+        assert!(e.to_string().contains("3 threads was given 1"), "{e}");
+        let e = plan.thread_trace(&t.view(), 3).unwrap_err();
+        assert!(e.to_string().contains("thread 3 of a plan of 3 threads"), "{e}");
+        let e = plan.thread_trace(&t.view().rows(0..10), 0).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("plan of 6000 requests given a trace of 10"),
+            "{e}"
+        );
+    }
 }

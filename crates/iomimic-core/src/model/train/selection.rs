@@ -182,7 +182,7 @@ fn choose_levels(
     let (mut by_fidelity, mut by_iops) = (None, None);
     for levels in 1..=MAX_LEVELS {
         progress.check()?;
-        let model = train_fixed(&sample, levels, states, opts);
+        let model = train_fixed(&sample, levels, states, opts)?;
         let gen = crate::model::GenerateOptions {
             requests: Some(n as u64),
             seed: opts.seed,

@@ -3,6 +3,7 @@
 //! then the thread's model.
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use super::chain::{Fallback, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
@@ -11,8 +12,12 @@ use super::stats::{gap_dist, StatsAcc};
 use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats};
 use crate::trace::TraceView;
 
-/// What training learnt of one thread.
-pub(super) struct Learnt {
+/// What training learnt of one thread from its requests alone: the thread's model but for what
+/// depends on the whole trace (its share and activity), which [`super::Plan::assemble`] adds.
+/// Serialisable, so a thread trained elsewhere (a cluster's task) comes back exactly.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
     pub chain: Chain,
     /// The thread's own stats, for edges with too few requests for theirs.
     pub defaults: Stats,
@@ -34,7 +39,7 @@ pub(super) fn train_thread(
     k: u32,
     reuse_on: bool,
     bounds: &[u64],
-) -> Learnt {
+) -> Part {
     let mut volumes: Vec<u32> = rows.iter().map(|&i| t.volume[i]).collect();
     volumes.sort_unstable();
     volumes.dedup();
@@ -119,7 +124,7 @@ impl ThreadPass<'_> {
         std::mem::swap(&mut self.prev, &mut self.cur);
     }
 
-    fn finish(mut self, t: &TraceView<'_>, rows: &[usize], reuse_on: bool) -> Learnt {
+    fn finish(mut self, t: &TraceView<'_>, rows: &[usize], reuse_on: bool) -> Part {
         self.hierarchy.start_by_occupancy(t, rows);
         let gaps = self.stats.gaps.as_deref().unwrap_or(&[]);
         let overall_gap = if gaps.is_empty() {
@@ -145,7 +150,7 @@ impl ThreadPass<'_> {
             .map(|(volume, stats)| VolumeStats { volume, stats })
             .collect();
         volumes.sort_by_key(|v| v.volume);
-        Learnt {
+        Part {
             chain,
             defaults,
             volumes,

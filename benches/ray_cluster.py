@@ -1,0 +1,124 @@
+"""Ray benchmark: training a 16-volume trace with each thread a Ray task, 2 workers against 1.
+
+The trace is `msr_synth.realistic_trace` with one stream per volume (16 threads to train),
+written once to bench-out/ as Parquet. Each run is a fresh process that reads it, starts a
+local Ray of K = 1 or 2 CPUs (`ray.init(num_cpus=K)`) confined to K cores by CPU affinity
+(which Ray's processes inherit: a task also computes its reuse depths on a second thread, as
+the local run does, so without the affinity one task alone would use both cores of this
+machine), warms its workers, and times
+`train(trace, levels=2, states=8, ray=True)` (levels and states given, so the time is the
+threads', the part that runs as tasks). Runs come in interleaved pairs (1 then 2 workers),
+so a busy neighbour slows both alike; the ratio is the best 1-worker time over the best
+2-worker time (bar: at least 1.6 on 2 idle cores). Every run's model must equal the plain
+local run's, byte for byte.
+
+    python benches/ray_cluster.py [--lines 4000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BAR = 1.6
+
+
+def run(cpus: int, trace: Path) -> dict:
+    """One measurement in a process of its own (0 CPUs: the plain local run, no Ray)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", str(cpus), "--trace", str(trace)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def worker(cpus: int, trace_path: str) -> None:
+    import iomimic
+    from iomimic.model import train
+
+    trace = iomimic.read_trace(trace_path)
+    ray = None
+    if cpus:
+        import os
+
+        import ray
+
+        # K workers on K cores: set before Ray starts, so its processes inherit it
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cpus])
+
+        ray.init(num_cpus=cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+
+        @ray.remote
+        def warm() -> int:
+            # a worker process that has imported the extension, as the training tasks need
+            import iomimic._core  # noqa: F401
+
+            return len(os.sched_getaffinity(0))
+
+        cores = ray.get([warm.remote() for _ in range(cpus)])
+        assert cores == [cpus] * cpus, f"Ray's workers run on {cores} cores, not {cpus}"
+    t0 = time.perf_counter()
+    model = train(trace, levels=2, states=8, ray=True if cpus else None)
+    seconds = time.perf_counter() - t0
+    digest = hashlib.sha256(model.to_json().encode()).hexdigest()
+    if ray is not None:
+        ray.shutdown()
+    print(json.dumps({"seconds": seconds, "threads": len(model.threads), "sha256": digest}))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lines", type=int, default=4_000_000, help="requests in the trace (default 4,000,000)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="interleaved pairs of runs; the best of each counts"
+    )
+    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--trace", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker is not None:
+        worker(args.worker, args.trace)
+        return 0
+
+    sys.path.insert(0, str(HERE))
+    from bench_common import OUT
+    from msr_synth import realistic_trace
+
+    import iomimic
+
+    OUT.mkdir(exist_ok=True)
+    trace = OUT / f"ray-{args.lines}.parquet"
+    if not trace.exists():
+        print(f"writing a 16-volume trace of {args.lines:,} requests to {trace} ...", flush=True)
+        iomimic.write_trace(realistic_trace(args.lines, volumes=16, streams_per_volume=1), trace)
+
+    plain = run(0, trace)
+    print(f"plain local run: {plain['seconds']:.2f} s, {plain['threads']} threads")
+    times: dict[int, list[float]] = {1: [], 2: []}
+    same = True
+    for pair in range(args.repeat):
+        for cpus in (1, 2):
+            r = run(cpus, trace)
+            times[cpus].append(r["seconds"])
+            same &= r["sha256"] == plain["sha256"]
+        print(f"pair {pair + 1}: 1 worker {times[1][-1]:.2f} s, 2 workers {times[2][-1]:.2f} s", flush=True)
+    ratio = min(times[1]) / min(times[2])
+    print(f"\nray training, {args.lines:,} requests, 16 volumes: 2 workers vs 1, best of {args.repeat}")
+    print(f"speed-up {ratio:.2f}x (bar >= {BAR}); models equal to the plain run: {same}")
+    (OUT / "ray.json").write_text(
+        json.dumps(
+            {"requests": args.lines, "plain": plain["seconds"], "seconds": times, "ratio": ratio}, indent=2
+        )
+    )
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Work spread over a Ray cluster (``--ray``, ``ray=``; the optional extra ``iomimic[ray]``).
+
+The driver (this process) does what needs the whole trace; each independent piece (a thread's
+training, a point of a sweep) runs as one Ray task calling the same core function the local
+run calls, and the driver puts the results together with the core, so a run on Ray gives the
+same result as a run here. Only this module imports Ray, and only when a run asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from typing import Any
+
+import numpy as np
+
+from iomimic.errors import InputError, IomimicError
+
+INSTALL = "pip install 'iomimic[ray]'"
+
+#: What ``--ray ADDRESS`` accepts: host:port, ray://host:port, or Ray's own ``auto``/``local``.
+_ADDRESS = re.compile(r"^(auto|local|(ray://)?[\w.\-\[\]:]+:\d+)$")
+
+
+def is_address(text: str) -> bool:
+    """Whether ``text`` has the form of a Ray address."""
+    return bool(_ADDRESS.match(text))
+
+
+def check_address(address: str | bool | None) -> None:
+    """Refuses an ``--ray`` address that is none (most likely a file name taken as one)."""
+    if isinstance(address, str) and not is_address(address):
+        raise InputError(
+            f"--ray: {address!r} is not a Ray address (host:port, ray://host:port, auto or local);"
+            " to use RAY_ADDRESS or a local Ray, give --ray after the trace with no value"
+        )
+
+
+def check_answers(address: str, timeout_s: float = 5.0) -> None:
+    """Refuses an address where nothing listens: Ray itself would retry for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"--ray: nothing answers at {address} ({e}); is `ray start --head` running there?"
+        ) from None
+
+
+def connect(address: str | bool | None = True):
+    """Ray, initialised: connected to ``address`` when it is one, else to ``RAY_ADDRESS`` when
+    set, else to a Ray started here for this process. An initialised Ray (a caller's own
+    ``ray.init``) is used as it is."""
+    check_address(address)
+    try:
+        import ray
+    except ImportError:
+        raise InputError(f"--ray needs Ray, which is not installed: {INSTALL}") from None
+    if ray.is_initialized():
+        return ray
+    target = address if isinstance(address, str) else os.environ.get("RAY_ADDRESS") or None
+    if target not in (None, "auto", "local"):
+        check_answers(target)
+    # a Ray started here for one command needs no dashboard; a cluster's is the cluster's
+    starting = {"include_dashboard": False} if target in (None, "local") else {}
+    try:
+        ray.init(address=target, logging_level="WARNING", **starting)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = target or "a local Ray"
+        raise InputError(f"--ray: could not connect to {where}: {e}") from None
+    return ray
+
+
+def train_threads(ray, trace, plan) -> list[str]:
+    """Each thread of ``plan`` (a ``_core.TrainPlan`` of ``trace``) trained as one Ray task on
+    its own rows and model times; the trained threads in order, for ``plan.assemble``."""
+    shared = ray.put((plan.shared, list(trace.volumes)))
+    task = ray.remote(_train_thread)
+    sizes = plan.sizes
+    refs: list[Any] = [None] * len(sizes)
+    # the largest threads first, so the small ones fill in around them (Ray starts tasks in
+    # the order they come) and the last to finish is a small one
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        # only the thread's rows travel (Ray keeps large arguments in its object store), one
+        # thread's at a time; the name tables go once, in `shared`
+        columns, u = plan.thread_trace(i, *trace._core_args())
+        del columns["volumes"], columns["files"]
+        refs[i] = task.remote(shared, columns, u)
+    return gather(ray, refs)
+
+
+def _train_thread(shared: tuple[str, list[str]], columns: dict[str, np.ndarray], u: np.ndarray) -> str:
+    """A Ray task: one thread trained from a trace of its requests alone."""
+    from iomimic import _core
+    from iomimic.trace import _Columns
+
+    text, volumes = shared
+    return _core.train_part(_Columns(columns), volumes, [], u, text)
+
+
+def run_tasks(ray, work, shared: Any, points: list[Any]) -> list[Any]:
+    """``work(shared, point)`` for every point, each as one Ray task (``shared`` put in the
+    object store once); the results in the points' order."""
+    ref = ray.put(shared)
+    task = ray.remote(work)
+    return gather(ray, [task.remote(ref, p) for p in points])
+
+
+def gather(ray, refs: list[Any]) -> list[Any]:
+    """The tasks' results in order. A task's own iomimic error is raised as it is (a bad input
+    exits 2, as it would here); any other failure (a worker without iomimic, a lost node)
+    becomes an IomimicError naming it, not a traceback."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, IomimicError):
+            raise e.cause from None
+        raise IomimicError(f"a Ray task failed: {e.cause!r}") from None
+    except ray.exceptions.RayError as e:
+        raise IomimicError(f"Ray: {e}") from None

@@ -1,0 +1,242 @@
+"""`--ray` and ``ray=``: work run as Ray tasks on a local Ray gives exactly what the local run
+gives; without Ray, `--ray` says how to install it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import iomimic
+from iomimic.cli import main
+from iomimic.errors import InputError
+from iomimic.model import train
+
+from .conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray of two CPUs for the module (starting one takes seconds)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+def volumes_and_streams(n: int = 12_000, seed: int = 5) -> iomimic.Trace:
+    """Three volumes with two streams each, of different shapes: sequential runs, random
+    reads, a small re-written set."""
+    rng = np.random.default_rng(seed)
+    stream = rng.choice(6, n, p=[0.3, 0.1, 0.2, 0.15, 0.15, 0.1]).astype(np.uint32)
+    volume = (stream // 2).astype(np.uint32)
+    kind = stream % 3
+    size = np.where(kind == 0, 65536, rng.choice([4096, 8192], n)).astype(np.uint32)
+    random = rng.integers(0, 1 << 20, n).astype(np.uint64) * 4096
+    hot = rng.integers(0, 64, n).astype(np.uint64) * 4096
+    offset = np.where(kind == 0, np.arange(n, dtype=np.uint64) * 65536, np.where(kind == 1, random, hot))
+    op = np.where(kind == 2, 1, (rng.random(n) < 0.2).astype(np.uint8)).astype(np.uint8)
+    return iomimic.Trace(
+        ts_ns=np.cumsum(rng.exponential(100_000, n)).astype(np.uint64),
+        offset=offset,
+        size=size,
+        op=op,
+        volume=volume,
+        stream=stream,
+        volumes=["data", "log", "index"],
+    )
+
+
+def assert_same_model(got: iomimic.Model, want: iomimic.Model) -> None:
+    """Field by field (so a difference names its place), then the whole JSON."""
+    a, b = got.data, want.data
+    assert a.keys() == b.keys()
+    for key in a:
+        if key != "threads":
+            assert a[key] == b[key], key
+    assert len(a["threads"]) == len(b["threads"])
+    for ta, tb in zip(a["threads"], b["threads"]):
+        for key in tb:
+            assert ta[key] == tb[key], (tb["name"], key)
+    assert got.to_json() == want.to_json()
+
+
+def test_training_each_thread_as_a_ray_task_gives_the_local_model(local_ray):
+    t = volumes_and_streams()
+    # levels and states chosen (on the driver), then six threads as tasks
+    local = train(t, name="mixed")
+    on_ray = train(t, name="mixed", ray=True)
+    assert len(local.threads) == 6
+    assert_same_model(on_ray, local)
+
+
+def test_one_thread_without_reuse_on_ray_is_the_local_one_too(local_ray):
+    t = volumes_and_streams(4000, seed=9)
+    local = train(t, levels=2, states=4, by="none", reuse=False)
+    on_ray = train(t, levels=2, states=4, by="none", reuse=False, ray=True)
+    assert len(on_ray.threads) == 1
+    assert on_ray.threads[0]["reuse"] is None
+    assert_same_model(on_ray, local)
+
+
+def test_cli_train_with_ray_connects_to_the_cluster_at_ray_address(local_ray, tmp_path, monkeypatch):
+    trace = tmp_path / "mixed.parquet"
+    iomimic.write_trace(volumes_and_streams(6000, seed=3), trace)
+    plain, ray_made = tmp_path / "plain.json", tmp_path / "ray.json"
+    r = run_cli("model", "train", str(trace), "-o", str(plain), "--levels", "2", "--states", "8")
+    assert r.returncode == 0, r.stderr
+    # the command joins the test's Ray rather than starting one of its own
+    monkeypatch.setenv("RAY_ADDRESS", local_ray.get_runtime_context().gcs_address)
+    r = run_cli("model", "train", str(trace), "-o", str(ray_made), "--levels", "2", "--states", "8", "--ray")
+    assert r.returncode == 0, r.stderr
+    assert "6 thread(s)" in r.stdout
+    assert json.loads(ray_made.read_text()) == json.loads(plain.read_text())
+
+
+def test_without_ray_the_flag_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    trace = tmp_path / "t.parquet"
+    iomimic.write_trace(volumes_and_streams(500), trace)
+    # an import of a module mapped to None fails, as when Ray is not installed
+    monkeypatch.setitem(sys.modules, "ray", None)
+    code = main(["model", "train", str(trace), "-o", str(tmp_path / "m.json"), "--ray"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "pip install 'iomimic[ray]'" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "m.json").exists()
+    with pytest.raises(InputError, match=r"iomimic\[ray\]"):
+        train(volumes_and_streams(500), ray=True)
+
+
+def test_a_trace_taken_for_the_ray_address_is_refused_plainly(tmp_path, capsys):
+    code = main(["model", "train", "-o", str(tmp_path / "m.json"), "--ray", "trace.csv", "x"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "'trace.csv' is not a Ray address" in err
+    assert "give --ray after the trace" in err
+
+
+def test_a_thread_with_model_times_of_another_length_is_refused():
+    from iomimic import _core
+
+    t = volumes_and_streams(500)
+    plan = _core.train_plan(*t._core_args(), levels=1, states=4)
+    columns, u = plan.thread_trace(0, *t._core_args())
+    sub = iomimic.Trace._from_reader(columns)
+    assert len(sub) == plan.sizes[0] == len(u)
+    with pytest.raises(InputError, match=rf"{len(u) - 1} model times for {len(u)} requests"):
+        _core.train_part(*sub._core_args(), u[:-1], plan.shared)
+    with pytest.raises(InputError, match="thread 6 of a plan of 6 threads"):
+        plan.thread_trace(6, *t._core_args())
+    with pytest.raises(InputError, match="trained thread could not be read"):
+        plan.assemble(["{}"] * len(plan.sizes))
+
+
+def ssd_cache_options(**extra):
+    from iomimic.sim import device_config
+
+    return dict(
+        backend=device_config("hdd-7200"),
+        ssd=device_config("ssd-sata"),
+        cache_bytes=[1 << 20, 4 << 20, 16 << 20],
+        policies=["lru", "fifo"],
+        write_policy="write-back",
+        **extra,
+    )
+
+
+def test_an_ssd_cache_sweep_as_ray_tasks_gives_the_local_report(local_ray):
+    from iomimic.study import run
+
+    t = volumes_and_streams(3000, seed=11)
+    # the synthetic workload is trained and generated in every task: the same in each
+    options = ssd_cache_options(workloads=["original", "synthetic", "locality-free"])
+    local = run("ssd-cache", t, **options)
+    on_ray = run("ssd-cache", t, ray=True, **options)
+    assert [len(w["runs"]) for w in on_ray["workloads"]] == [6, 6, 6]
+    assert [(r["policy"], r["cache_bytes"]) for r in on_ray["workloads"][0]["runs"]] == [
+        (p, b) for p in ("lru", "fifo") for b in (1 << 20, 4 << 20, 16 << 20)
+    ]
+    assert on_ray.keys() == local.keys()
+    for key in local:
+        assert on_ray[key] == local[key], key
+
+
+def test_cli_ssd_cache_with_ray_writes_the_local_report(local_ray, tmp_path, monkeypatch):
+    trace = tmp_path / "mixed.parquet"
+    iomimic.write_trace(volumes_and_streams(2000, seed=4), trace)
+    args = [
+        "study",
+        "ssd-cache",
+        str(trace),
+        "--backend",
+        "hdd-7200",
+        "--cache",
+        "1M,8M",
+        "--policy",
+        "lru,arc",
+    ]
+    r = run_cli(*args, "--json", str(tmp_path / "plain.json"))
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("RAY_ADDRESS", local_ray.get_runtime_context().gcs_address)
+    r = run_cli(*args, "--json", str(tmp_path / "ray.json"), "--ray")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "ray.json").read_text()) == json.loads(
+        (tmp_path / "plain.json").read_text()
+    )
+
+
+def test_defrag_policies_as_ray_tasks_give_the_local_report(local_ray):
+    from iomimic.sim import device_config
+    from iomimic.study import run
+
+    t = volumes_and_streams(3000, seed=2)
+    options = dict(device=device_config("hdd-7200"), policies=["full", "partial:10%", "dynamic"])
+    local = run("defrag", t, **options)
+    on_ray = run("defrag", t, ray=True, **options)
+    assert [r["policy"] for r in on_ray["runs"]] == ["full", "partial:10%", "dynamic"]
+    assert on_ray == local
+
+
+def test_a_study_that_runs_as_one_piece_is_refused_on_ray(local_ray):
+    from iomimic.study import run
+
+    with pytest.raises(InputError, match="runs as one piece"):
+        run("prefetch", volumes_and_streams(500), ray=True)
+
+
+def test_a_task_that_fails_is_reported_without_ray_in_the_way(local_ray):
+    from iomimic.cluster import run_tasks
+    from iomimic.errors import IomimicError
+
+    # defined here, so Ray ships the functions themselves to its workers
+    def refuses(shared, point):
+        raise InputError(f"point {point}: {shared}")
+
+    def breaks(shared, point):
+        raise KeyError(point)
+
+    with pytest.raises(InputError, match="point 2: no such size"):
+        run_tasks(local_ray, refuses, "no such size", [2])
+    with pytest.raises(IomimicError, match=r"a Ray task failed: KeyError\('x'\)"):
+        run_tasks(local_ray, breaks, None, ["x"])
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path):
+    # in a process of its own, where no Ray is initialised (Ray would keep trying for minutes)
+    r = run_cli("model", "train", "t.parquet", "-o", str(tmp_path / "m.json"), "--ray", "127.0.0.1:1")
+    assert r.returncode == 2
+    assert "nothing answers at 127.0.0.1:1" in r.stderr
+    assert "ray start --head" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_ray_addresses_of_every_kind_are_told_from_file_names():
+    from iomimic.cluster import is_address
+
+    for address in ["auto", "local", "10.0.0.7:6379", "head-node:6379", "ray://head:10001", "[::1]:6379"]:
+        assert is_address(address), address
+    for name in ["trace.csv", "msr/*.csv.gz", "6379", "head", "s3://bucket/t.parquet", ""]:
+        assert not is_address(name), name
