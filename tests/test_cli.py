@@ -143,6 +143,15 @@ def test_demo_runs_on_the_built_in_example() -> None:
         assert words in r.stdout, words
     met, checked = r.stdout.split(" targets met")[0].split()[-3::2]
     assert met == checked
+    # the SSD-caching part (issue 13): 8-32 GB caches on a workload with reuse, where the
+    # synthetic copy predicts the speedup within 5 % and the locality-free one shows little
+    assert "SSD caching: mean-latency speedup" in r.stdout
+    for size in ("8 GiB", "16 GiB", "32 GiB"):
+        assert size in r.stdout
+    error = float(r.stdout.split("predicts the speedup within ")[1].split("%")[0])
+    assert error < 5, r.stdout
+    free = float(r.stdout.split("locality-free workload speeds up at most ")[1].split("x")[0])
+    assert free < 1.1, r.stdout
 
 
 def test_example_trace_reads() -> None:

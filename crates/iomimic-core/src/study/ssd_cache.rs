@@ -379,36 +379,40 @@ fn study_workload(
         }
         _ => None,
     };
-    let mut runs = Vec::new();
-    for policy in policies {
-        for &bytes in &o.cache_bytes {
-            let hits = match (&lru_depths, keying) {
-                (Some(depths), Keying::Blocks(b)) if policy.name == "lru" => {
-                    tiers::lru_hits(t, depths, b, bytes, o.write_policy)
-                }
-                _ => tiers::replay_hits(t, policy, bytes, keying, o.write_policy),
-            };
-            let (tier, ssds) = ssd_tier(ssd, bytes, o.ssd_bytes);
-            let run = tiers::tiered(t, &hits, o.write_policy, backend, &tier)?;
-            let p = perf(t, &run);
-            runs.push(CacheRun {
-                policy: policy.name.to_string(),
-                cache_bytes: bytes,
-                ssds,
-                hit_ratio: hits.hit_ratio(),
-                byte_hit_ratio: hits.byte_hit_ratio(),
-                speedup: ratio(base_perf.mean_us, p.mean_us),
-                p99_speedup: ratio(base_perf.p99_us, p.p99_us),
-                iops_speedup: ratio(p.iops, base_perf.iops),
-                streams: if o.by_stream {
-                    streams(t, &hits, &base, &run)
-                } else {
-                    Vec::new()
-                },
-                perf: p,
-            });
-        }
-    }
+    // each (policy, size) is its own cache and simulation: on every core, in order
+    let cells: Vec<(&crate::cache::PolicySpec, u64)> = policies
+        .iter()
+        .flat_map(|&policy| o.cache_bytes.iter().map(move |&bytes| (policy, bytes)))
+        .collect();
+    let runs = crate::parallel::on_all_cores(cells, |(policy, bytes)| -> Result<CacheRun> {
+        let hits = match (&lru_depths, keying) {
+            (Some(depths), Keying::Blocks(b)) if policy.name == "lru" => {
+                tiers::lru_hits(t, depths, b, bytes, o.write_policy)
+            }
+            _ => tiers::replay_hits(t, policy, bytes, keying, o.write_policy),
+        };
+        let (tier, ssds) = ssd_tier(ssd, bytes, o.ssd_bytes);
+        let run = tiers::tiered(t, &hits, o.write_policy, backend, &tier)?;
+        let p = perf(t, &run);
+        Ok(CacheRun {
+            policy: policy.name.to_string(),
+            cache_bytes: bytes,
+            ssds,
+            hit_ratio: hits.hit_ratio(),
+            byte_hit_ratio: hits.byte_hit_ratio(),
+            speedup: ratio(base_perf.mean_us, p.mean_us),
+            p99_speedup: ratio(base_perf.p99_us, p.p99_us),
+            iops_speedup: ratio(p.iops, base_perf.iops),
+            streams: if o.by_stream {
+                streams(t, &hits, &base, &run)
+            } else {
+                Vec::new()
+            },
+            perf: p,
+        })
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     Ok(WorkloadReport {
         workload: w,
         requests: t.len() as u64,
