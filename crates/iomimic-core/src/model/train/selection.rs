@@ -150,7 +150,12 @@ fn simulated_iops(t: &TraceView<'_>, device: &str, depth: usize) -> Result<f64> 
         .iops)
 }
 
-fn choose_levels(t: &TraceView<'_>, states: u32, opts: &TrainOptions, progress: &Progress) -> Result<LevelChoice> {
+fn choose_levels(
+    t: &TraceView<'_>,
+    states: u32,
+    opts: &TrainOptions,
+    progress: &Progress,
+) -> Result<LevelChoice> {
     let sample = head(t, SELECTION_SAMPLE);
     let n = sample.len();
     let opts_char = analyze::Options {
