@@ -52,7 +52,7 @@ mod precondition;
 #[cfg(test)]
 mod tests;
 
-pub use params::{HostInterface, PlaneAllocation, SsdParams, SsdPower};
+pub use params::{HostInterface, SsdParams, SsdPower};
 
 /// `kind = "ssd"`.
 pub const KIND: DeviceKind = DeviceKind {

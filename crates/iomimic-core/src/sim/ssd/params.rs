@@ -25,6 +25,8 @@ pub enum PlaneAllocation {
 }
 
 impl PlaneAllocation {
+    // serde's skip_serializing_if passes a reference
+    #[allow(clippy::trivially_copy_pass_by_ref)]
     fn is_static(&self) -> bool {
         *self == PlaneAllocation::Static
     }

@@ -290,7 +290,7 @@ fn a_die_s_planes_take_its_writes_in_turn_and_program_together() {
 /// preset's die-wide plane allocation and with MQSim's static one, and the write bar's run
 /// under both; printed, not checked (`cargo test -p iomimic-core --release tpcc_like -- --ignored --nocapture`).
 #[test]
-#[ignore]
+#[ignore = "prints the TPC-C-like rows of docs/simulate.md; run by hand"]
 fn mqsim_default_tpcc_like_rows() {
     let die = Config::preset("mqsim-default").unwrap();
     let span = (die.device.spec().capacity_bytes() as f64 * 0.7) as u64;
