@@ -1,10 +1,13 @@
-//! The flash translation layer: a page map with static plane allocation, blocks with valid
-//! counts, write frontiers, and greedy choice of the block to collect.
+//! The flash translation layer: a page map with static (or die-wide) plane allocation, blocks
+//! with valid counts, write frontiers, and greedy choice of the block to collect.
 //!
 //! ## Algorithm
-//! A logical page always lives in the plane [`Geometry::place`] gives it; within the plane it
-//! goes to the next free page of an open block (one open block for host writes, another for
-//! pages that collection moves, so cold data is not mixed back into hot blocks). Writing a page
+//! A logical page lives in the plane [`Geometry::place`] gives it, or, with `die_planes`, in
+//! any plane of that plane's die (host writes take the die's planes in turn, so they sit at
+//! equal page numbers and can program together; collection moves a page within its plane).
+//! Within the plane it goes to the next free page of an open block (one open block for host
+//! writes, another for pages that collection moves, so cold data is not mixed back into hot
+//! blocks). Writing a page
 //! invalidates its old copy, whose block loses a valid page. A full block is collected by moving
 //! its valid pages and erasing it; the victim is the plane's full block with the fewest valid
 //! pages (greedy). Host writes leave `RESERVE` free blocks to collection, so it can always finish.
