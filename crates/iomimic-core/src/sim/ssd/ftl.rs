@@ -513,6 +513,28 @@ mod tests {
     }
 
     #[test]
+    fn a_die_s_planes_take_host_writes_in_turn() {
+        // one die of 2 planes; pages 0, 2, 4, 6 are all striped to plane 0. With die-wide
+        // allocation they go to planes 0, 1, 0, 1 at pages 0, 0, 1, 1 (the plane that has
+        // taken fewer host pages first), and each is found, and collected, where it went
+        let g = geo(8);
+        let mut f = Ftl::new(g, &Layout::sequential(&g, 0), true);
+        let spots: Vec<_> = [0, 2, 4, 6]
+            .iter()
+            .map(|&l| f.write(l, Stream::Host).unwrap())
+            .collect();
+        let at = |plane, page| (plane, Spot { block: 0, page });
+        assert_eq!(spots, [at(0, 0), at(1, 0), at(0, 1), at(1, 1)]);
+        assert_eq!(f.locate(6), (1, Some(Spot { block: 0, page: 1 })));
+        assert_eq!(f.valid_pages(1, 0), [(2, 0), (6, 1)]);
+        // rewriting page 2 (held in plane 1) goes to plane 0 (both planes have taken 2 host
+        // pages: the lowest-numbered); plane 1's copy is no longer valid
+        assert_eq!(f.write(2, Stream::Host), Some(at(0, 2)));
+        assert_eq!(f.valid_pages(1, 0), [(6, 1)]);
+        assert_eq!((f.valid(0, 0), f.valid(1, 0)), (3, 1));
+    }
+
+    #[test]
     fn host_writes_leave_the_reserve_to_collection() {
         let g = geo(8);
         let mut f = Ftl::new(g, &Layout::sequential(&g, 0), false);
