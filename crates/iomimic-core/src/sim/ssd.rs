@@ -11,8 +11,8 @@
 //!   are served from DRAM. With `cache_mb_s` the data moves through the DRAM one access at a
 //!   time (a write's in, a hit's out), as MQSim's data cache does, and a write is acknowledged
 //!   once its data is in. Without a cache a write completes when its pages are programmed.
-//! - FTL ([`ftl`], [`precondition`]): logical pages striped over planes, each written to its
-//!   plane's next free page; over-provisioning and a starting fill (in order, or aged to the
+//! - FTL ([`ftl`], [`precondition`]): logical pages striped over planes (or over dies, a
+//!   die's planes taking its host writes in turn), each written to its plane's next free page; over-provisioning and a starting fill (in order, or aged to the
 //!   steady state of random rewrites) set how much collection has to move.
 //! - Collection ([`gc`]): greedy victims, valid pages moved and the block erased, as flash
 //!   transactions behind host I/O (preemptible) unless a plane runs short; idle chips collect

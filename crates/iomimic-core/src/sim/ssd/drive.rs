@@ -12,10 +12,10 @@ use super::super::device::{Counters, Device, Gauges, Io, Report};
 use super::cache::{Dram, WriteCache};
 use super::events::{Event, Events};
 use super::flash::{Flash, Op, Tx, HOST_READ, HOST_WRITE, NONE};
-use super::ftl::{Ftl, Stream};
+use super::ftl::Ftl;
 use super::gc::Collector;
 use super::host::{HostLink, DOWN, UP};
-use super::params::{full_mask, sector_mask, Geometry, HostInterface, SsdParams};
+use super::params::{full_mask, sector_mask, Geometry, HostInterface, PlaneAllocation, SsdParams};
 use super::precondition::Layout;
 
 /// A host request in the drive.
@@ -78,7 +78,7 @@ impl Drive {
         };
         let cache_pages = (p.write_cache_mib * 1024.0 * 1024.0 / geo.page_bytes as f64) as usize;
         let mut flash = Flash::new(geo, p.read_us, p.program_us, p.erase_us, p.channel_mb_s);
-        let ftl = Ftl::new(geo, &layout);
+        let ftl = Ftl::new(geo, &layout, p.plane_allocation == PlaneAllocation::Die);
         for chip in 0..geo.chip_count() {
             flash.set_urgent(chip, !p.gc_preemptible);
         }
@@ -292,7 +292,7 @@ impl Drive {
             }
             self.in_flight += u64::from(bytes);
             programs += 1;
-            self.place_at(program, old);
+            self.place_at(program, old.map(|s| (plane, s)));
         }
         if cached {
             // acknowledged once its data is in DRAM
@@ -309,22 +309,21 @@ impl Drive {
 
     /// Host program `tx` gets its page in flash; it waits for an erase when the plane has none.
     pub(super) fn place(&mut self, tx: u32) {
-        let old = self.ftl.locate(self.flash.tx(tx).lpn).1;
-        self.place_at(tx, old);
+        let (plane, old) = self.ftl.locate(self.flash.tx(tx).lpn);
+        self.place_at(tx, old.map(|s| (plane, s)));
     }
 
     /// As [`Drive::place`], the page's data known to be at `old` (the caller has just looked).
-    fn place_at(&mut self, tx: u32, old: Option<super::ftl::Spot>) {
+    fn place_at(&mut self, tx: u32, old: Option<(usize, super::ftl::Spot)>) {
         let lpn = self.flash.tx(tx).lpn;
-        let plane = self.flash.tx(tx).plane as usize;
-        match self.ftl.write_over(lpn, plane, old, Stream::Host) {
-            Some(spot) => {
+        match self.ftl.write_host(lpn, old) {
+            Ok((plane, spot)) => {
                 let t = self.flash.tx_mut(tx);
-                (t.block, t.page) = (spot.block, spot.page);
+                (t.plane, t.block, t.page) = (plane as u32, spot.block, spot.page);
                 self.release(tx);
                 Collector::after_write(self, plane);
             }
-            None => {
+            Err(plane) => {
                 self.stalled[plane].push_back(tx);
                 Collector::after_write(self, plane);
             }

@@ -1,10 +1,13 @@
-//! The flash translation layer: a page map with static plane allocation, blocks with valid
-//! counts, write frontiers, and greedy choice of the block to collect.
+//! The flash translation layer: a page map with static (or die-wide) plane allocation, blocks
+//! with valid counts, write frontiers, and greedy choice of the block to collect.
 //!
 //! ## Algorithm
-//! A logical page always lives in the plane [`Geometry::place`] gives it; within the plane it
-//! goes to the next free page of an open block (one open block for host writes, another for
-//! pages that collection moves, so cold data is not mixed back into hot blocks). Writing a page
+//! A logical page lives in the plane [`Geometry::place`] gives it, or, with `die_planes`, in
+//! any plane of that plane's die (host writes take the die's planes in turn, so they sit at
+//! equal page numbers and can program together; collection moves a page within its plane).
+//! Within the plane it goes to the next free page of an open block (one open block for host
+//! writes, another for pages that collection moves, so cold data is not mixed back into hot
+//! blocks). Writing a page
 //! invalidates its old copy, whose block loses a valid page. A full block is collected by moving
 //! its valid pages and erasing it; the victim is the plane's full block with the fewest valid
 //! pages (greedy). Host writes leave `RESERVE` free blocks to collection, so it can always finish.
@@ -46,7 +49,7 @@ struct Plane {
     /// the block still holds the data it was preconditioned with (pages 0.. of its share of
     /// the plane's shape), not yet erased
     preconditioned: Vec<bool>,
-    /// the list of share-numbers written to its pages during the run (an index into the
+    /// the list of logical pages written to its pages during the run (an index into the
     /// drive's lists), NONE while it has none
     list: Vec<u32>,
     free: Vec<u32>,
@@ -166,17 +169,23 @@ pub(super) struct Ftl {
     striping: Striping,
     planes: Vec<Plane>,
     shapes: Vec<Shape>,
-    /// page lists of blocks written during the run, reused once erased
-    lists: Vec<Box<[u32]>>,
+    /// page lists of blocks written during the run (the logical page of each page), reused
+    /// once erased
+    lists: Vec<Box<[u64]>>,
     free_lists: Vec<u32>,
-    /// logical page → block and page, for pages written or moved during the run
-    map: FxHashMap<u64, u32>,
+    /// logical page → plane (high 32 bits), block and page, for pages written or moved
+    /// during the run
+    map: FxHashMap<u64, u64>,
     page_bits: u32,
+    /// host writes may go to any plane of their die
+    die_planes: bool,
+    /// pages each plane has taken for host writes
+    host_written: Vec<u64>,
 }
 
 impl Ftl {
     /// The drive as the run finds it: `layout` gives each plane's preconditioned blocks.
-    pub(super) fn new(geo: Geometry, layout: &Layout) -> Self {
+    pub(super) fn new(geo: Geometry, layout: &Layout, die_planes: bool) -> Self {
         let k = geo.pages;
         let shapes = layout.shapes().iter().map(|valid| Shape::new(valid)).collect();
         let n = geo.blocks as usize;
@@ -211,6 +220,8 @@ impl Ftl {
             free_lists: Vec::new(),
             map: FxHashMap::default(),
             page_bits: 32 - (geo.pages - 1).leading_zeros(),
+            die_planes,
+            host_written: vec![0; geo.plane_count()],
         }
     }
 
@@ -225,12 +236,13 @@ impl Ftl {
         }
     }
 
-    /// Where logical page `lpn` is held, if it holds data; with its plane.
+    /// Where logical page `lpn` is held, if it holds data; with its plane (for data never
+    /// written, the plane it was preconditioned in).
     pub(super) fn locate(&self, lpn: u64) -> (usize, Option<Spot>) {
-        let (plane, local) = self.striping.place(lpn);
         if let Some(&v) = self.map.get(&lpn) {
-            return (plane, Some(self.unpack(v)));
+            return ((v >> 32) as usize, Some(self.unpack(v as u32)));
         }
+        let (plane, local) = self.striping.place(lpn);
         (plane, self.implicit(plane, local))
     }
 
@@ -251,29 +263,64 @@ impl Ftl {
     #[cfg(test)]
     pub(super) fn write(&mut self, lpn: u64, stream: Stream) -> Option<(usize, Spot)> {
         let (plane, old) = self.locate(lpn);
-        self.write_over(lpn, plane, old, stream).map(|s| (plane, s))
+        let old = old.map(|s| (plane, s));
+        match stream {
+            Stream::Host => self.write_host(lpn, old).ok(),
+            Stream::Moved => self.write_over(lpn, plane, old, stream).map(|s| (plane, s)),
+        }
     }
 
-    /// Writes `lpn` (held at `old`, if anywhere, in `plane`) to the next page of the plane's
-    /// `stream` block; the old copy becomes invalid. `None` when the plane has no page to give
-    /// (the write waits for an erase).
+    /// A host write of `lpn` (held at `old`, if anywhere), to the plane the striping gives;
+    /// or, with `die_planes`, its die fixed by the striping and its plane the one of the die
+    /// that has taken the fewest host pages (the lowest-numbered of equals) and has a page to
+    /// give. A die's planes so take its host writes in turn at the same page numbers, and two
+    /// writes queued for a die together can be programmed as one multi-plane operation, which
+    /// needs the same page in each plane (with the plane fixed by the logical page, as in
+    /// MQSim, the planes' write points drift apart and random writes almost never pair).
+    /// `Err(plane)`: no page to give, the write waits for an erase in `plane` (the one the
+    /// striping gives).
+    pub(super) fn write_host(
+        &mut self,
+        lpn: u64,
+        old: Option<(usize, Spot)>,
+    ) -> Result<(usize, Spot), usize> {
+        let home = self.striping.place(lpn).0;
+        let n = if self.die_planes { self.geo.planes } else { 1 };
+        let first = home - home % n;
+        let taken = &self.host_written;
+        let mut order = [0usize; 16];
+        for (k, slot) in order.iter_mut().enumerate().take(n) {
+            *slot = first + k;
+        }
+        order[..n].sort_by_key(|&p| (taken[p], p));
+        for &plane in &order[..n] {
+            if let Some(spot) = self.write_over(lpn, plane, old, Stream::Host) {
+                self.host_written[plane] += 1;
+                return Ok((plane, spot));
+            }
+        }
+        Err(home)
+    }
+
+    /// Writes `lpn` (held at `old`, if anywhere) to the next page of `plane`'s `stream`
+    /// block; the old copy becomes invalid. `None` when the plane has no page to give (the
+    /// write waits for an erase).
     pub(super) fn write_over(
         &mut self,
         lpn: u64,
         plane: usize,
-        old: Option<Spot>,
+        old: Option<(usize, Spot)>,
         stream: Stream,
     ) -> Option<Spot> {
         let spot = self.allocate(plane, stream)?;
-        let local = self.striping.place(lpn).1 as u32;
-        let pl = &mut self.planes[plane];
-        if let Some(o) = old {
-            pl.valid[o.block as usize] -= 1;
+        if let Some((p, o)) = old {
+            self.planes[p].valid[o.block as usize] -= 1;
         }
+        let pl = &mut self.planes[plane];
         let b = spot.block as usize;
         pl.valid[b] += 1;
-        self.lists[pl.list[b] as usize][spot.page as usize] = local;
-        let packed = self.pack(spot);
+        self.lists[pl.list[b] as usize][spot.page as usize] = lpn;
+        let packed = ((plane as u64) << 32) | u64::from(self.pack(spot));
         self.map.insert(lpn, packed);
         Some(spot)
     }
@@ -293,11 +340,11 @@ impl Ftl {
                 pl.state[b as usize] = State::Open;
                 pl.list[b as usize] = match self.free_lists.pop() {
                     Some(l) => {
-                        self.lists[l as usize].fill(u32::MAX);
+                        self.lists[l as usize].fill(u64::MAX);
                         l
                     }
                     None => {
-                        self.lists.push(vec![u32::MAX; k as usize].into_boxed_slice());
+                        self.lists.push(vec![u64::MAX; k as usize].into_boxed_slice());
                         (self.lists.len() - 1) as u32
                     }
                 };
@@ -348,18 +395,17 @@ impl Ftl {
         let list = pl.list[b];
         for page in 0..pl.written[b] {
             // a preconditioned block's pages past its data are stale, and not listed
-            let local = if page < implicit {
-                start + page
+            let lpn = if page < implicit {
+                self.geo.lpn(plane, u64::from(start + page))
             } else if list != NONE {
                 self.lists[list as usize][page as usize]
             } else {
-                u32::MAX
+                u64::MAX
             };
-            if local == u32::MAX {
+            if lpn == u64::MAX {
                 continue;
             }
-            let lpn = self.geo.lpn(plane, u64::from(local));
-            if self.locate(lpn).1 == Some(Spot { block, page }) {
+            if self.locate(lpn) == (plane, Some(Spot { block, page })) {
                 out.push((lpn, page));
             }
         }
@@ -368,11 +414,10 @@ impl Ftl {
 
     /// Collection moves `lpn` out of `from` if it is still there: returns its new place.
     pub(super) fn relocate(&mut self, lpn: u64, plane: usize, from: Spot) -> Option<Spot> {
-        debug_assert_eq!(self.striping.place(lpn).0, plane);
-        if self.locate(lpn).1 != Some(from) {
+        if self.locate(lpn) != (plane, Some(from)) {
             return None; // rewritten since collection started
         }
-        self.write_over(lpn, plane, Some(from), Stream::Moved)
+        self.write_over(lpn, plane, Some((plane, from)), Stream::Moved)
     }
 
     /// `block`, collected, is erased and free again.
@@ -416,7 +461,7 @@ mod tests {
         // 2 planes of 8 blocks of 4 pages; 16 logical pages preconditioned in order: each plane
         // holds 8 in blocks 0 and 1
         let g = geo(8);
-        let mut f = Ftl::new(g, &Layout::sequential(&g, 16));
+        let mut f = Ftl::new(g, &Layout::sequential(&g, 16), false);
         assert_eq!(f.locate(2), (0, Some(Spot { block: 0, page: 1 })));
         assert_eq!(f.locate(3), (1, Some(Spot { block: 0, page: 1 })));
         assert_eq!(f.locate(18), (0, None));
@@ -468,9 +513,31 @@ mod tests {
     }
 
     #[test]
+    fn a_die_s_planes_take_host_writes_in_turn() {
+        // one die of 2 planes; pages 0, 2, 4, 6 are all striped to plane 0. With die-wide
+        // allocation they go to planes 0, 1, 0, 1 at pages 0, 0, 1, 1 (the plane that has
+        // taken fewer host pages first), and each is found, and collected, where it went
+        let g = geo(8);
+        let mut f = Ftl::new(g, &Layout::sequential(&g, 0), true);
+        let spots: Vec<_> = [0, 2, 4, 6]
+            .iter()
+            .map(|&l| f.write(l, Stream::Host).unwrap())
+            .collect();
+        let at = |plane, page| (plane, Spot { block: 0, page });
+        assert_eq!(spots, [at(0, 0), at(1, 0), at(0, 1), at(1, 1)]);
+        assert_eq!(f.locate(6), (1, Some(Spot { block: 0, page: 1 })));
+        assert_eq!(f.valid_pages(1, 0), [(2, 0), (6, 1)]);
+        // rewriting page 2 (held in plane 1) goes to plane 0 (both planes have taken 2 host
+        // pages: the lowest-numbered); plane 1's copy is no longer valid
+        assert_eq!(f.write(2, Stream::Host), Some(at(0, 2)));
+        assert_eq!(f.valid_pages(1, 0), [(6, 1)]);
+        assert_eq!((f.valid(0, 0), f.valid(1, 0)), (3, 1));
+    }
+
+    #[test]
     fn host_writes_leave_the_reserve_to_collection() {
         let g = geo(8);
-        let mut f = Ftl::new(g, &Layout::sequential(&g, 0));
+        let mut f = Ftl::new(g, &Layout::sequential(&g, 0), false);
         // plane 0 takes even pages: 7 blocks of 4 pages for host writes, the 8th held back
         let written = (0..100u64)
             .map(|i| i * 2)

@@ -13,6 +13,25 @@ pub enum HostInterface {
     Sata,
 }
 
+/// How host writes are given planes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PlaneAllocation {
+    /// The plane the logical page is striped to.
+    #[default]
+    Static,
+    /// Any plane of the page's die, in turn at equal page numbers (multi-plane programs).
+    Die,
+}
+
+impl PlaneAllocation {
+    // serde's skip_serializing_if passes a reference
+    #[allow(clippy::trivially_copy_pass_by_ref)]
+    fn is_static(&self) -> bool {
+        *self == PlaneAllocation::Static
+    }
+}
+
 /// Parameters of an SSD, as in a device file's `[device]` table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -55,6 +74,12 @@ pub struct SsdParams {
     /// Valid pages move inside the chip (copyback), never crossing the channel.
     #[serde(default)]
     pub gc_copyback: bool,
+    /// Which plane a host write goes to: `static`, the one its logical page is striped to (as
+    /// MQSim does); `die`, any plane of that page's die, the planes taking the die's writes in
+    /// turn at the same page numbers so that writes queued together program as one
+    /// multi-plane operation.
+    #[serde(default, skip_serializing_if = "PlaneAllocation::is_static")]
+    pub plane_allocation: PlaneAllocation,
     /// Share of the host's address space holding data when the run starts.
     #[serde(default)]
     pub fill: f64,

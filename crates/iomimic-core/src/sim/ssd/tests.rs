@@ -257,3 +257,77 @@ fn mqsim_default_sustains_random_writes_as_mqsim_s() {
     let dram = r.figures.gauge("cache_dram_utilization").unwrap();
     assert!(dram > 0.5 && dram < 1.0, "{dram}");
 }
+
+#[test]
+fn a_die_s_planes_take_its_writes_in_turn_and_program_together() {
+    // one chip of one die with two planes, no cache: pages 0, 2, 4 and 6 are all striped to
+    // plane 0. Written at 0 (over the link by 1, 2, 3 and 4 µs), fixed to plane 0 they program
+    // one after another: 10 µs on the bus and 500 µs each, done at 511, 1,021, 1,531 and
+    // 2,041 µs. With `plane_allocation = "die"` they go to planes 0, 1, 0, 1 at pages 0, 0, 1,
+    // 1: the first programs alone (1-511 µs); then the oldest waiting, the second (plane 1,
+    // page 0), cannot pair with the third (plane 0, page 1) and goes alone (511-1,021 µs);
+    // the third and fourth, both at page 1, cross the bus one after the other (1,021-1,041)
+    // and program together as one multi-plane operation, done at 1,541 µs.
+    let t = trace(
+        &[0, 0, 0, 0],
+        &[0, 2 * PAGE, 4 * PAGE, 6 * PAGE],
+        &[4096; 4],
+        &[Op::Write; 4],
+    );
+    let base = "chips_per_channel = 1\nplanes_per_die = 2";
+    let r = run(&hand(base), &t, None);
+    assert_eq!(r.latency_ns, [511 * US, 1021 * US, 1531 * US, 2041 * US]);
+    let r = run(&hand(&format!("{base}\nplane_allocation = \"die\"")), &t, None);
+    assert_eq!(r.latency_ns, [511 * US, 1021 * US, 1541 * US, 1541 * US]);
+    // three program operations for four pages: the die was busy 3 × 500 µs of 1,541
+    let dies = r.figures.gauge("die_utilization").unwrap();
+    assert!((dies - 1500.0 / 1541.0).abs() < 1e-9, "{dies}");
+}
+
+/// The TPC-C-like rows of docs/simulate.md's MQSim table: 8 KiB random requests, 63 % reads,
+/// open loop (exponential gaps) over the written 70 % of `mqsim-default`, at the issue's
+/// 51 k IO/s and at the 3.5 k IO/s of MQSim's own `traces/tpcc-small.trace`, with the
+/// preset's die-wide plane allocation and with MQSim's static one, and the write bar's run
+/// under both; printed, not checked (`cargo test -p iomimic-core --release tpcc_like -- --ignored --nocapture`).
+#[test]
+#[ignore = "prints the TPC-C-like rows of docs/simulate.md; run by hand"]
+fn mqsim_default_tpcc_like_rows() {
+    let die = Config::preset("mqsim-default").unwrap();
+    let span = (die.device.spec().capacity_bytes() as f64 * 0.7) as u64;
+    let fixed = Config::from_toml(
+        &super::super::PRESETS
+            .iter()
+            .find(|p| p.0 == "mqsim-default")
+            .unwrap()
+            .1
+            .replace("plane_allocation = \"die\"", "plane_allocation = \"static\""),
+    )
+    .unwrap();
+    for (name, config) in [("static planes", &fixed), ("die planes", &die)] {
+        for (rate, n) in [(51e3, 200_000), (3.5e3, 100_000)] {
+            let t = random_trace(n, 8192, span, 0.63, 1e9 / rate, 4);
+            let r = run(config, &t, None);
+            let mean = |read: Option<bool>| {
+                let l: Vec<f64> = (0..n)
+                    .filter(|&i| read.is_none_or(|w| (t.op[i] == Op::Read as u8) == w))
+                    .map(|i| r.latency_ns[i] as f64)
+                    .collect();
+                l.iter().sum::<f64>() / l.len() as f64 / 1e6
+            };
+            eprintln!(
+                "{name}, {rate} IO/s: mean {:.3} reads {:.3} writes {:.3} ms\n  {:?}\n  {:?}",
+                mean(None),
+                mean(Some(true)),
+                mean(Some(false)),
+                r.figures.counters,
+                r.figures.gauges
+            );
+        }
+        // and the write bar's run: closed-loop 4 KiB random writes at depth 32
+        let n = 120_000;
+        let t = random_trace(n, 4096, span, 0.0, 0.0, 3);
+        let issue = run(config, &t, Some(32)).issue_ns;
+        let iops = (n / 2 - 1) as f64 / ((issue[n - 1] - issue[n / 2]) as f64 / 1e9);
+        eprintln!("{name}, 4 KiB random writes at depth 32: {iops:.0} IO/s");
+    }
+}
