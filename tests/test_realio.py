@@ -105,7 +105,8 @@ def test_figures_come_from_the_engines_histograms(tmp_path: Path) -> None:
 
 
 def test_open_loop_reports_the_last_requests_lag(tmp_path: Path) -> None:
-    t = workload(500, 5000.0)
+    # 0.4 s: long enough that one stall of a loaded machine (tens of ms) is not half the run
+    t = workload(2000, 5000.0)
     _, f = run(t, [str(tmp_path / "f.dat")], size=8 * MIB, keep_requests=False)
     # the schedule is kept to the end: a drift would carry the median lag with it; the last
     # request's own lag is one sample, which one stall of a busy CI machine (9 ms seen) moves
@@ -358,9 +359,10 @@ def test_a_long_parquet_trace_is_replayed_a_row_group_at_a_time(tmp_path: Path) 
     from iomimic.io import ParquetPieces
     from iomimic.realio import run_pieces
 
-    # 3,000 requests at 20,000 IOPS (0.15 s) in row groups of 700, on two volumes
+    # 8,000 requests at 20,000 IOPS (0.4 s: one stall of a loaded machine is not half the run)
+    # in row groups of 700, on two volumes
     rng = np.random.default_rng(5)
-    n = 3000
+    n = 8000
     t = Trace(
         ts_ns=(np.arange(n) * 50_000).astype(np.int64),
         offset=rng.integers(0, 256, n) * 4096,
