@@ -122,7 +122,7 @@ def test_a_thread_with_model_times_of_another_length_is_refused():
     from iomimic import _core
 
     t = volumes_and_streams(500)
-    plan = _core.train_plan(*t._core_args(), levels=1, states=4)
+    plan = _core.train_plan(*t._core_args(), {"levels": 1, "states": 4, "seed": 1})
     columns, u = plan.thread_trace(0, *t._core_args())
     sub = iomimic.Trace._from_reader(columns)
     assert len(sub) == plan.sizes[0] == len(u)

@@ -9,7 +9,7 @@ once, errors naming the parameter in backquotes.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, Required, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -414,18 +414,23 @@ class Model:
         progress: Callable[[int, int], None] | None = None,
     ) -> TraceColumns: ...
 
+class TrainOptions(TypedDict, total=False):
+    """Training's options: the seed, and any of the others (the rest at their defaults)."""
+
+    levels: int | None
+    states: int | None
+    by_stream: bool | None
+    reuse: bool
+    name: str | None
+    source: str | None
+    seed: Required[int]
+    simulate_on: tuple[str, int] | None
+
 def train_model(
     columns: Columns,
     volumes: Sequence[str],
     files: Sequence[str],
-    levels: int | None = None,
-    states: int | None = None,
-    by_stream: bool | None = None,
-    reuse: bool = True,
-    name: str | None = None,
-    source: str | None = None,
-    seed: int = 1,
-    simulate_on: tuple[str, int] | None = None,
+    options: TrainOptions,
     progress: Callable[[int, int], None] | None = None,
 ) -> Model: ...
 
@@ -444,14 +449,7 @@ def train_plan(
     columns: Columns,
     volumes: Sequence[str],
     files: Sequence[str],
-    levels: int | None = None,
-    states: int | None = None,
-    by_stream: bool | None = None,
-    reuse: bool = True,
-    name: str | None = None,
-    source: str | None = None,
-    seed: int = 1,
-    simulate_on: tuple[str, int] | None = None,
+    options: TrainOptions,
     progress: Callable[[int, int], None] | None = None,
 ) -> TrainPlan: ...
 def train_part(

@@ -198,14 +198,13 @@ def train(
         source=source,
         seed=seed,
         simulate_on=None if select_device is None else (select_device, select_depth),
-        progress=progress,
     )
     if ray is None or ray is False:
-        return Model._wrap(_core.train_model(*trace._core_args(), **options))
+        return Model._wrap(_core.train_model(*trace._core_args(), options, progress=progress))
     from iomimic import cluster
 
     engine = cluster.connect(ray)
-    plan = _core.train_plan(*trace._core_args(), **options)
+    plan = _core.train_plan(*trace._core_args(), options, progress=progress)
     return Model._wrap(plan.assemble(cluster.train_threads(engine, trace, plan)))
 
 

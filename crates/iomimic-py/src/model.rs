@@ -78,34 +78,56 @@ impl PyModel {
     }
 }
 
+/// Training's options as Python gives them: a dict with `seed` and any of the other keys, the
+/// others at their defaults. One type for both ways in (trained here, or planned for a
+/// cluster).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct TrainArgs {
+    #[pyo3(default)]
+    levels: Option<u32>,
+    #[pyo3(default)]
+    states: Option<u32>,
+    #[pyo3(default)]
+    by_stream: Option<bool>,
+    #[pyo3(default = true)]
+    reuse: bool,
+    #[pyo3(default)]
+    name: Option<String>,
+    #[pyo3(default)]
+    source: Option<String>,
+    seed: u64,
+    #[pyo3(default)]
+    simulate_on: Option<(String, usize)>,
+}
+
+impl From<TrainArgs> for model::TrainOptions {
+    fn from(a: TrainArgs) -> Self {
+        Self {
+            levels: a.levels,
+            states: a.states,
+            by_stream: a.by_stream,
+            reuse: a.reuse,
+            name: a.name.unwrap_or_else(|| "model".into()),
+            source: a.source,
+            seed: a.seed,
+            simulate_on: a.simulate_on,
+        }
+    }
+}
+
 /// Trains a model of a trace.
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name=None, source=None, seed=1, simulate_on=None, progress=None))]
+#[pyo3(signature = (columns, volumes, files, options, progress=None))]
 pub fn train_model(
     py: Python<'_>,
     columns: Columns<'_>,
     volumes: Vec<String>,
     files: Vec<String>,
-    levels: Option<u32>,
-    states: Option<u32>,
-    by_stream: Option<bool>,
-    reuse: bool,
-    name: Option<String>,
-    source: Option<String>,
-    seed: u64,
-    simulate_on: Option<(String, usize)>,
+    options: TrainArgs,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<PyModel> {
-    let opts = model::TrainOptions {
-        levels,
-        states,
-        by_stream,
-        reuse,
-        name: name.unwrap_or_else(|| "model".into()),
-        source,
-        seed,
-        simulate_on,
-    };
+    let opts = model::TrainOptions::from(options);
     with_checked_view(&columns, &volumes, &files, "train on", |view| {
         watched(py, progress.as_ref(), |p| model::train_watched(view, &opts, p)).map(PyModel::wrap)
     })
@@ -167,32 +189,16 @@ impl PyTrainPlan {
 
 /// Training's shared steps (what `train_model` does before training the threads).
 #[pyfunction]
-#[pyo3(signature = (columns, volumes, files, levels=None, states=None, by_stream=None, reuse=true, name=None, source=None, seed=1, simulate_on=None, progress=None))]
+#[pyo3(signature = (columns, volumes, files, options, progress=None))]
 pub fn train_plan(
     py: Python<'_>,
     columns: Columns<'_>,
     volumes: Vec<String>,
     files: Vec<String>,
-    levels: Option<u32>,
-    states: Option<u32>,
-    by_stream: Option<bool>,
-    reuse: bool,
-    name: Option<String>,
-    source: Option<String>,
-    seed: u64,
-    simulate_on: Option<(String, usize)>,
+    options: TrainArgs,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<PyTrainPlan> {
-    let opts = model::TrainOptions {
-        levels,
-        states,
-        by_stream,
-        reuse,
-        name: name.unwrap_or_else(|| "model".into()),
-        source,
-        seed,
-        simulate_on,
-    };
+    let opts = model::TrainOptions::from(options);
     with_checked_view(&columns, &volumes, &files, "train on", |view| {
         watched(py, progress.as_ref(), |p| model::plan_watched(view, &opts, p))
             .map(|inner| PyTrainPlan { inner })
