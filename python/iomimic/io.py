@@ -199,11 +199,14 @@ def _read_parquet(path: Path) -> Trace:
         pf = pq.ParquetFile(path)
         meta = pf.metadata
 
+        # a reader per row group, sharing the parsed footer: the groups are read on a thread
+        # per core at once. Arrow's own pool decodes a group's columns on every core too only
+        # when the groups are too few to keep the cores busy (a file of one group): with both
+        # at once, 10 M rows in 10 groups took 0.66 s instead of 0.54 (threads fighting)
+        few = meta.num_row_groups < 4 * (os.cpu_count() or 1)
+
         def read(i: int):
-            # a reader per row group, sharing the parsed footer: the groups are read on several
-            # threads at once; each thread lets arrow's pool decode the columns (a file of one
-            # group still uses every core)
-            return pq.ParquetFile(path, metadata=meta).read_row_group(i)
+            return pq.ParquetFile(path, metadata=meta).read_row_group(i, use_threads=few)
 
         counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         trace = Trace.from_arrow_pieces(pf.schema_arrow, read, counts, meta.num_rows)

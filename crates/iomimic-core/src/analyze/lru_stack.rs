@@ -229,7 +229,7 @@ where
     }
 }
 
-impl TouchTimes for BlockMap {
+impl<const L: usize, const W: usize> TouchTimes for BlockMap<L, W> {
     type Key = u64;
     fn with_capacity(keys: usize) -> Self {
         BlockMap::with_capacity(keys)
@@ -243,10 +243,8 @@ impl TouchTimes for BlockMap {
     fn keys(&self) -> usize {
         BlockMap::len(self)
     }
-    fn renumber(&mut self, mut f: impl FnMut(u32) -> u32) {
-        for t in self.values_mut() {
-            *t = u64::from(f(*t as u32));
-        }
+    fn renumber(&mut self, f: impl FnMut(u32) -> u32) {
+        BlockMap::renumber(self, f);
     }
     fn preload(&self, key: u64) {
         BlockMap::preload(self, key);
@@ -276,15 +274,20 @@ pub struct Stack<M = FxHashMap<Key, u32>> {
 impl<M: TouchTimes> Stack<M> {
     /// A stack expecting about `keys` distinct keys (it grows past that).
     pub fn new(keys: usize) -> Self {
-        Self::compacting_from(keys, 1 << 16)
+        // reserved for what is expected only: a map far larger than its keys misses the
+        // caches on every probe (an over-reserved map once made a curve 4x slower)
+        Self::with_map(keys, M::with_capacity(keys.min(1 << 26)))
     }
 
-    fn compacting_from(keys: usize, compact_from: usize) -> Self {
+    /// A stack expecting about `keys` distinct keys, in a map made for them.
+    pub fn with_map(keys: usize, last: M) -> Self {
+        Self::compacting_from(keys, 1 << 16, last)
+    }
+
+    fn compacting_from(keys: usize, compact_from: usize, last: M) -> Self {
         Self {
             marks: Marks::with_capacity(keys.saturating_mul(2).min(1 << 27)),
-            // reserved for what is expected only: a map far larger than its keys misses the
-            // caches on every probe (an over-reserved map once made a curve 4x slower)
-            last: M::with_capacity(keys.min(1 << 26)),
+            last,
             compact_from,
         }
     }
@@ -414,6 +417,7 @@ impl GenStack {
 
 #[cfg(test)]
 mod tests {
+    use super::super::block_map::{DenseBlockMap, SparseBlockMap};
     use super::*;
 
     #[test]
@@ -446,8 +450,9 @@ mod tests {
 
     #[test]
     fn compacting_changes_no_depth() {
-        compacting_changes_no_depth_with(Stack::<FxHashMap<u64, u32>>::compacting_from(0, 8));
-        compacting_changes_no_depth_with(Stack::<BlockMap>::compacting_from(0, 8));
+        compacting_changes_no_depth_with(Stack::compacting_from(0, 8, FxHashMap::<u64, u32>::default()));
+        compacting_changes_no_depth_with(Stack::compacting_from(0, 8, SparseBlockMap::with_capacity(0)));
+        compacting_changes_no_depth_with(Stack::compacting_from(0, 8, DenseBlockMap::with_capacity(0)));
     }
 
     fn compacting_changes_no_depth_with<M: TouchTimes<Key = u64>>(mut s: Stack<M>) {

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use rustc_hash::FxHashMap;
 
-use super::block_map::BlockMap;
+use super::block_map::{BlockMap, DenseBlockMap, SparseBlockMap};
 use super::lru_stack::{Stack, TouchTimes};
 
 use crate::error::Result;
@@ -106,6 +106,9 @@ pub struct Blocks {
     /// blocks a hash keeps 1 in 64 of and scaled (relative error about 8 / √distinct: 0.3 %
     /// at 8 M blocks).
     pub distinct: u64,
+    /// Distinct groups of eight adjacent blocks (a [`DenseBlockMap`] bucket), counted like
+    /// `distinct` on a sample of the groups.
+    groups: u64,
     /// The block and the volume past the largest touched.
     top: u64,
     volumes: u32,
@@ -119,27 +122,48 @@ impl Blocks {
             .sum();
         let every = if accesses <= EXACT_COUNT_ACCESSES { 1 } else { 64 };
         let mut seen = rustc_hash::FxHashSet::default();
+        let mut seen_groups = rustc_hash::FxHashSet::default();
         let (mut top, mut volumes) = (0u64, 0u32);
         for i in rows {
             let blocks = blocks_of(t, i);
+            let volume = t.volume[i];
             top = top.max(blocks.end);
-            volumes = volumes.max(t.volume[i].saturating_add(1));
+            volumes = volumes.max(volume.saturating_add(1));
+            let groups = blocks.start >> 3..blocks.end.div_ceil(8);
             for block in blocks {
                 // bits 24..30 of the hash: independent of the SHARDS bits (the low 24)
-                if every == 1 || (mix(t.volume[i], block) >> 24).is_multiple_of(every) {
-                    seen.insert((t.volume[i], block));
+                if every == 1 || (mix(volume, block) >> 24).is_multiple_of(every) {
+                    seen.insert((volume, block));
+                }
+            }
+            for group in groups {
+                if every == 1 || (mix(volume, !group) >> 24).is_multiple_of(every) {
+                    seen_groups.insert((volume, group));
                 }
             }
         }
         Self {
             accesses,
             distinct: seen.len() as u64 * every,
+            groups: seen_groups.len() as u64 * every,
             top,
             volumes,
         }
     }
 
-    /// The low bits a (volume, block) pair packed in one word gives its volume, when every
+    /// Buckets a [`DenseBlockMap`] of the blocks sampled at `rate` would hold, when that map is
+    /// the smaller of the two (its 40-byte bucket holding 2.5 or more of them on average; a
+    /// [`SparseBlockMap`] spends 16 bytes a block). Dense is also the faster then: a request's
+    /// adjacent blocks share buckets.
+    fn dense_buckets(&self, rate: f64) -> Option<usize> {
+        let fill = self.distinct as f64 / self.groups.max(1) as f64;
+        // groups with at least one block sampled, and the blocks each then holds
+        let buckets = self.groups as f64 * (1.0 - (1.0 - rate).powf(fill));
+        let per_bucket = self.distinct as f64 * rate / buckets.max(1.0);
+        (per_bucket >= 2.5).then_some((buckets * 1.05) as usize + 16)
+    }
+
+    /// The high bits a (volume, block) pair packed in one word gives its volume, when every
     /// pair fits (a map entry of 16 bytes, not 24).
     fn volume_bits(&self) -> Option<u32> {
         let bits = u32::BITS - self.volumes.max(2).saturating_sub(1).leading_zeros();
@@ -171,6 +195,13 @@ pub fn miss_ratio_curve(
     curve_of_counted(t, rows.clone(), &Blocks::of(t, rows), rate, progress)
 }
 
+/// A block's key in one word: the volume in the top `bits`, so that a volume's adjacent
+/// blocks have adjacent keys (and [`DenseBlockMap`] buckets).
+#[inline]
+fn pack(bits: u32, volume: u32, block: u64) -> u64 {
+    u64::from(volume) << (64 - bits) | block
+}
+
 /// Distinct blocks that the rows' reads and writes touch, and how many of them more than once.
 /// One pass through a map sized to the blocks counted first: a general hash map grew and
 /// rehashed its way through a 1 MiB-request trace's 7 M blocks in half of `validate`'s time.
@@ -178,19 +209,10 @@ pub fn footprint(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone) -
     let blocks = Blocks::of(t, rows.clone());
     let keys = (blocks.distinct as f64 * 1.05) as usize + 16;
     if let Some(bits) = blocks.volume_bits() {
-        let mut touches = BlockMap::with_capacity(keys);
-        for i in rows {
-            let volume = u64::from(t.volume[i]);
-            for block in blocks_of(t, i) {
-                let key = block << bits | volume;
-                let seen = touches.get(key).unwrap_or(0);
-                if seen < 2 {
-                    touches.insert(key, seen + 1);
-                }
-            }
+        match blocks.dense_buckets(1.0) {
+            Some(buckets) => count_touches(t, rows, bits, DenseBlockMap::with_capacity(buckets)),
+            None => count_touches(t, rows, bits, SparseBlockMap::with_capacity(keys)),
         }
-        let again = touches.values_mut().filter(|c| **c > 1).count();
-        (touches.len() as u64, again as u64)
     } else {
         let mut touches: FxHashMap<(u32, u64), u8> = FxHashMap::default();
         touches.reserve(keys);
@@ -205,6 +227,27 @@ pub fn footprint(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone) -
     }
 }
 
+/// [`footprint`] through a block map: distinct blocks, and those touched more than once.
+fn count_touches<const L: usize, const W: usize>(
+    t: &TraceView<'_>,
+    rows: impl Iterator<Item = usize>,
+    bits: u32,
+    mut touches: BlockMap<L, W>,
+) -> (u64, u64) {
+    for i in rows {
+        let volume = t.volume[i];
+        for block in blocks_of(t, i) {
+            let key = pack(bits, volume, block);
+            let seen = touches.get(key).unwrap_or(0);
+            if seen < 2 {
+                touches.insert(key, seen + 1);
+            }
+        }
+    }
+    let again = touches.values().filter(|&c| c > 1).count();
+    (touches.len() as u64, again as u64)
+}
+
 /// [`miss_ratio_curve`] of rows whose [`Blocks`] are counted already.
 pub fn curve_of_counted(
     t: &TraceView<'_>,
@@ -216,8 +259,14 @@ pub fn curve_of_counted(
     let rate = rate.clamp(f64::MIN_POSITIVE, 1.0);
     let keys = (blocks.distinct as f64 * rate * 1.05) as usize + 16;
     let mut h = if let Some(bits) = blocks.volume_bits() {
-        let pack = move |volume: u32, block: u64| block << bits | u64::from(volume);
-        replay(t, rows, rate, Stack::<BlockMap>::new(keys), pack, progress)?
+        let pack = move |volume: u32, block: u64| pack(bits, volume, block);
+        match blocks.dense_buckets(rate) {
+            Some(buckets) => {
+                let stack = Stack::with_map(keys, DenseBlockMap::with_capacity(buckets));
+                replay(t, rows, rate, stack, pack, progress)?
+            }
+            None => replay(t, rows, rate, Stack::<SparseBlockMap>::new(keys), pack, progress)?,
+        }
     } else {
         replay(
             t,
