@@ -229,6 +229,24 @@ def test_rate_profile_follows_a_burst() -> None:
     assert max(range(len(synth)), key=synth.__getitem__) in range(40, 50)
 
 
+def test_poisson_arrivals_keep_their_spread() -> None:
+    # exponential gaps (CV 1): inside each octave of gap the generator follows the slope of the
+    # neighbouring octaves; log-uniform draws there gave CVs of 1.05 (1,000 requests a second)
+    # and 1.08 (50 a second)
+    def cv(trace: Trace) -> float:
+        gaps = np.diff(trace.ts_ns.astype(np.int64))
+        return float(gaps.std() / gaps.mean())
+
+    for mean_gap_ns, bar in ((1e6, 0.015), (20e6, 0.05)):
+        rng = np.random.default_rng(4)
+        n = 30_000
+        ts = np.cumsum(rng.exponential(mean_gap_ns, n)).astype(np.uint64)
+        t = Trace(ts_ns=ts, offset=rng.integers(0, 1 << 22, n) * 4096, size=np.full(n, 4096), op=np.zeros(n))
+        m = train(t, levels=1, states=4)
+        for seed in (1, 2):
+            assert abs(cv(m.generate(seed=seed)) / cv(t) - 1) < bar, (mean_gap_ns, seed)
+
+
 def test_seeds_are_checked_where_they_enter(locality_model: Model) -> None:
     from iomimic.errors import InputError
     from iomimic.pattern import pattern_trace
