@@ -41,8 +41,8 @@ pub struct BlockMap<const LANES: usize, const WORDS: usize> {
 }
 
 impl<const LANES: usize, const WORDS: usize> BlockMap<LANES, WORDS> {
-    /// A map for about `keys` keys in about `buckets` buckets without growing. Keys must not be
-    /// `u64::MAX`.
+    /// A map that holds `buckets` buckets without growing (a sparse map's bucket is one key, a
+    /// dense one's up to eight adjacent keys). Keys must not be `u64::MAX`.
     pub fn with_capacity(buckets: usize) -> Self {
         const {
             assert!(LANES.is_power_of_two() && WORDS == 1 + LANES.div_ceil(2));

@@ -231,6 +231,8 @@ where
 
 impl<const L: usize, const W: usize> TouchTimes for BlockMap<L, W> {
     type Key = u64;
+    /// A bucket a key: right for the sparse map; a dense one is sized by its groups and given
+    /// to [`Stack::with_map`].
     fn with_capacity(keys: usize) -> Self {
         BlockMap::with_capacity(keys)
     }
