@@ -61,12 +61,12 @@ def test_an_ssd_cache_speeds_up_a_workload_with_locality(cache_report: dict) -> 
     streams = {s["stream"]: s for s in original["runs"][-1]["streams"]}
     assert streams[1]["speedup"] > 2 * streams[0]["speedup"]
     # the papers' finding: the synthetic workload predicts the speedup, a workload without
-    # locality shows none. Not yet within the issue's 5 %: on this hot set the synthetic's hit
-    # ratio runs 1-4 points high, and near 80 % hits the speedup magnifies that (errors of 25,
-    # 15 and 8 % at 2, 8 and 32 MiB on the disk model that streams; the hit ratio alone does
-    # not explain it: at 32 MiB the synthetic hits less yet gains more)
+    # locality shows none. Measured 9.7, 1.8 and 3.1 % at 2, 8 and 32 MiB (25, 15 and 8 %
+    # before re-use by popularity: the disk's track buffer favours blocks read often, so the
+    # uncached baseline depends on popularity, not only on recency). Not yet the issue's 5 % at
+    # 2 MiB: the synthetic stream's cache warms up sooner than the trace's
     for p in cache_report["predictions"]:
-        assert abs(p["synthetic_error"]) < 0.3, p
+        assert abs(p["synthetic_error"]) < 0.12, p
         assert p["locality_free_speedup"] < 1.02, p
     assert all(r["hit_ratio"] < 0.01 for r in free["runs"])
 

@@ -9,6 +9,7 @@
 mod block_map;
 pub mod compare;
 pub mod distfit;
+pub mod frequency_ranks;
 mod group;
 pub mod lru_stack;
 pub mod mrc;

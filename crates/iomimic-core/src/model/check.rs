@@ -359,7 +359,15 @@ fn check_reuse(path: &str, r: &Reuse) -> Result<()> {
         if c.op > 1 || c.last_op > 1 {
             return Err(invalid(&cp, "op and last_op are 0 (read) or 1 (write)"));
         }
-        check_buckets(&format!("{cp}.buckets"), &c.buckets)?;
+        if !(0.0..=1.0).contains(&c.rank_share) {
+            return Err(invalid(&format!("{cp}.rank_share"), "must be in [0, 1]"));
+        }
+        if c.rank_share < 1.0 {
+            check_buckets(&format!("{cp}.buckets"), &c.buckets)?;
+        }
+        if c.rank_share > 0.0 {
+            check_buckets(&format!("{cp}.ranks"), &c.ranks)?;
+        }
     }
     if let Some(f) = r.tail_fresh {
         if !(f.is_finite() && f >= 0.0) {

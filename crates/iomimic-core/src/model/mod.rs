@@ -301,7 +301,20 @@ pub struct ReuseClass {
     pub again: bool,
     /// Share of `op`'s re-uses.
     pub p: f64,
+    /// Depths of its re-uses by recency (empty when all are by frequency).
     pub buckets: Vec<ReuseBucket>,
+    /// Share of its re-uses by frequency: they repeat the request of the class (in the
+    /// top-level state) at a rank by touches among those touched twice or more, drawn from
+    /// `ranks` (1 = the most touched), instead of one at a depth of its stack.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rank_share: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<ReuseBucket>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

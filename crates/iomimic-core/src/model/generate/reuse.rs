@@ -7,7 +7,19 @@
 //! histogram (a quarter-octave bucket, then log-uniform inside it), and repeats the request at
 //! that depth of that class's stack in the top-level state the walk is in. A depth past what the stack holds yet (early in a run) is drawn again; after
 //! [`REUSE_DRAWS`] draws the request is placed afresh. Version 1 models (one histogram of
-//! start-block depths) use one stack for all requests.
+//! start-block depths) use one stack for all requests. Training undid the cut that the
+//! stacks' sizes made to the depths it saw, so this redrawing makes the same cut again, at the
+//! generator's own sizes.
+//!
+//! Re-use by recency alone forgets popularity: a block re-read a thousand times is, to a
+//! stack, no more likely to come back than one re-read twice, so the synthetic trace's hottest
+//! blocks take a small share where the trace's took a quarter, and caches that count touches
+//! (LFU, ARC) or admit only what comes back (a disk's track buffer) see a different workload.
+//! So a share of each class's re-uses (fitted in training) picks by frequency instead: a rank
+//! from the class's histogram of ranks by touches, and the request of the class (in the
+//! top-level state) touched that often (requests of equal count at random). With popularity
+//! drawn from the counts so far, a block hot early stays hot, as under an independent-reference
+//! workload.
 //!
 //! ## Complexity
 //! O(log n) a request (a Fenwick tree per stack), 12 bytes a request.
@@ -17,16 +29,18 @@
 //! (1992): generating by LRU stack depth.
 
 use super::super::sample::{Alias, Prng, ReuseSampler};
+use crate::analyze::frequency_ranks::CountRanks;
 use crate::analyze::lru_stack::GenStack;
 use crate::model::{request_class, Reuse, REQUEST_CLASSES};
 
 /// Draws of a reuse depth before a reuse gives up and places its request afresh.
 pub const REUSE_DRAWS: usize = 8;
 
-/// One op's re-use classes: which to re-use, and each one's stack and depth sampler.
+/// One op's re-use classes: which to re-use, and each one's stack and depth sampler, share
+/// of re-uses by frequency and rank sampler.
 struct OpClasses {
     pick: Alias,
-    classes: Vec<(usize, ReuseSampler)>,
+    classes: Vec<(usize, ReuseSampler, f64, ReuseSampler)>,
 }
 
 /// A thread's reuse extension made ready to sample from.
@@ -38,6 +52,8 @@ pub(super) struct ReuseRt {
     groups: usize,
     /// Share of fresh placements kept past the trained length.
     pub tail_fresh: f64,
+    /// Some class re-uses by frequency.
+    by_rank: bool,
 }
 
 impl ReuseRt {
@@ -48,7 +64,12 @@ impl ReuseRt {
                 // version 1: both ops re-use from the one stack by the one histogram
                 return Some(OpClasses {
                     pick: Alias::new(&[1.0]),
-                    classes: vec![(0, ReuseSampler::from_buckets(&r.buckets))],
+                    classes: vec![(
+                        0,
+                        ReuseSampler::from_buckets(&r.buckets),
+                        0.0,
+                        ReuseSampler::from_buckets(&[]),
+                    )],
                 });
             }
             let mine: Vec<_> = r.classes.iter().filter(|c| c.op == op).collect();
@@ -58,7 +79,12 @@ impl ReuseRt {
                     .iter()
                     .map(|c| {
                         let stack = usize::from(request_class(c.last_op, c.max_size, c.again));
-                        (stack, ReuseSampler::from_buckets(&c.buckets))
+                        (
+                            stack,
+                            ReuseSampler::from_buckets(&c.buckets),
+                            c.rank_share,
+                            ReuseSampler::from_buckets(&c.ranks),
+                        )
                     })
                     .collect(),
             })
@@ -68,6 +94,7 @@ impl ReuseRt {
             classed,
             groups: if classed { groups.max(1) } else { 1 },
             tail_fresh: r.tail_fresh.unwrap_or(1.0),
+            by_rank: classed && r.classes.iter().any(|c| c.rank_share > 0.0),
         }
     }
 
@@ -108,6 +135,11 @@ pub(super) struct ReuseState {
     requests: Vec<Vec<u32>>,
     /// Per request: its stack and its touch time there.
     slot: Vec<(u32, u32)>,
+    /// With re-use by frequency: per stack, its requests' ranks by touches and, per touch
+    /// count, the requests touched that often.
+    ranks: Vec<(CountRanks, Vec<Vec<u32>>)>,
+    /// Per request: its touches and its place among the requests of that count.
+    counted: Vec<(u32, u32)>,
 }
 
 impl ReuseState {
@@ -118,7 +150,27 @@ impl ReuseState {
             stacks: (0..k).map(|_| None).collect(),
             requests: (0..k).map(|_| Vec::new()).collect(),
             slot: Vec::with_capacity(n),
+            ranks: if rt.by_rank {
+                (0..k).map(|_| Default::default()).collect()
+            } else {
+                Vec::new()
+            },
+            counted: Vec::new(),
         }
+    }
+
+    /// The request of stack `s` at `rank` by touches, if it has that many.
+    fn at_rank(&self, s: usize, rank: u64) -> Option<usize> {
+        let (ranks, of_count) = self.ranks.get(s)?;
+        // ranks are among the requests touched twice or more, as training counted them
+        if rank > ranks.above(1) {
+            return None;
+        }
+        let (count, place) = ranks.at_rank(rank)?;
+        of_count
+            .get(count as usize)
+            .and_then(|requests| requests.get(place as usize))
+            .map(|&r| r as usize)
     }
 
     /// The earlier request (its index in the walk) a re-use by `op` in top-level state `group`
@@ -128,9 +180,15 @@ impl ReuseState {
         let classes = rt.per_op[usize::from(op.min(1))].as_ref()?;
         let base = rt.group_base(group);
         for _ in 0..REUSE_DRAWS {
-            let (stack, depth) = &classes.classes[classes.pick.draw(rng)];
-            let d = depth.draw(rng);
+            let (stack, depth, by_rank, ranks) = &classes.classes[classes.pick.draw(rng)];
             let s = base + *stack;
+            if *by_rank > 0.0 && rng.f64() < *by_rank {
+                if let Some(at) = self.at_rank(s, ranks.draw(rng)) {
+                    return Some(at);
+                }
+                continue;
+            }
+            let d = depth.draw(rng);
             if let Some(at) = self.stacks[s].as_ref().and_then(|st| st.at_depth(d)) {
                 return Some(self.requests[s][at] as usize);
             }
@@ -142,17 +200,48 @@ impl ReuseState {
     /// request `retouch` if it repeats one.
     #[inline]
     pub fn record(&mut self, rt: &ReuseRt, op: u8, size: u32, group: usize, retouch: Option<usize>) {
+        let s = rt.stack_of(op, size, retouch.is_some(), group);
+        if !self.ranks.is_empty() {
+            self.count(s, retouch);
+        }
         if let Some(p) = retouch {
             let (stack, time) = self.slot[p];
             if let Some(st) = self.stacks[stack as usize].as_mut() {
                 st.forget(time as usize);
             }
         }
-        let s = rt.stack_of(op, size, retouch.is_some(), group);
         let time = self.stacks[s].get_or_insert_with(|| GenStack::new(0)).push(None);
         debug_assert_eq!(time, self.requests[s].len());
         self.requests[s].push(u32::try_from(self.slot.len()).unwrap_or(u32::MAX));
         self.slot
             .push((s as u32, u32::try_from(time).unwrap_or(u32::MAX)));
+    }
+}
+
+impl ReuseState {
+    /// The next request (of stack `s`) is one touch more of `retouch`'s, or a first: it takes
+    /// that request's place among the ranks, one count up, in its own stack's.
+    fn count(&mut self, s: usize, retouch: Option<usize>) {
+        let me = self.counted.len() as u32;
+        let before = retouch.map_or(0, |p| {
+            let (count, place) = self.counted[p];
+            let (ranks, of_count) = &mut self.ranks[self.slot[p].0 as usize];
+            ranks.remove(count);
+            let requests = &mut of_count[count as usize];
+            requests.swap_remove(place as usize);
+            if let Some(&moved) = requests.get(place as usize) {
+                self.counted[moved as usize].1 = place;
+            }
+            count
+        });
+        let count = before + 1;
+        let (ranks, of_count) = &mut self.ranks[s];
+        ranks.add(count);
+        let c = count as usize;
+        if of_count.len() <= c {
+            of_count.resize_with(c + 1, Vec::new);
+        }
+        self.counted.push((count, of_count[c].len() as u32));
+        of_count[c].push(me);
     }
 }

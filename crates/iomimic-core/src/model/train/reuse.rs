@@ -1,10 +1,40 @@
 //! Temporal locality (the reuse extension): how far back in the thread's LRU stack of requests
 //! (keyed by volume and start offset, as libCacheSim keys block traces) each re-used request
 //! was, in quarter-octave buckets, by the re-using request's op and the re-used request's op
-//! and size class; and how much less often the thread placed requests afresh at its end (step 6
-//! of the training algorithm, [`super`]).
+//! and size class; the share of those re-uses better told by how often the re-used request had
+//! been touched, and its rank by that; and how much less often the thread placed requests
+//! afresh at its end (step 6 of the training algorithm, [`super`]).
+//!
+//! ## Algorithm
+//! A depth is seen only up to the size of the stack it is in: while a stack fills (a cache
+//! warming up) deep re-uses cannot happen yet, so the depths seen over the whole thread hold
+//! too many shallow ones for the steady state. The generator's stacks fill too, and it draws
+//! a depth again when its stack is not that deep, so what it needs is the distribution of
+//! depths *before* that cut. Each re-use is a draw cut at its stack's size, which is right
+//! truncation; the histogram is undone from it by Lynden-Bell's product-limit estimator: the
+//! chance of bucket j given a depth at most j's is the re-uses in j over those that could have
+//! been in j (depth at most j's, stack at least j deep), and the buckets' probabilities are
+//! its products from the deepest down.
+//!
+//! Recency alone forgets popularity (a request re-read a thousand times is, to a stack, no
+//! likelier to come back than one re-read twice), so each re-use is also ranked by touches
+//! among the requests of its class and top-level state touched twice or more (counted as the
+//! generator counts them), and each class's re-uses are a mix: some by depth, the rest by rank.
+//! The mix is fitted by expectation-maximisation: each kind of re-use's chance of being by rank
+//! is the rank histogram's likelihood (per unit of rank) over the sum of both parts'
+//! likelihoods, the histograms and shares are refitted from those chances, and so on for
+//! [`EM_ROUNDS`] rounds from an even start. Ranks are cut at the requests ranked then, as
+//! depths are, and undone the same way.
+//!
+//! ## References
+//! Dempster, Laird & Rubin, "Maximum likelihood from incomplete data via the EM algorithm"
+//! (JRSS B 1977).
+//! Lynden-Bell, "A method of allowing for known observational selection in small samples
+//! applied to 3CR quasars" (MNRAS 1971): the product-limit estimator for truncated samples.
 
 use rustc_hash::FxHashMap;
+
+use crate::analyze::frequency_ranks::CountRanks;
 
 use crate::model::{
     request_class as class_of, Reuse, ReuseBucket, ReuseClass, REQUEST_CLASSES as CLASSES, SIZE_CLASSES,
@@ -23,9 +53,20 @@ pub(super) fn reuse_bounds() -> Vec<u64> {
     b
 }
 
-/// A request touched before: its depth in the LRU stack of the requests of its previous
-/// touch's class and its top-level state (1 = the most recently used of them), and that class.
-pub(super) type Seen = Option<(u64, u8)>;
+/// A request touched before: where the request it touches again stood.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Touch {
+    /// its depth in the LRU stack of the requests of its previous touch's class and its
+    /// top-level state (1 = the most recently used of them)
+    pub depth: u64,
+    /// that class
+    pub class: u8,
+    /// how many requests that stack held (the deepest the depth could have been)
+    pub held: u64,
+}
+
+/// A request's [`Touch`], `None` on a first touch.
+pub(super) type Seen = Option<Touch>;
 
 /// Each request's [`Seen`], in row order: one LRU stack per top-level state of `top` and class,
 /// a request moving to the stack of its new class when touched again. Stacks are kept per
@@ -53,12 +94,17 @@ pub(super) fn reuse_depths<'scope>(
                     let group = state_of(top, key.0, key.1) * CLASSES;
                     let again = class.contains_key(&key);
                     let now = class_of(t.op[i], t.size[i], again);
-                    let seen = class.insert(key, now).map(|before| {
-                        let stack = stacks[group + usize::from(before)]
+                    let seen = class.insert(key, now).map(|was| {
+                        let stack = stacks[group + usize::from(was)]
                             .as_mut()
                             .expect("a classed key is stacked");
+                        let held = stack.keys() as u64;
                         let depth = stack.remove(key).expect("a classed key is stacked");
-                        (depth, before)
+                        Touch {
+                            depth,
+                            class: was,
+                            held,
+                        }
                     });
                     stacks[group + usize::from(now)]
                         .get_or_insert_with(|| Stack::new(0))
@@ -74,6 +120,69 @@ pub(super) fn reuse_depths<'scope>(
     rx.into_iter().flatten()
 }
 
+/// A re-used request's rank by touches among the requests of its top-level state and class
+/// touched twice or more (1 = the most touched; ties take a rank among theirs by a hash of the
+/// row; 0 for a request touched once), and how many such requests there were (the lowest it
+/// could have been).
+pub(super) type Rank = (u64, u64);
+
+/// Requests' touch counts as the generator keeps them: a re-use touches its request once more
+/// (and moves it to the class of the re-using request); any other request, even one landing
+/// where an earlier one did, starts a count of its own (the generator follows and places
+/// requests without looking for earlier ones there).
+#[derive(Default)]
+pub(super) struct TouchCounts {
+    /// per top-level state and class
+    ranks: Vec<CountRanks>,
+    /// the latest request at each place: its count and where it is ranked
+    counts: FxHashMap<(u32, u64), (u32, u32)>,
+}
+
+impl TouchCounts {
+    pub fn new(states: usize) -> Self {
+        Self {
+            ranks: vec![CountRanks::default(); states * CLASSES],
+            counts: FxHashMap::default(),
+        }
+    }
+
+    /// The thread's request number `row` (`op`, `size`) at `key` in top-level `state`: a
+    /// re-use of the latest request there (its [`Rank`] before this touch), or a request of
+    /// its own.
+    #[allow(clippy::too_many_arguments)]
+    pub fn touch(
+        &mut self,
+        state: usize,
+        key: (u32, u64),
+        op: u8,
+        size: u32,
+        reuse: bool,
+        row: usize,
+    ) -> Option<Rank> {
+        let before = self.counts.get(&key).copied().filter(|_| reuse);
+        let mut count = 1;
+        let rank = before.map(|(c, at)| {
+            let ranks = &mut self.ranks[at as usize];
+            // ranked: requests touched twice or more (those touched once are too many, and
+            // alike, to tell apart by count)
+            let rank = if c >= 2 {
+                let tie = crate::random::splitmix(row as u64) % ranks.with(c).max(1);
+                ranks.above(c) + 1 + tie
+            } else {
+                0
+            };
+            let keys = ranks.above(1);
+            ranks.remove(c);
+            count = c + 1;
+            (rank, keys)
+        });
+        let at = state * CLASSES + usize::from(class_of(op, size, rank.is_some()));
+        self.ranks[at].add(count);
+        self.counts.insert(key, (count, at as u32));
+        rank
+    }
+}
+
 /// The state of `states` (sorted, covering their volumes) holding `offset` of `volume`.
 #[inline]
 pub(crate) fn state_of(states: &[(u32, u64, u64)], volume: u32, offset: u64) -> usize {
@@ -82,16 +191,95 @@ pub(crate) fn state_of(states: &[(u32, u64, u64)], volume: u32, offset: u64) -> 
         .saturating_sub(1)
 }
 
-/// Re-uses counted by the bucket of their depth, overall and by class; and fresh touches.
+/// Re-uses (weighted) by the bucket of their depth, with the buckets they could have reached.
+#[derive(Clone)]
+struct Depths {
+    /// re-uses in each bucket
+    seen: Vec<f64>,
+    /// re-uses that could have been in each bucket, as differences along the buckets: a re-use
+    /// could have been in every bucket from its own to its stack's size's
+    could: Vec<f64>,
+}
+
+impl Depths {
+    fn new(buckets: usize) -> Self {
+        Self {
+            seen: vec![0.0; buckets],
+            could: vec![0.0; buckets + 1],
+        }
+    }
+
+    fn add(&mut self, b: usize, held: usize, weight: f64) {
+        self.seen[b] += weight;
+        self.could[b] += weight;
+        self.could[held.max(b) + 1] -= weight;
+    }
+
+    fn total(&self) -> f64 {
+        self.seen.iter().sum()
+    }
+
+    /// The share of each bucket before the stacks' sizes cut the depths (Lynden-Bell).
+    fn untruncated(&self) -> Vec<f64> {
+        let mut could = 0.0;
+        let reverse_hazard: Vec<f64> = self
+            .seen
+            .iter()
+            .zip(&self.could)
+            .map(|(&n, &d)| {
+                could += d;
+                if n <= 0.0 {
+                    0.0
+                } else {
+                    (n / could.max(n)).min(1.0)
+                }
+            })
+            .collect();
+        let mut p = vec![0.0; self.seen.len()];
+        let mut below = 1.0;
+        for (j, &g) in reverse_hazard.iter().enumerate().rev() {
+            p[j] = g * below;
+            below *= 1.0 - g;
+        }
+        let sum: f64 = p.iter().sum();
+        if sum > 0.0 {
+            for x in &mut p {
+                *x /= sum;
+            }
+        }
+        p
+    }
+}
+
+/// A kind of re-use, counted: (op, class re-used, depth bucket, stack size bucket, rank
+/// bucket, keys bucket).
+type ReuseKey = (u8, u8, u8, u8, u8, u8);
+
+/// The rank bucket of a re-use of a request touched once (which only recency explains).
+const UNRANKED: u8 = u8::MAX;
+/// Rounds of expectation-maximisation fitting the mix of re-uses by recency and by frequency.
+const EM_ROUNDS: usize = 32;
+/// Below this share of a class's re-uses, re-use by frequency is left out of it.
+const MIN_RANK_SHARE: f64 = 0.02;
+
+/// Re-uses counted by the bucket of their depth, overall and by kind; and fresh touches.
 pub(super) struct ReuseAcc<'b> {
     bounds: &'b [u64],
     counts: Vec<u64>,
-    /// (op, class re-used) → counts by bucket
-    classes: FxHashMap<(u8, u8), Vec<u64>>,
+    kinds: FxHashMap<ReuseKey, u64>,
     /// Requests, and those touching no earlier request, in the whole thread and its last
     /// quarter.
     touches: [u64; 2],
     first_touches: [u64; 2],
+}
+
+/// One (op, class)'s part of the fitted mix: its share of the op's re-uses, the share of them
+/// by frequency, and the depths and ranks of the rest and of those.
+struct ClassFit {
+    share: f64,
+    by_rank: f64,
+    depths: Vec<f64>,
+    ranks: Vec<f64>,
 }
 
 impl<'b> ReuseAcc<'b> {
@@ -100,7 +288,7 @@ impl<'b> ReuseAcc<'b> {
         Self {
             bounds,
             counts: vec![0u64; bounds.len()],
-            classes: FxHashMap::default(),
+            kinds: FxHashMap::default(),
             touches: [0; 2],
             first_touches: [0; 2],
         }
@@ -118,58 +306,135 @@ impl<'b> ReuseAcc<'b> {
         }
     }
 
-    /// A re-use by an `op` request of one `depth` back among the requests of `class`.
+    /// A re-use by an `op` request of the request `touch` describes, at `rank`.
     #[inline]
-    pub fn add(&mut self, op: u8, depth: u64, class: u8) {
-        let b = self.bounds.partition_point(|&b| b <= depth) - 1;
-        self.counts[b] += 1;
-        let key = (op.min(1), class);
-        self.classes
-            .entry(key)
-            .or_insert_with(|| vec![0; self.bounds.len()])[b] += 1;
+    pub fn add(&mut self, op: u8, touch: &Touch, (rank, keys): Rank) {
+        let bucket = |d: u64| (self.bounds.partition_point(|&b| b <= d) - 1) as u8;
+        let b = bucket(touch.depth);
+        self.counts[usize::from(b)] += 1;
+        let key = (
+            op.min(1),
+            touch.class,
+            b,
+            bucket(touch.held.max(touch.depth)),
+            if rank == 0 { UNRANKED } else { bucket(rank) },
+            bucket(keys.max(rank).max(1)),
+        );
+        *self.kinds.entry(key).or_insert(0) += 1;
     }
 
-    fn buckets(&self, counts: &[u64]) -> Vec<ReuseBucket> {
-        let total: u64 = counts.iter().sum();
-        counts
+    fn buckets(&self, shares: impl Iterator<Item = f64>) -> Vec<ReuseBucket> {
+        let shares: Vec<f64> = shares.collect();
+        let total: f64 = shares.iter().sum();
+        shares
             .iter()
             .enumerate()
-            .filter(|&(_, &c)| c > 0)
+            .filter(|&(_, &c)| c > 0.0)
             .map(|(b, &c)| ReuseBucket {
                 from: self.bounds[b],
                 to: self.bounds[b + 1],
-                p: c as f64 / total as f64,
+                p: c / total,
             })
             .collect()
     }
 
+    /// The mix's parts given each kind's chance of being a re-use by frequency.
+    fn maximise(&self, kinds: &[(ReuseKey, f64)], by_rank: &[f64]) -> Vec<ClassFit> {
+        let n = self.bounds.len();
+        let mut parts = vec![(Depths::new(n), Depths::new(n)); 2 * CLASSES];
+        let mut per_op = [0.0f64; 2];
+        for (&((op, class, d, held, r, keys), count), &w) in kinds.iter().zip(by_rank) {
+            let (recency, frequency) = &mut parts[usize::from(op) * CLASSES + usize::from(class)];
+            recency.add(usize::from(d), usize::from(held), count * (1.0 - w));
+            if r != UNRANKED {
+                frequency.add(usize::from(r), usize::from(keys), count * w);
+            }
+            per_op[usize::from(op)] += count;
+        }
+        parts
+            .iter()
+            .enumerate()
+            .map(|(k, (recency, frequency))| {
+                let all = recency.total() + frequency.total();
+                ClassFit {
+                    share: if per_op[k / CLASSES] > 0.0 {
+                        all / per_op[k / CLASSES]
+                    } else {
+                        0.0
+                    },
+                    by_rank: if all > 0.0 { frequency.total() / all } else { 0.0 },
+                    depths: recency.untruncated(),
+                    ranks: frequency.untruncated(),
+                }
+            })
+            .collect()
+    }
+
+    /// Each re-use kind's chance of being a re-use by frequency, given the mix `fit`: the two
+    /// parts' likelihoods per unit of depth and of rank, weighted by the class's shares.
+    fn expect(&self, kinds: &[(ReuseKey, f64)], fit: &[ClassFit], by_rank: &mut [f64]) {
+        let width = |b: u8| (self.bounds[usize::from(b) + 1] - self.bounds[usize::from(b)]) as f64;
+        for (&((op, class, d, _, r, _), _), w) in kinds.iter().zip(by_rank.iter_mut()) {
+            if r == UNRANKED {
+                continue;
+            }
+            let part = &fit[usize::from(op) * CLASSES + usize::from(class)];
+            let recency = (1.0 - part.by_rank) * part.depths[usize::from(d)] / width(d);
+            let frequency = part.by_rank * part.ranks[usize::from(r)] / width(r);
+            if recency + frequency > 0.0 {
+                *w = frequency / (recency + frequency);
+            }
+        }
+    }
+
+    /// Fits each class's mix of re-uses by recency (the class's LRU stack) and by frequency
+    /// (its ranks by touches) by expectation-maximisation, from an even start; re-use by
+    /// frequency is left out of a class where it explains too little.
+    fn fit(&self) -> Vec<ClassFit> {
+        let mut kinds: Vec<(ReuseKey, f64)> = self.kinds.iter().map(|(&k, &c)| (k, c as f64)).collect();
+        kinds.sort_unstable_by_key(|&(k, _)| k);
+        let mut by_rank: Vec<f64> = kinds
+            .iter()
+            .map(|&((_, _, _, _, r, _), _)| if r == UNRANKED { 0.0 } else { 0.5 })
+            .collect();
+        for _ in 0..EM_ROUNDS {
+            let fit = self.maximise(&kinds, &by_rank);
+            self.expect(&kinds, &fit, &mut by_rank);
+        }
+        let fit = self.maximise(&kinds, &by_rank);
+        for (&((op, class, ..), _), w) in kinds.iter().zip(by_rank.iter_mut()) {
+            if fit[usize::from(op) * CLASSES + usize::from(class)].by_rank < MIN_RANK_SHARE {
+                *w = 0.0;
+            }
+        }
+        self.maximise(&kinds, &by_rank)
+    }
+
     /// The histograms, `None` without a re-use.
     pub fn finish(&self) -> Option<Reuse> {
-        let buckets = self.buckets(&self.counts);
+        let buckets = self.buckets(self.counts.iter().map(|&c| c as f64));
         if buckets.is_empty() {
             return None;
         }
-        let mut keys: Vec<&(u8, u8)> = self.classes.keys().collect();
-        keys.sort_unstable();
-        let per_op = |op: u8| -> u64 {
-            self.classes
-                .iter()
-                .filter(|(k, _)| k.0 == op)
-                .map(|(_, c)| c.iter().sum::<u64>())
-                .sum()
-        };
-        let classes = keys
+        let n = SIZE_CLASSES.len() as u8;
+        let classes = self
+            .fit()
             .into_iter()
-            .map(|&(op, class)| {
-                let counts = &self.classes[&(op, class)];
-                let n = SIZE_CLASSES.len() as u8;
+            .enumerate()
+            .filter(|(_, part)| part.share > 0.0)
+            .map(|(k, part)| {
+                let (op, class) = ((k / CLASSES) as u8, (k % CLASSES) as u8);
+                let depths = self.buckets(part.depths.into_iter());
                 ReuseClass {
                     op,
                     last_op: (class / n) % 2,
                     max_size: SIZE_CLASSES[usize::from(class % n)],
                     again: class >= 2 * n,
-                    p: counts.iter().sum::<u64>() as f64 / per_op(op) as f64,
-                    buckets: self.buckets(counts),
+                    p: part.share,
+                    // all by frequency when no re-use is left to recency
+                    rank_share: if depths.is_empty() { 1.0 } else { part.by_rank },
+                    buckets: depths,
+                    ranks: self.buckets(part.ranks.into_iter()),
                 }
             })
             .collect();
@@ -180,5 +445,88 @@ impl<'b> ReuseAcc<'b> {
             classes,
             tail_fresh,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::train::{train, TrainOptions};
+    use crate::random::Prng;
+    use crate::trace::Trace;
+
+    #[test]
+    fn truncated_depths_are_undone_by_hand() {
+        // depths 1, 2, 3 in buckets 0, 1, 2; (depth, stack size): (1, 1) twice, (1, 3), (2, 3),
+        // (3, 3). Could have been in: bucket 0 all three depth-1 re-uses; bucket 1 the (1, 3)
+        // and (2, 3); bucket 2 the (1, 3), (2, 3), (3, 3). Reverse hazards 3/3, 1/2, 1/3, so
+        // p2 = 1/3, p1 = 1/2 * 2/3 = 1/3, p0 = 1 * 2/3 * 1/2 = 1/3 — where the shares seen are
+        // 3/5, 1/5, 1/5
+        let mut d = Depths::new(3);
+        for (b, held) in [(0, 0), (0, 0), (0, 2), (1, 2), (2, 2)] {
+            d.add(b, held, 1.0);
+        }
+        for p in d.untruncated() {
+            assert!((p - 1.0 / 3.0).abs() < 1e-12, "{p}");
+        }
+        // never cut (every stack deep enough): the shares seen
+        let mut d = Depths::new(3);
+        for (b, held) in [(0, 2), (0, 2), (1, 2)] {
+            d.add(b, held, 1.0);
+        }
+        let p = d.untruncated();
+        assert!((p[0] - 2.0 / 3.0).abs() < 1e-12 && (p[1] - 1.0 / 3.0).abs() < 1e-12 && p[2] == 0.0);
+    }
+
+    /// 4 KiB reads of `keys(i)`, 1 ms apart, on one volume.
+    fn reads(n: usize, mut keys: impl FnMut(usize) -> u64) -> Trace {
+        let mut t = Trace {
+            volumes: vec!["v".into()],
+            ..Trace::default()
+        };
+        for i in 0..n {
+            t.ts_ns.push(i as u64 * 1_000_000);
+            // 16 MiB apart: no re-use is taken for a request near another
+            t.offset.push(keys(i) << 24);
+            t.size.push(4096);
+            t.op.push(0);
+            t.volume.push(0);
+            t.stream.push(0);
+        }
+        t
+    }
+
+    /// The share by rank of the re-uses by reads of reads touched before.
+    fn rank_share(t: &Trace) -> f64 {
+        let opts = TrainOptions {
+            levels: Some(1),
+            states: Some(1),
+            simulate_on: None,
+            ..TrainOptions::default()
+        };
+        let m = train(&t.view(), &opts).unwrap();
+        let reuse = m.threads[0].reuse.as_ref().expect("re-uses");
+        reuse
+            .classes
+            .iter()
+            .find(|c| c.op == 0 && c.last_op == 0 && c.again)
+            .expect("re-reads of re-read requests")
+            .rank_share
+    }
+
+    #[test]
+    fn popularity_is_told_apart_from_recency() {
+        // independent references to 300 keys of Zipf-like popularity: frequency explains them
+        let mut rng = Prng::new(5);
+        let weights: Vec<f64> = (1..=300).map(|r| 1.0 / f64::from(r).powf(1.2)).collect();
+        let sum: f64 = weights.iter().sum();
+        let weights: Vec<f64> = weights.iter().map(|w| w / sum).collect();
+        let zipf = reads(20_000, |_| {
+            crate::model::sample::pick(weights.iter().copied(), &mut rng) as u64
+        });
+        assert!(rank_share(&zipf) > 0.6, "{}", rank_share(&zipf));
+        // a loop over 300 keys: each comes back at depth 300, all equally often — recency alone
+        let looped = reads(20_000, |i| (i % 300) as u64);
+        assert_eq!(rank_share(&looped), 0.0);
     }
 }

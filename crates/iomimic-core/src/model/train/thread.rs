@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chain::{Fallback, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
-use super::reuse::{reuse_depths, ReuseAcc, Seen};
+use super::reuse::{reuse_depths, state_of, ReuseAcc, Seen, TouchCounts};
 use super::stats::{gap_dist, StatsAcc};
 use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats};
 use crate::trace::TraceView;
@@ -50,12 +50,18 @@ pub(super) fn train_thread(
         heads: FxHashMap::default(),
         streams: StreamsAcc::new(),
         reuse: ReuseAcc::new(bounds),
+        counts: TouchCounts::default(),
+        top: Vec::new(),
         alignment: AlignmentAcc::default(),
         prev: Vec::new(),
         cur: Vec::new(),
     };
     let tail_from = rows.len() - rows.len() / 4;
     let top = pass.hierarchy.top_states();
+    if reuse_on {
+        pass.counts = TouchCounts::new(top.len());
+        pass.top.clone_from(&top);
+    }
     std::thread::scope(|scope| {
         // with reuse off no depth is needed: an endless run of `None`
         let mut depths: Box<dyn Iterator<Item = Seen>> = if reuse_on {
@@ -67,7 +73,7 @@ pub(super) fn train_thread(
             let seen = depths.next().expect("a depth for every row");
             let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
             pass.reuse.touch(j >= tail_from, seen.is_none());
-            pass.observe(t.volume[i], t.offset[i], t.size[i], t.op[i], gap, seen);
+            pass.observe(t.volume[i], t.offset[i], t.size[i], t.op[i], gap, seen, j);
         }
     });
     pass.finish(t, rows, reuse_on)
@@ -84,6 +90,10 @@ struct ThreadPass<'b> {
     heads: FxHashMap<u32, Heads>,
     streams: StreamsAcc,
     reuse: ReuseAcc<'b>,
+    /// requests' touch counts, as the generator keeps them (with reuse on)
+    counts: TouchCounts,
+    /// the top-level states, which the counts are kept per
+    top: Vec<(u32, u64, u64)>,
     alignment: AlignmentAcc,
     /// The previous request's path of (chain, state), and this one's.
     prev: Vec<(usize, usize)>,
@@ -95,7 +105,17 @@ impl ThreadPass<'_> {
     /// `before` the depth and class of the request it touches again (`None` on a first touch or
     /// with reuse off).
     #[inline]
-    fn observe(&mut self, volume: u32, offset: u64, size: u32, op: u8, gap: Option<f64>, before: Seen) {
+    #[allow(clippy::too_many_arguments)]
+    fn observe(
+        &mut self,
+        volume: u32,
+        offset: u64,
+        size: u32,
+        op: u8,
+        gap: Option<f64>,
+        before: Seen,
+        row: usize,
+    ) {
         self.hierarchy.path(volume, offset, &mut self.cur);
         let heads = self.heads.entry(volume).or_default();
         let follows = heads.follows(offset);
@@ -108,8 +128,14 @@ impl ThreadPass<'_> {
             self.alignment.add(offset);
             self.hierarchy.fresh(&self.cur, offset);
         }
-        if let (Kind::Reuse, Some((depth, class))) = (kind, before) {
-            self.reuse.add(op, depth, class);
+        if !self.top.is_empty() {
+            let state = state_of(&self.top, volume, offset);
+            let rank = self
+                .counts
+                .touch(state, (volume, offset), op, size, kind == Kind::Reuse, row);
+            if let (Kind::Reuse, Some(touch), Some(rank)) = (kind, before, rank) {
+                self.reuse.add(op, &touch, rank);
+            }
         }
         self.stats.add(op, size, kind, gap);
         self.by_volume
