@@ -68,7 +68,16 @@ pub(super) struct Touch {
 /// A request's [`Touch`], `None` on a first touch.
 pub(super) type Seen = Option<Touch>;
 
-/// Each request's [`Seen`], in row order: one LRU stack per top-level state of `top` and class,
+/// What the depth pass says of a request: its [`Seen`], and its place's number (places —
+/// volume and start offset — numbered from 0 in the order first touched, so that what is kept
+/// per place elsewhere is an array, not a second hash map).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Visit {
+    pub seen: Seen,
+    pub place: u32,
+}
+
+/// Each request's [`Visit`], in row order: one LRU stack per top-level state of `top` and class,
 /// a request moving to the stack of its new class when touched again. Stacks are kept per
 /// state so that a re-use, generated where the chain is, re-uses what that state re-used (a
 /// journal never re-read stays so beside a hot set re-read often). The stacks are the costliest
@@ -79,12 +88,13 @@ pub(super) fn reuse_depths<'scope>(
     t: &'scope TraceView<'_>,
     rows: &'scope [usize],
     top: &'scope [(u32, u64, u64)],
-) -> impl Iterator<Item = Seen> + 'scope {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Seen>>(8);
+) -> impl Iterator<Item = Visit> + 'scope {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Visit>>(8);
     scope.spawn(move || {
         use crate::analyze::lru_stack::Stack;
         let mut stacks: Vec<Option<Stack>> = (0..top.len() * CLASSES).map(|_| None).collect();
-        let mut class: FxHashMap<(u32, u64), u8> = FxHashMap::default();
+        // each place's class and number
+        let mut class: FxHashMap<(u32, u64), (u8, u32)> = FxHashMap::default();
         class.reserve(rows.len().min(1 << 24));
         for chunk in rows.chunks(DEPTH_CHUNK) {
             let depths = chunk
@@ -92,9 +102,14 @@ pub(super) fn reuse_depths<'scope>(
                 .map(|&i| {
                     let key = (t.volume[i], t.offset[i]);
                     let group = state_of(top, key.0, key.1) * CLASSES;
-                    let again = class.contains_key(&key);
+                    let places = class.len() as u32;
+                    let entry = class.entry(key);
+                    let again = matches!(entry, std::collections::hash_map::Entry::Occupied(_));
                     let now = class_of(t.op[i], t.size[i], again);
-                    let seen = class.insert(key, now).map(|was| {
+                    let slot = entry.or_insert((now, places));
+                    let (was, place) = *slot;
+                    slot.0 = now;
+                    let seen = again.then(|| {
                         let stack = stacks[group + usize::from(was)]
                             .as_mut()
                             .expect("a classed key is stacked");
@@ -109,7 +124,7 @@ pub(super) fn reuse_depths<'scope>(
                     stacks[group + usize::from(now)]
                         .get_or_insert_with(|| Stack::new(0))
                         .touch(key);
-                    seen
+                    Visit { seen, place }
                 })
                 .collect();
             if tx.send(depths).is_err() {
@@ -134,51 +149,58 @@ pub(super) type Rank = (u64, u64);
 pub(super) struct TouchCounts {
     /// per top-level state and class
     ranks: Vec<CountRanks>,
-    /// the latest request at each place: its count and where it is ranked
-    counts: FxHashMap<(u32, u64), (u32, u32)>,
+    /// by place ([`Visit::place`]): the latest request there, its count and where it is ranked
+    counts: Vec<(u32, u32)>,
 }
 
 impl TouchCounts {
+    /// Counts over `states` top-level states.
     pub fn new(states: usize) -> Self {
         Self {
             ranks: vec![CountRanks::default(); states * CLASSES],
-            counts: FxHashMap::default(),
+            counts: Vec::new(),
         }
     }
 
-    /// The thread's request number `row` (`op`, `size`) at `key` in top-level `state`: a
+    /// The thread's request number `row` (`op`, `size`) at `place` in top-level `state`: a
     /// re-use of the latest request there (its [`Rank`] before this touch), or a request of
-    /// its own.
+    /// its own. Only requests touched twice or more are ranked (those touched once are too
+    /// many, and alike, to tell apart by count), so only they are kept in the ranks.
     #[allow(clippy::too_many_arguments)]
     pub fn touch(
         &mut self,
         state: usize,
-        key: (u32, u64),
+        place: u32,
         op: u8,
         size: u32,
         reuse: bool,
         row: usize,
     ) -> Option<Rank> {
-        let before = self.counts.get(&key).copied().filter(|_| reuse);
-        let mut count = 1;
-        let rank = before.map(|(c, at)| {
+        let place = place as usize;
+        if place >= self.counts.len() {
+            self.counts.resize(place + 1, (0, 0));
+        }
+        let slot = &mut self.counts[place];
+        let (c, at) = *slot;
+        let rank = (reuse && c > 0).then(|| {
             let ranks = &mut self.ranks[at as usize];
-            // ranked: requests touched twice or more (those touched once are too many, and
-            // alike, to tell apart by count)
+            let keys = ranks.above(1);
             let rank = if c >= 2 {
                 let tie = crate::random::splitmix(row as u64) % ranks.with(c).max(1);
-                ranks.above(c) + 1 + tie
+                let rank = ranks.above(c) + 1 + tie;
+                ranks.remove(c);
+                rank
             } else {
                 0
             };
-            let keys = ranks.above(1);
-            ranks.remove(c);
-            count = c + 1;
             (rank, keys)
         });
+        let count = rank.map_or(1, |_| c + 1);
         let at = state * CLASSES + usize::from(class_of(op, size, rank.is_some()));
-        self.ranks[at].add(count);
-        self.counts.insert(key, (count, at as u32));
+        if count >= 2 {
+            self.ranks[at].add(count);
+        }
+        *slot = (count, at as u32);
         rank
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chain::{Fallback, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
-use super::reuse::{reuse_depths, state_of, ReuseAcc, Seen, TouchCounts};
+use super::reuse::{reuse_depths, state_of, ReuseAcc, Seen, TouchCounts, Visit};
 use super::stats::{gap_dist, StatsAcc};
 use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats};
 use crate::trace::TraceView;
@@ -64,16 +64,16 @@ pub(super) fn train_thread(
     }
     std::thread::scope(|scope| {
         // with reuse off no depth is needed: an endless run of `None`
-        let mut depths: Box<dyn Iterator<Item = Seen>> = if reuse_on {
+        let mut depths: Box<dyn Iterator<Item = Visit>> = if reuse_on {
             Box::new(reuse_depths(scope, t, rows, &top))
         } else {
-            Box::new(std::iter::repeat(None))
+            Box::new(std::iter::repeat(Visit { seen: None, place: 0 }))
         };
         for (j, &i) in rows.iter().enumerate() {
-            let seen = depths.next().expect("a depth for every row");
+            let visit = depths.next().expect("a depth for every row");
             let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
-            pass.reuse.touch(j >= tail_from, seen.is_none());
-            pass.observe(t.volume[i], t.offset[i], t.size[i], t.op[i], gap, seen, j);
+            pass.reuse.touch(j >= tail_from, visit.seen.is_none());
+            pass.observe(t.volume[i], t.offset[i], t.size[i], t.op[i], gap, visit, j);
         }
     });
     pass.finish(t, rows, reuse_on)
@@ -113,9 +113,10 @@ impl ThreadPass<'_> {
         size: u32,
         op: u8,
         gap: Option<f64>,
-        before: Seen,
+        visit: Visit,
         row: usize,
     ) {
+        let before: Seen = visit.seen;
         self.hierarchy.path(volume, offset, &mut self.cur);
         let heads = self.heads.entry(volume).or_default();
         let follows = heads.follows(offset);
@@ -132,7 +133,7 @@ impl ThreadPass<'_> {
             let state = state_of(&self.top, volume, offset);
             let rank = self
                 .counts
-                .touch(state, (volume, offset), op, size, kind == Kind::Reuse, row);
+                .touch(state, visit.place, op, size, kind == Kind::Reuse, row);
             if let (Kind::Reuse, Some(touch), Some(rank)) = (kind, before, rank) {
                 self.reuse.add(op, &touch, rank);
             }
