@@ -36,11 +36,19 @@ use crate::model::{request_class, Reuse, REQUEST_CLASSES};
 /// Draws of a reuse depth before a reuse gives up and places its request afresh.
 pub const REUSE_DRAWS: usize = 8;
 
-/// One op's re-use classes: which to re-use, and each one's stack and depth sampler, share
-/// of re-uses by frequency and rank sampler.
+/// One op's re-use classes: which to re-use, and each one's stack and samplers.
 struct OpClasses {
     pick: Alias,
-    classes: Vec<(usize, ReuseSampler, f64, ReuseSampler)>,
+    classes: Vec<ClassRt>,
+}
+
+/// One class made ready to sample from.
+struct ClassRt {
+    stack: usize,
+    depths: ReuseSampler,
+    /// share of its re-uses by frequency, and their ranks
+    by_rank: f64,
+    ranks: ReuseSampler,
 }
 
 /// A thread's reuse extension made ready to sample from.
@@ -64,12 +72,12 @@ impl ReuseRt {
                 // version 1: both ops re-use from the one stack by the one histogram
                 return Some(OpClasses {
                     pick: Alias::new(&[1.0]),
-                    classes: vec![(
-                        0,
-                        ReuseSampler::from_buckets(&r.buckets),
-                        0.0,
-                        ReuseSampler::from_buckets(&[]),
-                    )],
+                    classes: vec![ClassRt {
+                        stack: 0,
+                        depths: ReuseSampler::from_buckets(&r.buckets),
+                        by_rank: 0.0,
+                        ranks: ReuseSampler::from_buckets(&[]),
+                    }],
                 });
             }
             let mine: Vec<_> = r.classes.iter().filter(|c| c.op == op).collect();
@@ -77,14 +85,11 @@ impl ReuseRt {
                 pick: Alias::new(&mine.iter().map(|c| c.p).collect::<Vec<_>>()),
                 classes: mine
                     .iter()
-                    .map(|c| {
-                        let stack = usize::from(request_class(c.last_op, c.max_size, c.again));
-                        (
-                            stack,
-                            ReuseSampler::from_buckets(&c.buckets),
-                            c.rank_share,
-                            ReuseSampler::from_buckets(&c.ranks),
-                        )
+                    .map(|c| ClassRt {
+                        stack: usize::from(request_class(c.last_op, c.max_size, c.again)),
+                        depths: ReuseSampler::from_buckets(&c.buckets),
+                        by_rank: c.rank_share,
+                        ranks: ReuseSampler::from_buckets(&c.ranks),
                     })
                     .collect(),
             })
@@ -136,9 +141,10 @@ pub(super) struct ReuseState {
     /// Per request: its stack and its touch time there.
     slot: Vec<(u32, u32)>,
     /// With re-use by frequency: per stack, its requests' ranks by touches and, per touch
-    /// count, the requests touched that often.
+    /// count, the requests touched that often — only those touched twice or more, as
+    /// training ranks them.
     ranks: Vec<(CountRanks, Vec<Vec<u32>>)>,
-    /// Per request: its touches and its place among the requests of that count.
+    /// Per request: its touches and its place among the requests of that count (if ranked).
     counted: Vec<(u32, u32)>,
 }
 
@@ -162,10 +168,6 @@ impl ReuseState {
     /// The request of stack `s` at `rank` by touches, if it has that many.
     fn at_rank(&self, s: usize, rank: u64) -> Option<usize> {
         let (ranks, of_count) = self.ranks.get(s)?;
-        // ranks are among the requests touched twice or more, as training counted them
-        if rank > ranks.above(1) {
-            return None;
-        }
         let (count, place) = ranks.at_rank(rank)?;
         of_count
             .get(count as usize)
@@ -180,15 +182,15 @@ impl ReuseState {
         let classes = rt.per_op[usize::from(op.min(1))].as_ref()?;
         let base = rt.group_base(group);
         for _ in 0..REUSE_DRAWS {
-            let (stack, depth, by_rank, ranks) = &classes.classes[classes.pick.draw(rng)];
-            let s = base + *stack;
-            if *by_rank > 0.0 && rng.f64() < *by_rank {
-                if let Some(at) = self.at_rank(s, ranks.draw(rng)) {
+            let class = &classes.classes[classes.pick.draw(rng)];
+            let s = base + class.stack;
+            if class.by_rank > 0.0 && rng.f64() < class.by_rank {
+                if let Some(at) = self.at_rank(s, class.ranks.draw(rng)) {
                     return Some(at);
                 }
                 continue;
             }
-            let d = depth.draw(rng);
+            let d = class.depths.draw(rng);
             if let Some(at) = self.stacks[s].as_ref().and_then(|st| st.at_depth(d)) {
                 return Some(self.requests[s][at] as usize);
             }
@@ -216,25 +218,29 @@ impl ReuseState {
         self.slot
             .push((s as u32, u32::try_from(time).unwrap_or(u32::MAX)));
     }
-}
 
-impl ReuseState {
     /// The next request (of stack `s`) is one touch more of `retouch`'s, or a first: it takes
     /// that request's place among the ranks, one count up, in its own stack's.
     fn count(&mut self, s: usize, retouch: Option<usize>) {
         let me = self.counted.len() as u32;
         let before = retouch.map_or(0, |p| {
             let (count, place) = self.counted[p];
-            let (ranks, of_count) = &mut self.ranks[self.slot[p].0 as usize];
-            ranks.remove(count);
-            let requests = &mut of_count[count as usize];
-            requests.swap_remove(place as usize);
-            if let Some(&moved) = requests.get(place as usize) {
-                self.counted[moved as usize].1 = place;
+            if count >= 2 {
+                let (ranks, of_count) = &mut self.ranks[self.slot[p].0 as usize];
+                ranks.remove(count);
+                let requests = &mut of_count[count as usize];
+                requests.swap_remove(place as usize);
+                if let Some(&moved) = requests.get(place as usize) {
+                    self.counted[moved as usize].1 = place;
+                }
             }
             count
         });
         let count = before + 1;
+        if count < 2 {
+            self.counted.push((count, 0));
+            return;
+        }
         let (ranks, of_count) = &mut self.ranks[s];
         ranks.add(count);
         let c = count as usize;

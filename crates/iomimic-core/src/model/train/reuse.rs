@@ -184,7 +184,7 @@ impl TouchCounts {
         let (c, at) = *slot;
         let rank = (reuse && c > 0).then(|| {
             let ranks = &mut self.ranks[at as usize];
-            let keys = ranks.above(1);
+            let keys = ranks.keys();
             let rank = if c >= 2 {
                 let tie = crate::random::splitmix(row as u64) % ranks.with(c).max(1);
                 let rank = ranks.above(c) + 1 + tie;
