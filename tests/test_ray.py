@@ -240,3 +240,26 @@ def test_ray_addresses_of_every_kind_are_told_from_file_names():
         assert is_address(address), address
     for name in ["trace.csv", "msr/*.csv.gz", "6379", "head", "s3://bucket/t.parquet", ""]:
         assert not is_address(name), name
+
+
+def test_generation_sliced_into_ray_tasks_gives_the_local_trace(local_ray):
+    m = train(volumes_and_streams(8000, seed=2), levels=1, states=4)
+    for kw in [dict(requests=40_000, seed=4), dict(duration="15s", seed=1)]:
+        local = list(m.generate_parts(slice_requests=6_000, **kw))
+        on_ray = list(m.generate_parts(slice_requests=6_000, ray=True, **kw))
+        assert len(on_ray) == len(local) >= 3
+        for a, b in zip(on_ray, local):
+            for name in b.columns:
+                assert np.array_equal(a.columns[name], b.columns[name]), name
+            assert a == b
+
+
+def test_cli_generate_with_ray_writes_the_local_parts(local_ray, tmp_path, monkeypatch):
+    path = tmp_path / "m.json"
+    train(volumes_and_streams(6000, seed=3), levels=1, states=4).save(path)
+    r = run_cli("generate", str(path), "-o", f"{tmp_path}/plain/", "-n", "20000")
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("RAY_ADDRESS", local_ray.get_runtime_context().gcs_address)
+    r = run_cli("generate", str(path), "-o", f"{tmp_path}/ray/", "-n", "20000", "--ray")
+    assert r.returncode == 0, r.stderr
+    assert iomimic.read_trace(tmp_path / "ray") == iomimic.read_trace(tmp_path / "plain")

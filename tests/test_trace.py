@@ -267,7 +267,7 @@ def test_write_is_atomic_and_leaves_nothing_on_failure(
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(pq, "write_table", broken)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", broken)
     with pytest.raises(OSError, match="disk full"):
         iomimic.write_trace(t, tmp_path / "out.parquet")
     assert list(tmp_path.iterdir()) == []
@@ -290,6 +290,72 @@ def test_summary_counts() -> None:
     assert (s["reads"], s["writes"], s["flushes"], s["trims"]) == (1, 1, 1, 0)
     assert (s["bytes_read"], s["bytes_written"], s["streams"], s["span_s"]) == (512, 1024, 2, 2.0)
     assert np.isclose(s["span_s"], 2.0)
+
+
+def parquet_in_groups(t: Trace, path: Path, rows: int, order=None, **table_changes) -> Path:
+    """``t`` written as Parquet in row groups of ``rows``, its rows in ``order`` when given,
+    with columns replaced as given."""
+    import pyarrow.parquet as pq
+
+    table = t.to_arrow()
+    if order is not None:
+        table = table.take(order)
+    for name, values in table_changes.items():
+        table = table.set_column(table.schema.get_field_index(name), name, values)
+    pq.write_table(table, path, row_group_size=rows)
+    return path
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    n=st.integers(1, 400),
+    rows=st.integers(1, 150),
+    latency=st.booleans(),
+    status=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_parquet_file_counted_by_row_groups_gives_the_whole_reads_summary(
+    tmp_path: Path, n: int, rows: int, latency: bool, status: bool, seed: int
+) -> None:
+    from iomimic.io import parquet_summary
+
+    rng = np.random.default_rng(seed)
+    # times not in order, starting past 0; several volumes, streams with names, failures
+    t = Trace(
+        ts_ns=rng.integers(10**9, 2 * 10**9, n),
+        offset=rng.integers(0, 1000, n) * 4096,
+        size=rng.choice([512, 4096, 65536], n),
+        op=rng.integers(0, 3, n),
+        volume=rng.integers(0, 3, n),
+        stream=rng.integers(0, 5, n),
+        latency_ns=np.where(
+            rng.random(n) < 0.2, np.uint64(LATENCY_UNKNOWN), rng.integers(1, 10**6, n).astype(np.uint64)
+        )
+        if latency
+        else None,
+        status=np.where(rng.random(n) < 0.1, 5, 0) if status else None,
+        volumes=["a", "b", "c"],
+        stream_names={0: "init", 3: "db"},
+    )
+    path = parquet_in_groups(t, tmp_path / f"t{seed}.parquet", rows, order=rng.permutation(n))
+    assert parquet_summary(path) == iomimic.summary(iomimic.read_trace(path))
+
+
+def test_parquet_that_does_not_suit_counting_in_place_is_read_whole(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from iomimic.io import parquet_summary
+
+    t = Trace(ts_ns=[0, 5, 9], offset=[0, 4096, 0], size=[4096] * 3, op=[0, 1, 0], volumes=["sda"])
+    # volume names as strings, a size of 0 (the whole read names it), not Parquet at all
+    strings = parquet_in_groups(t, tmp_path / "s.parquet", 2, volume=pa.array(["x", "y", "x"]))
+    bad = parquet_in_groups(t, tmp_path / "bad.parquet", 2, size=pa.array([4096, 0, 4096], pa.uint32()))
+    csv = tmp_path / "t.csv"
+    iomimic.write_trace(t, csv)
+    assert [parquet_summary(p) for p in (strings, bad, csv)] == [None, None, None]
+    assert iomimic.summary(iomimic.read_trace(strings))["requests"] == 3
+    with pytest.raises(iomimic.InputError, match="size 0"):
+        iomimic.read_trace(bad)
 
 
 def test_outputs_that_are_not_regular_files_are_written_in_place(tmp_path: Path) -> None:

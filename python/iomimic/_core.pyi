@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 LATENCY_UNKNOWN: int
 STATUS_OK: int
+SLICE_REQUESTS: int
 
 class IomimicError(Exception): ...
 class InputError(IomimicError): ...
@@ -53,6 +54,11 @@ class TraceColumns(TypedDict):
     status: npt.NDArray[np.uint8] | None
     volumes: list[str]
     files: list[str]
+
+class SliceColumns(TraceColumns):
+    """A slice of a generation: its times are less ``start_ns``."""
+
+    start_ns: int
 
 class ReadReportDict(TypedDict):
     path: str
@@ -325,9 +331,25 @@ def merge_traces(
 ) -> TraceColumns: ...
 def validate(columns: Columns, volumes: Sequence[str], files: Sequence[str]) -> None: ...
 def write_csv(
-    path: str, columns: Columns, volumes: Sequence[str], files: Sequence[str], gzip: bool = False
+    path: str,
+    columns: Columns,
+    volumes: Sequence[str],
+    files: Sequence[str],
+    gzip: bool = False,
+    append: bool = False,
 ) -> None: ...
 def summarize(columns: Columns, volumes: Sequence[str], files: Sequence[str]) -> SummaryDict: ...
+
+class SummaryParts:
+    """Summaries of a trace's parts (row groups, read on every core) added up as they come."""
+    def __init__(self) -> None: ...
+    def add(
+        self, columns: Columns, volumes: Sequence[str], files: Sequence[str], has_latency: bool = False
+    ) -> bool: ...
+    @property
+    def start_ns(self) -> int | None: ...
+    def finish(self, volumes: Sequence[str]) -> SummaryDict: ...
+
 def format_table() -> list[tuple[str, str]]: ...
 def characterize(
     columns: Columns,
@@ -411,8 +433,30 @@ class Model:
         intensity: float = 1.0,
         seed: int = 1,
         reuse: bool = True,
+        slice: int | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> TraceColumns: ...
+    def generation(
+        self,
+        requests: int | None = None,
+        duration_ns: int | None = None,
+        intensity: float = 1.0,
+        seed: int = 1,
+        reuse: bool = True,
+        slice: int | None = None,
+    ) -> Generation: ...
+
+class Generation:
+    """A generation cut into slices of consecutive time, each made when asked for."""
+    def __len__(self) -> int: ...
+    @property
+    def requests(self) -> int: ...
+    def slice(
+        self,
+        s: int,
+        start_ns: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SliceColumns: ...
 
 class TrainOptions(TypedDict, total=False):
     """Training's options: the seed, and any of the others (the rest at their defaults)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,65 @@ def _train_thread(shared: tuple[str, list[str]], columns: dict[str, np.ndarray],
 
     text, volumes = shared
     return _core.train_part(_Columns(columns), volumes, [], u, text)
+
+
+def generate_slices(ray, model, args: dict[str, Any], count: int, progress=None) -> Iterator[Any]:
+    """The ``count`` slices of a generation (``args`` as ``_core.Model.generation`` takes them),
+    each made by one Ray task, given out in order as Traces. The first slice is made first (its
+    first time is the whole trace's start, which every other slice is shifted by); then a few
+    slices run ahead of the one given out, one per CPU of the cluster and one more, so memory
+    holds that many slices however long the trace."""
+    from collections import deque
+
+    shared = ray.put((model.to_json(), args))
+    task = ray.remote(_generate_slice)
+    first = gather(ray, [task.remote(shared, 0, None)])[0]
+    if not len(first["ts_ns"]):
+        return
+    start = first.pop("start_ns")
+    done = 1
+    ahead = max(2, int(ray.cluster_resources().get("CPU", 1)) + 1)
+    pending: deque = deque()
+    upcoming = iter(range(1, count))
+    if progress is not None:
+        progress(done, count)  # slices made, of all
+    yield model._generated(first)
+    while True:
+        for s in upcoming:
+            pending.append(task.remote(shared, s, start))
+            if len(pending) >= ahead:
+                break
+        if not pending:
+            break
+        d = gather(ray, [pending.popleft()])[0]
+        if not len(d["ts_ns"]):
+            for ref in pending:
+                ray.cancel(ref)
+            break  # past the duration asked for: so is every later slice
+        del d["start_ns"]
+        done += 1
+        if progress is not None:
+            progress(done, count)
+        yield model._generated(d)
+    if progress is not None:
+        progress(count, count)
+
+
+# a worker's last model parsed and planned: the slices of one generation that land on the same
+# worker parse the model once
+_PLANNED: dict[str, Any] = {}
+
+
+def _generate_slice(shared: tuple[str, dict[str, Any]], s: int, start_ns: int | None) -> dict[str, Any]:
+    """A Ray task: slice ``s`` of a generation, its times less ``start_ns``."""
+    from iomimic import _core
+
+    text, args = shared
+    key = repr((hash(text), sorted(args.items())))
+    if _PLANNED.get("key") != key:
+        _PLANNED.clear()
+        _PLANNED.update(key=key, plan=_core.Model.from_json(text).generation(**args))
+    return dict(_PLANNED["plan"].slice(s, start_ns=start_ns))
 
 
 def run_tasks(ray, work, shared: Any, points: list[Any]) -> list[Any]:

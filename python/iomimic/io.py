@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import re
+import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +224,7 @@ def _read_parquet(path: Path) -> Trace:
         "records": len(trace),
         "requests": len(trace),
         "out_of_order": 0,
-        "start_ns": 0,
+        "start_ns": int(trace.report.get("start_ns") or 0),
         "skipped": [],
         "skipped_examples": [],
         "ignored": [],
@@ -397,16 +400,111 @@ def write_trace(trace: Trace, path: str | os.PathLike, format: str | None = None
     >>> read_trace(path) == t
     True
     """
-    fmt = output_format(path, format)
-    if not len(trace):
-        raise InputError(f"{path}: refusing to write an empty trace (it could not be read back)")
-    with atomic_output(path) as tmp:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
+    _write_file([trace], path, output_format(path, format))
 
-            pq.write_table(trace.to_arrow(), tmp, compression="zstd")
+
+@dataclasses.dataclass
+class Written:
+    """What :func:`write_trace_parts` wrote."""
+
+    requests: int
+    span_ns: int
+    files: list[Path]
+
+
+#: The files :func:`write_trace_parts` names in a directory.
+PART_NAME = re.compile(r"^part-\d{5,}\.(parquet|csv|csv\.gz)$")
+
+
+def is_directory_target(path: str | os.PathLike) -> bool:
+    """Whether an output path names a directory: one that exists, or a path ending in ``/``."""
+    text = os.fspath(path)
+    return text.endswith(("/", os.sep)) or Path(text).is_dir()
+
+
+def write_trace_parts(parts: Iterable[Trace], path: str | os.PathLike, format: str | None = None) -> Written:
+    """Writes consecutive parts of one trace (a generation's slices, say) as they come, holding
+    one at a time: into one file (as :func:`write_trace` would write them joined), or, when
+    ``path`` is a directory (one that exists, or a path ending in ``/``), as one file each,
+    ``part-00000.parquet`` and on, which :func:`read_trace` reads back as one trace. Either
+    appears only once complete. A directory that exists may hold only such parts (a previous
+    run's, which the new ones replace whole)."""
+    if not is_directory_target(path):
+        return _write_file(parts, path, output_format(path, format))
+    fmt = format or "parquet"
+    output_format(f"x.{fmt}", fmt)  # a known format
+    files = []
+    requests = span = 0
+    with atomic_directory(path) as tmp:
+        for i, part in enumerate(parts):
+            name = f"part-{i:05d}.{fmt}"
+            _write_file([part], tmp / name, fmt, atomic=False)
+            files.append(Path(path) / name)
+            requests, span = requests + len(part), int(part.ts_ns[-1])
+        if not files:
+            raise InputError(f"{path}: refusing to write an empty trace (it could not be read back)")
+    return Written(requests, span, files)
+
+
+def _write_file(parts: Iterable[Trace], path: str | os.PathLike, fmt: str, atomic: bool = True) -> Written:
+    """The parts joined into one file of format ``fmt``, written as they come."""
+    requests = span = 0
+    with atomic_output(path) if atomic else contextlib.nullcontext(Path(path)) as tmp:
+        writer = None
+        try:
+            for part in parts:
+                if not len(part):
+                    continue
+                if fmt == "parquet":
+                    import pyarrow.parquet as pq
+
+                    table = part.to_arrow()
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                    writer.write_table(table)
+                else:
+                    _core.write_csv(tmp, *part._core_args(), gzip=fmt == "csv.gz", append=requests > 0)
+                requests, span = requests + len(part), int(part.ts_ns[-1])
+        finally:
+            if writer is not None:
+                writer.close()
+        if not requests:
+            raise InputError(f"{path}: refusing to write an empty trace (it could not be read back)")
+    return Written(requests, span, [Path(path)])
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Yields a new directory beside ``path`` to fill, and puts it in place of ``path`` only on
+    success (a directory of parts there before is replaced whole, never mixed with new parts)."""
+    path = Path(os.fspath(path).rstrip("/") or "/")
+    if path.exists():
+        if not path.is_dir():
+            raise InputError(f"{path}: exists and is not a directory")
+        others = sorted(p.name for p in path.iterdir() if not PART_NAME.match(p.name))
+        if others:
+            raise InputError(
+                f"{path}: the directory holds files iomimic did not write as parts ({others[0]}"
+                f"{', ...' if len(others) > 1 else ''}); choose a new or empty directory"
+            )
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: the folder {path.parent} does not exist")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    try:
+        yield tmp
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            os.replace(path, old / path.name)
+            os.replace(tmp, path)
+            shutil.rmtree(old)
         else:
-            _core.write_csv(tmp, *trace._core_args(), gzip=fmt == "csv.gz")
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def summary(trace: Trace) -> dict[str, Any]:
@@ -429,3 +527,81 @@ def summary(trace: Trace) -> dict[str, Any]:
         "stream_names": {str(k): v for k, v in sorted(trace.stream_names.items())},
         "latency_phases": {name: figures for name, figures in report.get("latency_phases", [])},
     }
+
+
+def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
+    """:func:`summary` of a Parquet trace file, counted a row group at a time on every core
+    without building the Trace: memory holds a row group per core whatever the file's length,
+    and the figures are those of the file read whole (counts add up exactly; the span runs from
+    the earliest time to the latest, as in the sorted trace). None when the file does not suit
+    (not Parquet; columns not of the Trace's types or names not in iomimic's metadata; a row
+    that breaks the Trace's rules): reading it whole then gives the figures or names the fault."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iomimic.trace import DTYPES, _Columns, _on_threads, _schema_names
+
+    path = Path(path)
+    if not (path.is_file() and _is_parquet(path)):
+        return None
+    try:
+        pf = pq.ParquetFile(path)
+        schema, meta = pf.schema_arrow, pf.metadata
+        names = _schema_names(schema)
+    except (pa.ArrowInvalid, OSError, InputError):
+        return None
+    present = [c for c in DTYPES if c in schema.names]
+    volumes, files = names["volume"], names["file"]
+    if (
+        not {"ts_ns", "offset", "size", "op", "volume"} <= set(present)
+        or any(schema.field(c).type != pa.from_numpy_dtype(np.dtype(DTYPES[c])) for c in present)
+        or not volumes
+        or (files is None and "file" in present)
+        or meta.num_rows == 0
+    ):
+        return None
+    counted = [c for c in present if c != "latency_ns"]  # only whether latencies are there counts
+    few = meta.num_row_groups < 4 * (os.cpu_count() or 1)  # see _read_parquet
+    parts = _core.SummaryParts()
+
+    def count(i: int) -> bool:
+        g = pq.ParquetFile(path, metadata=meta).read_row_group(i, columns=counted, use_threads=few)
+        cols = {c: _arrow_column(g.column(c), DTYPES[c]) for c in counted}
+        if any(v is None for v in cols.values()):
+            return False
+        cols.setdefault("stream", np.zeros(g.num_rows, np.uint32))
+        return parts.add(_Columns(cols), volumes, files or [], has_latency="latency_ns" in present)
+
+    try:
+        if not all(_on_threads(count, meta.num_row_groups)):
+            return None
+    except (pa.ArrowInvalid, OSError):
+        return None
+    return {
+        "path": str(path),
+        "format": "parquet",
+        "compression": None,
+        **parts.finish(volumes),
+        "lines": meta.num_rows,
+        "out_of_order": 0,
+        "skipped": 0,
+        "skipped_by_reason": {},
+        "skipped_examples": [],
+        "ignored_by_reason": {},
+        "start_ns": parts.start_ns or 0,
+        "notes": [],
+        "stream_names": {
+            str(k): str(v) for k, v in sorted((names["stream"] or {}).items(), key=lambda kv: int(kv[0]))
+        },
+        "latency_phases": {},
+    }
+
+
+def _arrow_column(column, dtype) -> np.ndarray | None:
+    """A column of a row group as numpy, read in place when it is one chunk without nulls;
+    None when it holds nulls (not allowed outside latency_ns)."""
+    if column.null_count:
+        return None
+    chunk = column.chunks[0] if column.num_chunks == 1 else column.combine_chunks()
+    data = chunk.buffers()[1]
+    return np.frombuffer(data, dtype, len(chunk), chunk.offset * np.dtype(dtype).itemsize)

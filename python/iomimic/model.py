@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,9 @@ from iomimic import _core
 from iomimic.errors import InputError
 from iomimic.trace import Trace
 from iomimic.units import parse_duration_ns, parse_seed
+
+#: Requests per slice of a long generation, by default (:meth:`Model.generate_parts`).
+SLICE_REQUESTS: int = _core.SLICE_REQUESTS
 
 
 class Model:
@@ -114,27 +117,89 @@ class Model:
         intensity: float = 1.0,
         seed: int = 1,
         reuse: bool = True,
+        slice_requests: int | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Trace:
         """A synthetic trace: ``requests`` of them, or as many as fit ``duration`` (default the
         training trace's count). ``intensity`` multiplies the request rate and nothing else;
-        ``reuse=False`` turns the temporal-locality extension off. ``progress(done, total)`` is
+        ``reuse=False`` turns the temporal-locality extension off. A trace longer than
+        ``slice_requests`` (default 8 Mi) is made as consecutive slices of time, each on its
+        own (:meth:`generate_parts` gives them one by one). ``progress(done, total)`` is
         called about ten times a second; Ctrl-C stops the work (KeyboardInterrupt)."""
-        if requests is not None and requests <= 0:
-            raise InputError(f"`requests` must be positive, found {requests}")
-        seed = parse_seed(seed)
-        duration_ns = None if duration is None else parse_duration_ns(duration)
         d = self._m.generate(
-            requests=requests,
-            duration_ns=duration_ns,
-            intensity=float(intensity),
-            seed=seed,
-            reuse=reuse,
+            **self._generate_args(requests, duration, intensity, seed, reuse, slice_requests),
             progress=progress,
         )
-        t = Trace._from_reader(d)
+        return self._generated(d)
+
+    def generate_parts(
+        self,
+        requests: int | None = None,
+        *,
+        duration: str | float | None = None,
+        intensity: float = 1.0,
+        seed: int = 1,
+        reuse: bool = True,
+        slice_requests: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        ray: bool | str | None = None,
+    ) -> Iterator[Trace]:
+        """The trace :meth:`generate` gives with the same arguments, as its slices of time in
+        order, each made when the iteration reaches it: memory holds a slice or two (about
+        70 bytes a request of ``slice_requests``) however long the trace. Joined, the parts are
+        ``generate``'s trace, field by field. ``ray`` (``True`` or an address) makes the slices
+        as Ray tasks, a few ahead of the one given out (``docs/ray.md``).
+
+        >>> m = train(Trace(ts_ns=range(0, 4000, 10), offset=[0] * 400, size=[4096] * 400,
+        ...                 op=[0] * 400), levels=1, states=2)
+        >>> parts = list(m.generate_parts(2500, slice_requests=1000))
+        >>> len(parts), sum(len(p) for p in parts)
+        (3, 2500)
+        """
+        args = self._generate_args(requests, duration, intensity, seed, reuse, slice_requests)
+        plan = self._m.generation(**args)  # planned here, so a bad argument fails at the call
+        if ray is not None and ray is not False:
+            from iomimic import cluster
+
+            return cluster.generate_slices(cluster.connect(ray), self, args, len(plan), progress)
+        return self._slices(plan, progress)
+
+    def _slices(self, plan: _core.Generation, progress: Callable[[int, int], None] | None) -> Iterator[Trace]:
+        """The slices of ``plan``, made one by one, each shifted as the first."""
+        total = 2 * plan.requests
+        start, done = None, 0
+        for s in range(len(plan)):
+            step = None if progress is None else lambda d, _t, base=done: progress(base + d, total)
+            d = plan.slice(s, start_ns=start, progress=step)
+            if not len(d["ts_ns"]):
+                break  # past the duration asked for: so is every later slice
+            start = d.pop("start_ns")
+            done += 2 * len(d["ts_ns"])
+            yield self._generated(d)
+        if progress is not None:
+            progress(total, total)
+
+    def _generated(self, columns: dict[str, Any]) -> Trace:
+        """A generated trace (or slice of one) from the core's columns."""
+        t = Trace._from_reader(columns)
         t.report = {"format": "generated", "path": f"model {self.name}"}
         return t
+
+    @staticmethod
+    def _generate_args(requests, duration, intensity, seed, reuse, slice_requests) -> dict[str, Any]:
+        """The core's generation options from the Python call's, checked."""
+        if requests is not None and requests <= 0:
+            raise InputError(f"`requests` must be positive, found {requests}")
+        if slice_requests is not None and slice_requests <= 0:
+            raise InputError(f"`slice_requests` must be positive, found {slice_requests}")
+        return dict(
+            requests=requests,
+            duration_ns=None if duration is None else parse_duration_ns(duration),
+            intensity=float(intensity),
+            seed=parse_seed(seed),
+            reuse=reuse,
+            slice=slice_requests,
+        )
 
 
 def chain_edges(chain: dict[str, Any]) -> list[list[dict[str, Any]]]:

@@ -127,9 +127,14 @@ class Trace:
         if n > 1 and bool((ts[1:] < ts[:-1]).any()):
             order = np.argsort(ts, kind="stable")
             arrays = {k: np.ascontiguousarray(v[order]) for k, v in arrays.items()}
+        report = dict(report or {})
         if n and arrays["ts_ns"][0] != 0:
+            # times count from the first request; where that was in the source's clock is kept
+            # (a directory of time-split parts is merged by it)
+            first = int(arrays["ts_ns"][0])
             arrays["ts_ns"] = arrays["ts_ns"] - arrays["ts_ns"][0]
-        self._init(arrays, list(volumes), list(files), dict(report or {}))
+            report["start_ns"] = int(report.get("start_ns") or 0) + first
+        self._init(arrays, list(volumes), list(files), report)
         self.stream_names = {int(k): str(v) for k, v in (stream_names or {}).items()}
 
     def _init(
@@ -267,10 +272,9 @@ class Trace:
             )
         cols = {name: values[keep] for name, values in self.columns.items()}
         cols["volume"] = volume[keep]
-        first = int(cols["ts_ns"][0])
-        report = {**self.report, "start_ns": int(self.report.get("start_ns", 0)) + first}
+        # the constructor moves the first kept request to 0 and adds that shift to start_ns
         return Trace(
-            **cols, volumes=volume_names, files=self.files, report=report, stream_names=self.stream_names
+            **cols, volumes=volume_names, files=self.files, report=self.report, stream_names=self.stream_names
         )
 
     def to_polars(self, names: bool = False):

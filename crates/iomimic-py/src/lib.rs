@@ -28,12 +28,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::merge_traces, m)?)?;
     m.add_function(wrap_pyfunction!(trace::write_csv, m)?)?;
     m.add_function(wrap_pyfunction!(trace::summarize, m)?)?;
+    m.add_class::<trace::PySummaryParts>()?;
     m.add_function(wrap_pyfunction!(trace::format_table, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::characterize, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::miss_ratio_curve, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::validate_traces, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::plot_data, m)?)?;
     m.add_class::<model::PyModel>()?;
+    m.add_class::<model::PyGeneration>()?;
     m.add_function(wrap_pyfunction!(model::train_model, m)?)?;
     m.add_class::<model::PyTrainPlan>()?;
     m.add_function(wrap_pyfunction!(model::train_plan, m)?)?;
@@ -73,5 +75,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add("LATENCY_UNKNOWN", iomimic_core::LATENCY_UNKNOWN)?;
     m.add("STATUS_OK", iomimic_core::trace::STATUS_OK)?;
+    m.add("SLICE_REQUESTS", iomimic_core::model::SLICE_REQUESTS)?;
     Ok(())
 }

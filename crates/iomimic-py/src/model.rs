@@ -52,7 +52,7 @@ impl PyModel {
 
     /// A synthetic trace: `requests` of them, or as many as fit `duration_ns` (default the
     /// training trace's count); `intensity` multiplies the rate.
-    #[pyo3(signature = (requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true, progress=None))]
+    #[pyo3(signature = (requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true, slice=None, progress=None))]
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn generate<'py>(
         &self,
@@ -62,19 +62,104 @@ impl PyModel {
         intensity: f64,
         seed: u64,
         reuse: bool,
+        slice: Option<u64>,
         progress: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let opts = model::GenerateOptions {
-            requests,
-            duration_ns,
-            intensity,
-            seed,
-            reuse,
-        };
+        let opts = generate_options(requests, duration_ns, intensity, seed, reuse, slice);
         let trace = watched(py, progress.as_ref(), |p| {
             model::generate_watched(&self.inner, &opts, p)
         })?;
         trace_to_py(py, trace)
+    }
+
+    /// The same generation planned in slices, each made when asked for (`Generation.slice`).
+    #[pyo3(signature = (requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true, slice=None))]
+    fn generation(
+        &self,
+        py: Python<'_>,
+        requests: Option<u64>,
+        duration_ns: Option<u64>,
+        intensity: f64,
+        seed: u64,
+        reuse: bool,
+        slice: Option<u64>,
+    ) -> PyResult<PyGeneration> {
+        let opts = generate_options(requests, duration_ns, intensity, seed, reuse, slice);
+        let plan = py
+            .detach(|| model::Generation::plan(&self.inner, &opts))
+            .map_err(err_to_py)?;
+        Ok(PyGeneration {
+            model: Arc::clone(&self.inner),
+            plan,
+        })
+    }
+}
+
+fn generate_options(
+    requests: Option<u64>,
+    duration_ns: Option<u64>,
+    intensity: f64,
+    seed: u64,
+    reuse: bool,
+    slice: Option<u64>,
+) -> model::GenerateOptions {
+    model::GenerateOptions {
+        requests,
+        duration_ns,
+        intensity,
+        seed,
+        reuse,
+        slice: slice.unwrap_or(model::SLICE_REQUESTS),
+    }
+}
+
+/// A generation cut into slices of consecutive time (`iomimic_core::model::Generation`).
+#[pyclass(name = "Generation", module = "iomimic._core", frozen)]
+pub struct PyGeneration {
+    model: Arc<Model>,
+    plan: model::Generation,
+}
+
+#[pymethods]
+impl PyGeneration {
+    fn __len__(&self) -> usize {
+        self.plan.len()
+    }
+
+    /// The requests planned (a duration may cut the last slices short).
+    #[getter]
+    fn requests(&self) -> u64 {
+        self.plan.requests()
+    }
+
+    /// Slice `s` as trace columns, its times less `start_ns` (default: its own first time,
+    /// which is right for the first slice) and that shift as `start_ns`; no rows past the
+    /// duration asked for.
+    #[pyo3(signature = (s, start_ns=None, progress=None))]
+    fn slice<'py>(
+        &self,
+        py: Python<'py>,
+        s: usize,
+        start_ns: Option<u64>,
+        progress: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if s >= self.plan.len() {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "slice {s} of a generation of {}",
+                self.plan.len()
+            )));
+        }
+        let (trace, start) = watched(py, progress.as_ref(), |p| {
+            let mut t = self.plan.slice(&self.model, s, p)?;
+            let start = start_ns.unwrap_or_else(|| t.ts_ns.first().copied().unwrap_or(0));
+            for ts in &mut t.ts_ns {
+                *ts = ts.saturating_sub(start);
+            }
+            Ok((t, start))
+        })?;
+        let d = trace_to_py(py, trace)?;
+        d.set_item("start_ns", start)?;
+        Ok(d)
     }
 }
 

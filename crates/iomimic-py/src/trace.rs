@@ -140,10 +140,10 @@ pub fn validate(columns: Columns<'_>, volumes: Vec<String>, files: Vec<String>) 
     })
 }
 
-/// Writes canonical CSV to `path`, gzip-compressed with `gzip` (the caller makes the write
-/// atomic).
+/// Writes canonical CSV to `path`, gzip-compressed with `gzip`; with `append`, after what the
+/// file holds and without a header (a later part). The caller makes the write atomic.
 #[pyfunction]
-#[pyo3(signature = (path, columns, volumes, files, gzip=false))]
+#[pyo3(signature = (path, columns, volumes, files, gzip=false, append=false))]
 pub fn write_csv(
     py: Python<'_>,
     path: PathBuf,
@@ -151,6 +151,7 @@ pub fn write_csv(
     volumes: Vec<String>,
     files: Vec<String>,
     gzip: bool,
+    append: bool,
 ) -> PyResult<()> {
     let io_error = |source| {
         err_to_py(iomimic_core::Error::Io {
@@ -159,15 +160,23 @@ pub fn write_csv(
         })
     };
     with_view(&columns, &volumes, &files, |view| {
-        let file = std::fs::File::create(&path).map_err(io_error)?;
+        // a later part goes after the rows already written, without a second header (and, in
+        // gzip, as a member of its own: gzip readers read members back to back as one stream)
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .append(append)
+            .truncate(!append)
+            .open(&path)
+            .map_err(io_error)?;
         let write = || -> std::io::Result<()> {
             if gzip {
                 // level 6 (gzip's own default): most of the size saving at a fraction of 9's time
                 let mut encoder = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-                formats::write_csv(view, &mut encoder)?;
+                formats::write_csv_part(view, &mut encoder, !append)?;
                 encoder.finish().map(drop)
             } else {
-                formats::write_csv(view, file)
+                formats::write_csv_part(view, file, !append)
             }
         };
         py.detach(write).map_err(io_error)
@@ -186,6 +195,67 @@ pub fn summarize(
         let s = py.detach(|| summary::summarize(view));
         to_py(py, &s)
     })
+}
+
+/// Summaries of a trace's parts added up as they come: a Parquet file's row groups, read on
+/// every core at once (each `add` counts without the GIL and then joins the total).
+#[pyclass(name = "SummaryParts", module = "iomimic._core", frozen)]
+#[derive(Default)]
+pub struct PySummaryParts {
+    total: Mutex<summary::PartialSummary>,
+}
+
+impl PySummaryParts {
+    /// The total so far (a part that panicked while adding left it whole: `add` is one step).
+    fn total(&self) -> std::sync::MutexGuard<'_, summary::PartialSummary> {
+        self.total
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl PySummaryParts {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checks the rows as a trace's and adds them; false (and nothing added) when a row breaks
+    /// the Trace's rules, which a whole read then names. `has_latency`: the rows have a latency
+    /// column, left unread.
+    #[pyo3(signature = (columns, volumes, files, has_latency=false))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+        has_latency: bool,
+    ) -> PyResult<bool> {
+        with_view(&columns, &volumes, &files, |view| {
+            let part = py.detach(|| {
+                view.validate().ok()?;
+                let part = summary::PartialSummary::of(view, 0..view.len());
+                Some(if has_latency { part.with_latency() } else { part })
+            });
+            let Some(part) = part else { return Ok(false) };
+            self.total().add(part);
+            Ok(true)
+        })
+    }
+
+    /// The earliest time added (ns, the rows' own clock), if any.
+    #[getter]
+    fn start_ns(&self) -> Option<u64> {
+        self.total().start_ns()
+    }
+
+    /// The summary of everything added, as `summarize` gives it, volume ids naming `volumes`.
+    fn finish(&self, py: Python<'_>, volumes: Vec<String>) -> PyResult<Py<PyAny>> {
+        let total = self.total().clone();
+        to_py(py, &total.finish(&volumes))
+    }
 }
 
 /// [(name, description)] of every format.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, count, read, report_reading, subcommand, write_json
+from iomimic.cli.args import add_read_options, count, read, report_reading, selecting, subcommand, write_json
 
 
 def register(subparsers) -> None:
@@ -25,11 +25,14 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.io import summary
+    from iomimic.io import parquet_summary, summary
     from iomimic.report import make_console
     from iomimic.report.info import render_info
 
-    s = summary(read(args))
+    # a Parquet file is counted a row group at a time (memory: a row group per core), not read
+    s = parquet_summary(args.trace) if args.format in (None, "parquet") and not selecting(args) else None
+    if s is None:
+        s = summary(read(args))
     report_reading(s)
     if args.json and write_json(args.json, s):
         return EXIT_OK

@@ -115,22 +115,30 @@ fn csv_name(name: &str) -> String {
 
 /// Writes `trace` as canonical CSV (v2: a plain CSV with name columns).
 pub fn write_csv(trace: &TraceView<'_>, w: impl Write) -> io::Result<()> {
+    write_csv_part(trace, w, true)
+}
+
+/// [`write_csv`], with its header line only when `header`: a later part of the same trace
+/// appended to a file that has one.
+pub fn write_csv_part(trace: &TraceView<'_>, w: impl Write, header: bool) -> io::Result<()> {
     let mut w = io::BufWriter::with_capacity(1 << 20, w);
-    let mut header = REQUIRED.join(",");
+    let mut names = REQUIRED.join(",");
     if trace.latency_ns.is_some() {
-        header.push_str(",latency_ns");
+        names.push_str(",latency_ns");
     }
     if trace.file.is_some() {
-        header.push_str(",file");
+        names.push_str(",file");
     }
-    header.push_str(",volume_name");
+    names.push_str(",volume_name");
     if trace.file.is_some() {
-        header.push_str(",file_name");
+        names.push_str(",file_name");
     }
     if trace.status.is_some() {
-        header.push_str(",status");
+        names.push_str(",status");
     }
-    writeln!(w, "{header}")?;
+    if header {
+        writeln!(w, "{names}")?;
+    }
     let volumes: Vec<String> = trace.volumes.iter().map(|n| csv_name(n)).collect();
     let files: Vec<String> = trace.files.iter().map(|n| csv_name(n)).collect();
     let mut num = itoa::Buffer::new();

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 pub use builder::{Builder, LineError, Outcome, Request};
-pub use canonical::write_csv;
+pub use canonical::{write_csv, write_csv_part};
 pub use input::Compression;
 pub use reader::{read_trace, TraceReader};
 pub use registry::Registry;

@@ -28,7 +28,7 @@ mod used;
 
 use serde::{Deserialize, Serialize};
 
-pub use generate::{generate, generate_watched, GenerateOptions};
+pub use generate::{generate, generate_watched, GenerateOptions, Generation, SLICE_REQUESTS};
 pub use mix::mix;
 pub use preset::Preset;
 pub use train::{plan_watched, train, train_part, train_watched, Group, Part, Plan, Shared, TrainOptions};

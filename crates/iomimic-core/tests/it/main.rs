@@ -4,6 +4,7 @@
 mod fuzz_readers;
 mod offload_crash;
 mod progress;
+mod slices;
 mod toy_device;
 mod toy_format;
 mod toy_policy;

@@ -23,6 +23,7 @@ use super::super::sample::{Alias, Prng};
 use crate::model::{gap_bounds, Arrivals, RateClass, GAP_CLASSES};
 use crate::parallel::on_all_cores;
 use crate::random::splitmix;
+use std::ops::Range;
 
 /// Requests per piece of the parallel time draw.
 const TIMES_CHUNK: u64 = 1 << 16;
@@ -268,18 +269,21 @@ impl ClassRt {
     }
 }
 
-/// The times (model ns, ascending) of the schedule's requests.
-pub(super) fn times(a: &Arrivals, s: &Schedule, seed: u64) -> Vec<u64> {
+/// The times (model ns, ascending) of the requests of the schedule's `windows`. Each window
+/// draws from its own seed, so a range of windows gets the times the whole schedule gives it.
+pub(super) fn times(a: &Arrivals, s: &Schedule, seed: u64, windows: Range<usize>) -> Vec<u64> {
     let classes: Vec<ClassRt> = a.classes.iter().map(ClassRt::new).collect();
     let mins: Vec<u32> = a.classes.iter().map(|c| c.min_count).collect();
-    let mut out = vec![0u64; usize::try_from(s.total()).unwrap_or(0)];
+    let counts = &s.counts[windows.clone()];
+    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    let mut out = vec![0u64; usize::try_from(total).unwrap_or(0)];
     // pieces of whole windows, each about TIMES_CHUNK requests
     let mut pieces = Vec::new();
     let mut rest: &mut [u64] = &mut out;
-    let (mut from, mut taken) = (0usize, 0u64);
-    for (j, &c) in s.counts.iter().enumerate() {
+    let (mut from, mut taken) = (windows.start, 0u64);
+    for (j, &c) in counts.iter().enumerate().map(|(i, c)| (windows.start + i, c)) {
         taken += u64::from(c);
-        if taken >= TIMES_CHUNK || j + 1 == s.counts.len() {
+        if taken >= TIMES_CHUNK || j + 1 == windows.end {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(taken as usize);
             pieces.push((from, j + 1, head));
             rest = tail;
@@ -392,8 +396,11 @@ mod tests {
     fn times_stay_in_their_windows_and_in_order() {
         let a = arrivals(vec![3, 0, 5, 1], 1, None);
         let s = schedule(&a, None, Some(3_999), 1.0, 1);
-        let t = times(&a, &s, 9);
+        let t = times(&a, &s, 9, 0..s.counts.len());
         assert_eq!(t.len(), 9);
+        // a range of windows gets the times the whole schedule gives it
+        assert_eq!(times(&a, &s, 9, 2..4), t[3..]);
+        assert_eq!(times(&a, &s, 9, 0..2), t[..3]);
         assert!(t.windows(2).all(|w| w[0] <= w[1]));
         let per_window: Vec<usize> = (0..4)
             .map(|j| t.iter().filter(|&&x| x / 1000 == j).count())

@@ -28,7 +28,9 @@ mod walk;
 mod warp;
 
 use crate::parallel::{cores, on_all_cores};
+use arrivals::Schedule;
 use columns::{merge_threads, Columns};
+use std::ops::Range;
 use warp::Warp;
 
 use super::Model;
@@ -39,6 +41,9 @@ use crate::trace::Trace;
 
 /// Threads with at least this many requests are generated in parallel segments.
 pub const SEGMENT_MIN: u64 = 1 << 20;
+/// Requests per slice of a long generation, by default (see [`Generation`]): memory for one
+/// slice is about half a GiB.
+pub const SLICE_REQUESTS: u64 = 1 << 23;
 /// Requests per piece of the parallel time warp.
 const FILL_CHUNK: usize = 1 << 16;
 
@@ -53,6 +58,9 @@ pub struct GenerateOptions {
     pub seed: u64,
     /// Use the temporal-locality (reuse) extension when the model has it.
     pub reuse: bool,
+    /// Requests per slice of a long generation (see [`Generation`]): part of what the seed
+    /// gives, so the same seed and slice give the same trace however it is written.
+    pub slice: u64,
 }
 
 impl Default for GenerateOptions {
@@ -63,12 +71,18 @@ impl Default for GenerateOptions {
             intensity: 1.0,
             seed: 1,
             reuse: true,
+            slice: SLICE_REQUESTS,
         }
     }
 }
 
 fn check(opts: &GenerateOptions) -> Result<()> {
     crate::trace::check_intensity(opts.intensity)?;
+    if opts.slice == 0 {
+        return Err(Error::Usage(
+            "`slice` must be a positive number of requests".into(),
+        ));
+    }
     if opts.requests == Some(0) || opts.duration_ns == Some(0) {
         return Err(Error::Usage(
             "asked to generate nothing: `requests` and `duration` must be positive".into(),
@@ -96,10 +110,12 @@ fn check_span(model: &Model, total: u64, intensity: f64) -> Result<()> {
     Ok(())
 }
 
-/// How many requests to generate and, with an arrival process, when they arrive (model ns).
+/// How many requests to generate and, with an arrival process, their windows.
 struct Plan {
     total: u64,
-    times: Option<Vec<u64>>,
+    arrivals: Option<Schedule>,
+    /// With an arrival process asked for a duration: the model time it ends at.
+    span: Option<u64>,
 }
 
 /// The requests asked for: by count, by duration (at the model's rate), or the model's own.
@@ -120,7 +136,8 @@ fn plan(model: &Model, opts: &GenerateOptions) -> Result<Plan> {
     let Some(a) = &model.rate.arrivals else {
         return Ok(Plan {
             total: estimate,
-            times: None,
+            arrivals: None,
+            span: None,
         });
     };
     // model time to cover when asked by duration (times are divided by the intensity after)
@@ -137,13 +154,10 @@ fn plan(model: &Model, opts: &GenerateOptions) -> Result<Plan> {
     let rate = model.requests as f64 / counted.max(1) as f64;
     let sched = arrivals::schedule(a, requests, span, rate, opts.seed);
     crate::limits::check_requests(sched.total(), asked_by)?;
-    let mut times = arrivals::times(a, &sched, opts.seed);
-    if let Some(limit) = span {
-        times.truncate(times.partition_point(|&t| t <= limit));
-    }
     Ok(Plan {
-        total: times.len() as u64,
-        times: Some(times),
+        total: sched.total(),
+        arrivals: Some(sched),
+        span,
     })
 }
 
@@ -153,101 +167,314 @@ pub fn generate(model: &Model, opts: &GenerateOptions) -> Result<Trace> {
 }
 
 /// [`generate`], counting in `progress` the requests walked (the first half of the work) and
-/// placed in time (the second, counted when done), and stopping with `Interrupted` within the
-/// walks when told to.
+/// placed in time (the second), and stopping with `Interrupted` within the walks when told to.
+/// The trace is its [`Generation`]'s slices one after the other, its first request at 0.
 pub fn generate_watched(model: &Model, opts: &GenerateOptions, progress: &Progress) -> Result<Trace> {
-    check(opts)?;
-    let plan = plan(model, opts)?;
-    let total = plan.total;
-    progress.add_total(2 * total);
-    let counts = apportion(total, &model.threads.iter().map(|t| t.weight).collect::<Vec<_>>());
-    let jobs = segments(&counts);
-    let walks = on_all_cores(jobs.clone(), |(t, k, first, n)| {
-        let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32));
-        walk::walk(model, &model.threads[t], seed, (first, n), opts.reuse, progress)
-    })
-    .into_iter()
-    .collect::<Result<Vec<_>>>()?;
-    // Without an arrival process the threads' times are the output's; with one they only
-    // order the threads' requests, and the arrival times are given out in that order.
-    let mut columns = place_in_time(model, &counts, &jobs, &walks, total, opts.intensity);
-    drop(walks);
-    if let (None, Some(limit)) = (&plan.times, opts.duration_ns) {
-        // times only grow within a thread, so each is cut where it passes the limit
-        for cols in &mut columns {
-            cols.truncate(cols.ts.partition_point(|&t| t <= limit));
+    let generation = Generation::plan(model, opts)?;
+    progress.add_total(2 * generation.requests());
+    let mut out = generation.slice(model, 0, progress)?;
+    for s in 1..generation.len() {
+        let part = generation.slice(model, s, progress)?;
+        if part.is_empty() {
+            break; // past the duration asked for: so is every later slice
         }
+        append(&mut out, part);
     }
-    let mut out = Trace {
-        volumes: model.volumes.iter().map(|v| v.name.clone()).collect(),
-        ..Trace::default()
-    };
-    let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
-    merge_threads(&mut out, columns, &streams);
-    if let Some(times) = plan.times {
-        for (slot, t) in out.ts_ns.iter_mut().zip(times) {
-            *slot = (t as f64 / opts.intensity) as u64;
-        }
-    }
-    out.sort_by_time();
     out.make_relative();
     progress.complete();
     Ok(out)
 }
 
-/// The threads' requests on the output clock: each thread's segments joined end to end in
-/// model time, its times scaled so it spans exactly the generated stretch (gap shapes are kept;
-/// only their scale is pinned: rounding a rare thread's count must not stretch it), then warped
-/// onto its own activity where the model keeps one, else the workload's profile, in parallel
-/// pieces.
-fn place_in_time(
-    model: &Model,
-    counts: &[u64],
-    jobs: &[(usize, u64, u64, u64)],
-    walks: &[Vec<walk::Request>],
+/// A generation planned and cut into slices of consecutive output time, each generated on its
+/// own when asked for: a trace of any length is written a slice at a time in the memory of one
+/// (about 70 bytes a request of [`GenerateOptions::slice`]), and slices can be made on
+/// different machines. The trace is the slices in order (each slice's times lie between its
+/// neighbours'); one slice, the usual case, is the whole generation.
+///
+/// Each thread takes in a slice the requests that fall in its reach of the slice's time: the
+/// workload's profile gives the output time where a slice ends, each thread's own profile (its
+/// activity, when kept) where the thread stands at that time. A thread's walk starts afresh in
+/// every slice (as the segments of a long thread do within one) and its times are scaled to its
+/// reach of the slice, the last exactly at its end. With an arrival process, a slice is whole
+/// windows of the schedule and takes their times.
+pub struct Generation {
+    opts: GenerateOptions,
     total: u64,
-    intensity: f64,
-) -> Vec<Columns> {
-    let warps: Vec<Warp> = model
-        .threads
-        .iter()
-        .map(|t| Warp::new(model, t.activity.as_deref().unwrap_or(&model.rate.shares)))
-        .collect();
-    // cycles of the profile the workload spans (exactly 1 when as many requests as the model's)
-    let cycles = total as f64 / model.requests.max(1) as f64;
-    let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
-    let mut fills = Vec::new();
-    let mut walked = jobs.iter().zip(walks).peekable();
-    for (t, cols) in columns.iter_mut().enumerate() {
-        let mut segments = Vec::new();
-        while let Some((_, seg)) = walked.next_if(|((jt, _, _, _), _)| *jt == t) {
-            segments.push(seg.as_slice());
-        }
-        let last: f64 = segments.iter().filter_map(|s| s.last()).map(|r| r.u).sum();
-        // the thread's last request lands exactly at the end (not a rounding past it)
-        let scale = if last > 0.0 { 1.0 / last } else { 1.0 };
-        let mut rest = cols.slots();
-        let mut base = 0.0;
-        for seg in segments {
-            for reqs in seg.chunks(FILL_CHUNK) {
-                let (slots, after) = rest.split_at(reqs.len());
-                rest = after;
-                fills.push((reqs, base, scale, &warps[t], slots));
+    /// Cycles of the model's profile the workload spans.
+    cycles: f64,
+    arrivals: Option<Schedule>,
+    span: Option<u64>,
+    slices: Vec<Slice>,
+}
+
+/// One slice of a [`Generation`].
+struct Slice {
+    /// Requests planned (with an arrival process, its windows' before a duration's cut).
+    requests: u64,
+    /// Each thread's reach of the slice, as shares of its requests' model time (0 to 1).
+    reach: Vec<(f64, f64)>,
+    /// Each thread's requests in the slice as planned, and before it.
+    counts: Vec<u64>,
+    before: Vec<u64>,
+    /// The output times (ns) between which the slice's requests lie: none at the trace's ends.
+    bounds: (Option<u64>, Option<u64>),
+    /// The arrival schedule's windows the slice covers.
+    windows: Range<usize>,
+}
+
+impl Generation {
+    pub fn plan(model: &Model, opts: &GenerateOptions) -> Result<Self> {
+        check(opts)?;
+        let Plan {
+            total,
+            arrivals,
+            span,
+        } = plan(model, opts)?;
+        // (requests, windows) of each slice
+        let cuts: Vec<(u64, Range<usize>)> = match &arrivals {
+            None => {
+                let n = total.div_ceil(opts.slice).max(1);
+                let parts = usize::try_from(n).unwrap_or(usize::MAX);
+                apportion(total, &vec![1.0 / n as f64; parts])
+                    .into_iter()
+                    .map(|r| (r, 0..0))
+                    .collect()
             }
-            base += seg.last().map_or(0.0, |r| r.u);
+            Some(sched) => {
+                let mut cuts = Vec::new();
+                let (mut from, mut taken) = (0usize, 0u64);
+                for (j, &c) in sched.counts.iter().enumerate() {
+                    taken += u64::from(c);
+                    if taken >= opts.slice || j + 1 == sched.counts.len() {
+                        cuts.push((taken, from..j + 1));
+                        (from, taken) = (j + 1, 0);
+                    }
+                }
+                if cuts.is_empty() {
+                    cuts.push((0, 0..0));
+                }
+                cuts
+            }
+        };
+        let cycles = total as f64 / model.requests.max(1) as f64;
+        let threads = &model.threads;
+        let whole = apportion(total, &threads.iter().map(|t| t.weight).collect::<Vec<_>>());
+        let workload = Warp::new(model, &model.rate.shares);
+        let warps: Vec<Warp> = threads.iter().map(|t| thread_warp(model, t)).collect();
+        // at each boundary between slices: its output time and each thread's reach
+        let mut first = 0u64;
+        let mut at: Vec<f64> = vec![0.0; threads.len()];
+        let mut start_ns = None;
+        let mut before = vec![0u64; threads.len()];
+        let mut slices = Vec::with_capacity(cuts.len());
+        for (s, (requests, windows)) in cuts.iter().cloned().enumerate() {
+            first += requests;
+            let last = s + 1 == cuts.len();
+            let (end_ns, to): (Option<u64>, Vec<f64>) = if last {
+                (None, vec![1.0; threads.len()])
+            } else {
+                let t = workload.apply(first as f64 / total as f64 * cycles);
+                let reach = warps
+                    .iter()
+                    .zip(&at)
+                    .map(|(w, &a)| (w.invert(t) / cycles).clamp(a, 1.0));
+                (Some((t / opts.intensity) as u64), reach.collect())
+            };
+            let counts = if cuts.len() == 1 {
+                whole.clone()
+            } else {
+                let weights: Vec<f64> = (0..threads.len())
+                    .map(|t| whole[t] as f64 * (to[t] - at[t]))
+                    .collect();
+                split(requests, &weights)
+            };
+            slices.push(Slice {
+                requests,
+                reach: at.iter().copied().zip(to.iter().copied()).collect(),
+                counts: counts.clone(),
+                before: before.clone(),
+                bounds: if arrivals.is_some() {
+                    (None, None)
+                } else {
+                    (start_ns, end_ns)
+                },
+                windows,
+            });
+            for (b, c) in before.iter_mut().zip(counts) {
+                *b += c;
+            }
+            at = to;
+            start_ns = end_ns;
         }
+        Ok(Self {
+            opts: opts.clone(),
+            total,
+            cycles,
+            arrivals,
+            span,
+            slices,
+        })
     }
-    on_all_cores(fills, |(reqs, base, scale, warp, slots)| {
-        for (i, r) in reqs.iter().enumerate() {
-            let t = warp.apply(((r.u + base) * scale).min(1.0) * cycles) / intensity;
-            slots.ts[i] = t as u64;
-            slots.offset[i] = r.offset;
-            slots.size[i] = r.size;
-            slots.op[i] = r.op;
-            slots.volume[i] = r.volume;
+
+    /// How many slices.
+    pub fn len(&self) -> usize {
+        self.slices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slices.is_empty()
+    }
+
+    /// The requests planned (a duration may cut the last slices short).
+    pub fn requests(&self) -> u64 {
+        self.total
+    }
+
+    /// Slice `s`'s requests in time order, on the workload's own clock (the whole trace, not
+    /// the slice, starts at 0 once [`Trace::make_relative`] is applied to its first slice and
+    /// the same shift to the others). Empty when the slice lies past the duration asked for.
+    pub fn slice(&self, model: &Model, s: usize, progress: &Progress) -> Result<Trace> {
+        let slice = &self.slices[s];
+        let opts = &self.opts;
+        let mut out = Trace {
+            volumes: model.volumes.iter().map(|v| v.name.clone()).collect(),
+            ..Trace::default()
+        };
+        let times = match (&model.rate.arrivals, &self.arrivals) {
+            (Some(a), Some(sched)) => {
+                let mut times = arrivals::times(a, sched, opts.seed, slice.windows.clone());
+                if let Some(limit) = self.span {
+                    times.truncate(times.partition_point(|&t| t <= limit));
+                }
+                Some(times)
+            }
+            _ => None,
+        };
+        let past_limit = |t: u64| opts.duration_ns.is_some_and(|limit| t > limit);
+        if times.as_ref().is_some_and(Vec::is_empty) || slice.bounds.0.is_some_and(past_limit) {
+            return Ok(out);
         }
-    });
-    columns
+        let counts = match &times {
+            Some(t) if t.len() as u64 != slice.requests => {
+                let weights: Vec<f64> = slice.counts.iter().map(|&c| c as f64).collect();
+                split(t.len() as u64, &weights)
+            }
+            _ => slice.counts.clone(),
+        };
+        let jobs = segments(&counts);
+        let salt = if s == 0 {
+            0
+        } else {
+            splitmix(0x51ce ^ (s as u64) << 20)
+        };
+        let walks = on_all_cores(jobs.clone(), |(t, k, first, n)| {
+            let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32)) ^ salt;
+            let at = (slice.before[t] + first, n);
+            walk::walk(model, &model.threads[t], seed, at, opts.reuse, progress)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+        // Without an arrival process the threads' times are the output's; with one they only
+        // order the threads' requests, and the arrival times are given out in that order.
+        let mut columns = self.place_in_time(model, slice, &counts, &jobs, &walks);
+        drop(walks);
+        if let (None, Some(limit)) = (&times, opts.duration_ns) {
+            // times only grow within a thread, so each is cut where it passes the limit
+            for cols in &mut columns {
+                cols.truncate(cols.ts.partition_point(|&t| t <= limit));
+            }
+        }
+        let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
+        merge_threads(&mut out, columns, &streams);
+        if let Some(times) = times {
+            for (slot, t) in out.ts_ns.iter_mut().zip(times) {
+                *slot = (t as f64 / opts.intensity) as u64;
+            }
+        }
+        out.sort_by_time();
+        progress.advance(counts.iter().sum());
+        Ok(out)
+    }
+
+    /// The threads' requests of `slice` on the output clock: each thread's segments joined end
+    /// to end in model time, its times scaled so it spans exactly its reach of the slice (gap
+    /// shapes are kept; only their scale is pinned: rounding a rare thread's count must not
+    /// stretch it), then warped onto its own activity where the model keeps one, else the
+    /// workload's profile, in parallel pieces; kept inside the slice's bounds (a warp and its
+    /// inverse agree only to rounding).
+    fn place_in_time(
+        &self,
+        model: &Model,
+        slice: &Slice,
+        counts: &[u64],
+        jobs: &[(usize, u64, u64, u64)],
+        walks: &[Vec<walk::Request>],
+    ) -> Vec<Columns> {
+        let (cycles, intensity) = (self.cycles, self.opts.intensity);
+        let (low, high) = (slice.bounds.0.unwrap_or(0), slice.bounds.1.unwrap_or(u64::MAX));
+        let warps: Vec<Warp> = model.threads.iter().map(|t| thread_warp(model, t)).collect();
+        let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
+        let mut fills = Vec::new();
+        let mut walked = jobs.iter().zip(walks).peekable();
+        for (t, cols) in columns.iter_mut().enumerate() {
+            let mut segments = Vec::new();
+            while let Some((_, seg)) = walked.next_if(|((jt, _, _, _), _)| *jt == t) {
+                segments.push(seg.as_slice());
+            }
+            let last: f64 = segments.iter().filter_map(|s| s.last()).map(|r| r.u).sum();
+            // the thread's last request lands exactly at the end (not a rounding past it)
+            let scale = if last > 0.0 { 1.0 / last } else { 1.0 };
+            let mut rest = cols.slots();
+            let mut base = 0.0;
+            for seg in segments {
+                for reqs in seg.chunks(FILL_CHUNK) {
+                    let (slots, after) = rest.split_at(reqs.len());
+                    rest = after;
+                    fills.push((reqs, base, scale, t, slots));
+                }
+                base += seg.last().map_or(0.0, |r| r.u);
+            }
+        }
+        on_all_cores(fills, |(reqs, base, scale, t, slots)| {
+            let (from, to) = slice.reach[t];
+            for (i, r) in reqs.iter().enumerate() {
+                let share = from + (to - from) * ((r.u + base) * scale).min(1.0);
+                let t = warps[t].apply(share * cycles) / intensity;
+                slots.ts[i] = (t as u64).clamp(low, high);
+                slots.offset[i] = r.offset;
+                slots.size[i] = r.size;
+                slots.op[i] = r.op;
+                slots.volume[i] = r.volume;
+            }
+        });
+        columns
+    }
+}
+
+/// The warp of a thread's model time: onto its own activity where the model keeps one, else
+/// the workload's profile.
+fn thread_warp(model: &Model, thread: &super::Thread) -> Warp {
+    Warp::new(model, thread.activity.as_deref().unwrap_or(&model.rate.shares))
+}
+
+/// `n` split by the weights' shares (evenly when they are all 0).
+fn split(n: u64, weights: &[f64]) -> Vec<u64> {
+    let sum: f64 = weights.iter().sum();
+    if sum > 0.0 {
+        apportion(n, &weights.iter().map(|w| w / sum).collect::<Vec<_>>())
+    } else {
+        apportion(n, &vec![1.0 / weights.len().max(1) as f64; weights.len()])
+    }
+}
+
+/// Appends `part`'s rows (a later slice of the same generation) to `out`.
+fn append(out: &mut Trace, part: Trace) {
+    out.ts_ns.extend(part.ts_ns);
+    out.offset.extend(part.offset);
+    out.size.extend(part.size);
+    out.op.extend(part.op);
+    out.volume.extend(part.volume);
+    out.stream.extend(part.stream);
 }
 
 /// The walks to make, as (thread, segment, requests before it, requests): long threads are cut

@@ -59,6 +59,32 @@ impl Warp {
         };
         cycle * self.duration + w as f64 * self.window + within * length
     }
+
+    /// The cycles of the profile whose output time is `t`: the inverse of [`apply`](Self::apply)
+    /// (in windows without requests, the share reached by their start). Slices of a long
+    /// generation meet at one output time; this finds where each thread stands at it.
+    pub fn invert(&self, t: f64) -> f64 {
+        if self.duration <= 0.0 || self.window <= 0.0 {
+            return 0.0;
+        }
+        let t = t.max(0.0);
+        let cycle = (t / self.duration).floor();
+        let inside = t - cycle * self.duration;
+        let last = self.cumulative.len() - 2;
+        let w = ((inside / self.window) as usize).min(last);
+        let length = if w == last {
+            (self.duration - w as f64 * self.window).max(0.0)
+        } else {
+            self.window
+        };
+        let through = if length > 0.0 {
+            ((inside - w as f64 * self.window) / length).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let share = self.cumulative[w + 1] - self.cumulative[w];
+        cycle + self.cumulative[w] + share * through
+    }
 }
 
 #[cfg(test)]
@@ -87,6 +113,17 @@ mod tests {
         // the second cycle runs the same way, 100 later
         assert_eq!(w.apply(1.5), 162.5);
         assert_eq!(w.apply(2.0), 175.0);
+    }
+
+    #[test]
+    fn invert_undoes_apply_where_there_are_requests() {
+        let w = warp(&[0.1, 0.0, 0.6, 0.3]);
+        for x in [0.05, 0.1, 0.3, 0.7, 0.95, 1.0, 1.2, 2.65] {
+            assert!((w.invert(w.apply(x)) - x).abs() < 1e-9, "{x}");
+        }
+        // a time in the idle second window stands where the first window ended
+        assert!((w.invert(40.0) - 0.1).abs() < 1e-12);
+        assert!((w.invert(162.5) - 1.4).abs() < 1e-12);
     }
 
     #[test]

@@ -1,0 +1,121 @@
+"""Generation in slices of time: the parts of a long trace, made and written one at a time,
+are the trace made whole; written as one file or a directory of parts, it reads back equal."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import iomimic
+from iomimic.errors import InputError
+from iomimic.io import read_trace, write_trace_parts
+from iomimic.model import Model, train
+
+from .conftest import run_cli
+from .test_ray import volumes_and_streams
+
+
+@pytest.fixture(scope="module")
+def model() -> Model:
+    # six streams on three volumes: six threads, each with its own activity
+    return train(volumes_and_streams(12_000, seed=4), levels=1, states=4)
+
+
+def joined(parts: list[iomimic.Trace]) -> iomimic.Trace:
+    cols = {c: np.concatenate([p.columns[c] for p in parts]) for c in parts[0].columns}
+    return iomimic.Trace(**cols, volumes=parts[0].volumes)
+
+
+@pytest.mark.parametrize("kw", [dict(requests=50_000, seed=3), dict(duration="20s", seed=8, intensity=3.0)])
+def test_the_parts_joined_are_the_trace_made_whole(model: Model, kw: dict) -> None:
+    parts = list(model.generate_parts(slice_requests=6_000, **kw))
+    whole = model.generate(slice_requests=6_000, **kw)
+    assert len(parts) >= 5
+    assert joined(parts) == whole
+    # each part lies after the one before it, and the first starts the trace at 0
+    assert parts[0].ts_ns[0] == 0
+    for a, b in itertools.pairwise(parts):
+        assert a.ts_ns[-1] <= b.ts_ns[0]
+    # slices change the walks, not the mix: the streams keep their shares
+    one = model.generate(slice_requests=10**9, **kw)
+    share = np.bincount(whole.stream, minlength=6) / len(whole)
+    assert np.abs(share - np.bincount(one.stream, minlength=6) / len(one)).max() < 0.01
+
+
+def test_a_trace_of_one_slice_is_the_usual_generation(model: Model) -> None:
+    (only,) = model.generate_parts(20_000, seed=5)
+    assert only == model.generate(20_000, seed=5)
+
+
+def test_progress_counts_to_its_total_across_the_slices(model: Model) -> None:
+    seen = []
+    parts = model.generate_parts(
+        30_000, seed=2, slice_requests=7_000, progress=lambda d, t: seen.append((d, t))
+    )
+    assert sum(len(p) for p in parts) == 30_000
+    assert seen[-1] == (60_000, 60_000)
+    assert all(d <= t == 60_000 for d, t in seen)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "csv.gz"])
+def test_parts_written_as_one_file_or_a_directory_read_back_equal(
+    model: Model, tmp_path: Path, fmt: str
+) -> None:
+    whole = model.generate(25_000, seed=6, slice_requests=8_000)
+    one = tmp_path / f"one.{fmt}"
+    w = write_trace_parts(model.generate_parts(25_000, seed=6, slice_requests=8_000), one)
+    assert (w.requests, w.span_ns, w.files) == (25_000, int(whole.ts_ns[-1]), [one])
+    assert read_trace(one) == whole
+    d = tmp_path / "parts"
+    w = write_trace_parts(model.generate_parts(25_000, seed=6, slice_requests=8_000), f"{d}/", fmt)
+    assert [f.name for f in w.files] == [f"part-0000{i}.{fmt}" for i in range(4)]
+    assert sorted(p.name for p in d.iterdir()) == [f.name for f in w.files]
+    assert read_trace(d) == whole
+    # a second run replaces the parts whole
+    w = write_trace_parts(model.generate_parts(9_000, seed=6, slice_requests=8_000), d, fmt)
+    assert sorted(p.name for p in d.iterdir()) == [f"part-0000{i}.{fmt}" for i in range(2)]
+    assert read_trace(d) == model.generate(9_000, seed=6, slice_requests=8_000)
+
+
+def test_a_directory_holding_other_files_is_refused_and_kept(model: Model, tmp_path: Path) -> None:
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "notes.txt").write_text("keep me")
+    with pytest.raises(InputError, match=r"notes\.txt"):
+        write_trace_parts(model.generate_parts(1000), d)
+    assert [p.name for p in d.iterdir()] == ["notes.txt"]
+
+
+def test_a_failed_generation_leaves_no_parts_behind(model: Model, tmp_path: Path) -> None:
+    def failing():
+        yield from model.generate_parts(20_000, slice_requests=8_000)
+        raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError):
+        write_trace_parts(failing(), f"{tmp_path}/out/")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError):
+        write_trace_parts(failing(), tmp_path / "out.parquet")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_arguments_fail_at_the_call_not_at_the_first_part(model: Model) -> None:
+    with pytest.raises(InputError, match="slice_requests"):
+        model.generate_parts(100, slice_requests=0)
+    with pytest.raises(InputError, match="requests"):
+        model.generate_parts(0)
+
+
+def test_cli_generate_into_a_directory(model: Model, tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    model.save(path)
+    out = tmp_path / "synth"
+    r = run_cli("generate", str(path), "-o", f"{out}/", "-n", "30000", "--seed", "4")
+    assert r.returncode == 0, r.stderr
+    assert "wrote 30,000 requests" in r.stdout and "1 files in" in r.stdout
+    assert read_trace(out) == model.generate(30_000, seed=4)
+    r = run_cli("generate", str(path), "-o", str(tmp_path / "x.txt"), "-n", "10")
+    assert r.returncode == 2 and "x.txt" in r.stderr
