@@ -70,6 +70,7 @@ bench: install
 	$(PY) benches/read_parquet.py
 	$(PY) benches/characterize.py
 	$(PY) benches/model.py
+	$(PY) benches/generate_scale.py
 	$(PY) benches/simulate.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
