@@ -119,3 +119,22 @@ def test_cli_generate_into_a_directory(model: Model, tmp_path: Path) -> None:
     assert read_trace(out) == model.generate(30_000, seed=4)
     r = run_cli("generate", str(path), "-o", str(tmp_path / "x.txt"), "-n", "10")
     assert r.returncode == 2 and "x.txt" in r.stderr
+
+
+def test_info_counts_a_directory_of_parts_as_the_trace_read_whole(model: Model, tmp_path: Path) -> None:
+    from iomimic.io import parquet_summary, summary
+
+    d = tmp_path / "parts"
+    write_trace_parts(model.generate_parts(30_000, seed=2, slice_requests=7_000), f"{d}/")
+    whole = summary(read_trace(d))
+    assert parquet_summary(d) == whole
+    assert parquet_summary(f"{d}/part-0000[0-2].parquet")["requests"] == sum(
+        len(read_trace(d / f"part-0000{i}.parquet")) for i in range(3)
+    )
+    r = run_cli("info", str(d), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    # files naming their volumes differently are read whole, and merged by name
+    other = iomimic.Trace(ts_ns=[0, 9], offset=[0, 0], size=[512, 512], op=[0, 0], volumes=["elsewhere"])
+    iomimic.write_trace(other, d / "part-00099.parquet")
+    assert parquet_summary(d) is None
+    assert summary(read_trace(d))["requests"] == 30_002

@@ -530,18 +530,75 @@ def summary(trace: Trace) -> dict[str, Any]:
 
 
 def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
-    """:func:`summary` of a Parquet trace file, counted a row group at a time on every core
-    without building the Trace: memory holds a row group per core whatever the file's length,
-    and the figures are those of the file read whole (counts add up exactly; the span runs from
-    the earliest time to the latest, as in the sorted trace). None when the file does not suit
-    (not Parquet; columns not of the Trace's types or names not in iomimic's metadata; a row
-    that breaks the Trace's rules): reading it whole then gives the figures or names the fault."""
+    """:func:`summary` of a Parquet trace (a file, or a directory or glob of files with the same
+    name tables, such as the parts ``generate -o DIR/`` writes), counted a row group at a time
+    on every core without building the Trace: memory holds a row group per core whatever the
+    trace's length, and the figures are those of the trace read whole (counts add up exactly;
+    the span runs from the earliest time to the latest). None when the files do not suit (not
+    Parquet; columns not of the Trace's types or names not in iomimic's metadata; files naming
+    their volumes differently; a row that breaks the Trace's rules): reading the trace whole
+    then gives the figures or names the fault."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from iomimic.trace import DTYPES, _Columns, _on_threads, _schema_names
+    from iomimic.trace import DTYPES, _Columns, _on_threads
 
     path = Path(path)
+    try:
+        files = trace_parts(path) or [path]
+    except InputError:
+        return None
+    layouts = [_parquet_layout(f) for f in files]
+    if any(lay is None for lay in layouts) or len({lay["names"] for lay in layouts}) != 1:
+        return None
+    first = layouts[0]
+    volumes, names = first["volumes"], first["files"]
+    pieces = [(lay, i) for lay in layouts for i in range(lay["meta"].num_row_groups)]
+    few = len(pieces) < 4 * (os.cpu_count() or 1)  # see _read_parquet
+    parts = _core.SummaryParts()
+
+    def count(piece: int) -> bool:
+        lay, i = pieces[piece]
+        counted = [c for c in lay["present"] if c != "latency_ns"]  # only whether latencies are there counts
+        g = pq.ParquetFile(lay["path"], metadata=lay["meta"]).read_row_group(i, columns=counted, use_threads=few)
+        cols = {c: _arrow_column(g.column(c), DTYPES[c]) for c in counted}
+        if any(v is None for v in cols.values()):
+            return False
+        cols.setdefault("stream", np.zeros(g.num_rows, np.uint32))
+        return parts.add(_Columns(cols), volumes, names, has_latency="latency_ns" in lay["present"])
+
+    try:
+        if not all(_on_threads(count, len(pieces))):
+            return None
+    except (pa.ArrowInvalid, OSError):
+        return None
+    rows = sum(lay["meta"].num_rows for lay in layouts)
+    return {
+        "path": str(path),
+        "format": "parquet",
+        "compression": None,
+        **parts.finish(volumes),
+        "lines": rows,
+        "out_of_order": 0,
+        "skipped": 0,
+        "skipped_by_reason": {},
+        "skipped_examples": [],
+        "ignored_by_reason": {},
+        "start_ns": parts.start_ns or 0,
+        "notes": [f"{len(files)} files read as one trace"] if len(files) > 1 else [],
+        "stream_names": first["streams"],
+        "latency_phases": {},
+    }
+
+
+def _parquet_layout(path: Path) -> dict[str, Any] | None:
+    """What :func:`parquet_summary` needs of one file: its metadata, columns and name tables;
+    None when it is not a Parquet trace with the Trace's column types and iomimic's names."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iomimic.trace import DTYPES, _schema_names
+
     if not (path.is_file() and _is_parquet(path)):
         return None
     try:
@@ -560,40 +617,16 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
         or meta.num_rows == 0
     ):
         return None
-    counted = [c for c in present if c != "latency_ns"]  # only whether latencies are there counts
-    few = meta.num_row_groups < 4 * (os.cpu_count() or 1)  # see _read_parquet
-    parts = _core.SummaryParts()
-
-    def count(i: int) -> bool:
-        g = pq.ParquetFile(path, metadata=meta).read_row_group(i, columns=counted, use_threads=few)
-        cols = {c: _arrow_column(g.column(c), DTYPES[c]) for c in counted}
-        if any(v is None for v in cols.values()):
-            return False
-        cols.setdefault("stream", np.zeros(g.num_rows, np.uint32))
-        return parts.add(_Columns(cols), volumes, files or [], has_latency="latency_ns" in present)
-
-    try:
-        if not all(_on_threads(count, meta.num_row_groups)):
-            return None
-    except (pa.ArrowInvalid, OSError):
-        return None
+    streams = {str(k): str(v) for k, v in sorted((names["stream"] or {}).items(), key=lambda kv: int(kv[0]))}
     return {
-        "path": str(path),
-        "format": "parquet",
-        "compression": None,
-        **parts.finish(volumes),
-        "lines": meta.num_rows,
-        "out_of_order": 0,
-        "skipped": 0,
-        "skipped_by_reason": {},
-        "skipped_examples": [],
-        "ignored_by_reason": {},
-        "start_ns": parts.start_ns or 0,
-        "notes": [],
-        "stream_names": {
-            str(k): str(v) for k, v in sorted((names["stream"] or {}).items(), key=lambda kv: int(kv[0]))
-        },
-        "latency_phases": {},
+        "path": path,
+        "meta": meta,
+        "present": present,
+        "volumes": volumes,
+        "files": files or [],
+        "streams": streams,
+        # files of one trace name everything alike
+        "names": repr((volumes, files or [], streams)),
     }
 
 

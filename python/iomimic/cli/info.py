@@ -29,8 +29,9 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.report import make_console
     from iomimic.report.info import render_info
 
-    # a Parquet file is counted a row group at a time (memory: a row group per core), not read
-    s = parquet_summary(args.trace) if args.format in (None, "parquet") and not selecting(args) else None
+    # Parquet (a file, or a directory of parts) is counted a row group at a time, not read whole
+    whole = args.format not in (None, "parquet") or selecting(args) or args.volume_names != "records"
+    s = None if whole else parquet_summary(args.trace)
     if s is None:
         s = summary(read(args))
     report_reading(s)
