@@ -559,8 +559,10 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
 
     def count(piece: int) -> bool:
         lay, i = pieces[piece]
-        counted = [c for c in lay["present"] if c != "latency_ns"]  # only whether latencies are there counts
-        g = pq.ParquetFile(lay["path"], metadata=lay["meta"]).read_row_group(i, columns=counted, use_threads=few)
+        # only whether latencies are there counts: their column is left unread
+        counted = [c for c in lay["present"] if c != "latency_ns"]
+        reader = pq.ParquetFile(lay["path"], metadata=lay["meta"])
+        g = reader.read_row_group(i, columns=counted, use_threads=few)
         cols = {c: _arrow_column(g.column(c), DTYPES[c]) for c in counted}
         if any(v is None for v in cols.values()):
             return False
