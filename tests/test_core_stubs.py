@@ -134,7 +134,11 @@ def test_results_have_the_declared_keys(trace: iomimic.Trace, tmp_path: Path) ->
     _check("MappedFiguresDict", mapped["figures"])
     _check("PlacedDict", mapped["figures"]["placements"][0])
     _check("PresetDict", _core.preset_info("tpcc"))
-    _check("TraceColumns", _core.preset_model("tpcc").generate(100))
+    _check("TraceColumns", _core.preset_model("tpcc").generate({"requests": 100, "seed": 1}))
+    _check("SliceColumns", _core.preset_model("tpcc").generation({"requests": 100, "seed": 1}).slice(0))
+    parts = _core.SummaryParts()
+    assert parts.add(*args)
+    _check("SummaryDict", parts.finish(args[1]))
     path = tmp_path / "t.csv"
     iomimic.write_trace(trace, path)
     read = _core.TraceReader(str(path)).finish()

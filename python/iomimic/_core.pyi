@@ -427,24 +427,19 @@ class Model:
     @property
     def name(self) -> str: ...
     def generate(
-        self,
-        requests: int | None = None,
-        duration_ns: int | None = None,
-        intensity: float = 1.0,
-        seed: int = 1,
-        reuse: bool = True,
-        slice: int | None = None,
-        progress: Callable[[int, int], None] | None = None,
+        self, options: GenerateOptions, progress: Callable[[int, int], None] | None = None
     ) -> TraceColumns: ...
-    def generation(
-        self,
-        requests: int | None = None,
-        duration_ns: int | None = None,
-        intensity: float = 1.0,
-        seed: int = 1,
-        reuse: bool = True,
-        slice: int | None = None,
-    ) -> Generation: ...
+    def generation(self, options: GenerateOptions) -> Generation: ...
+
+class GenerateOptions(TypedDict, total=False):
+    """Generation's options: the seed, and any of the others (the rest at their defaults)."""
+
+    requests: int | None
+    duration_ns: int | None
+    intensity: float
+    seed: Required[int]
+    reuse: bool
+    slice: int | None
 
 class Generation:
     """A generation cut into slices of consecutive time, each made when asked for."""

@@ -155,7 +155,7 @@ def _generate_slice(shared: tuple[str, dict[str, Any]], s: int, start_ns: int | 
     key = repr((hash(text), sorted(args.items())))
     if _PLANNED.get("key") != key:
         _PLANNED.clear()
-        _PLANNED.update(key=key, plan=_core.Model.from_json(text).generation(**args))
+        _PLANNED.update(key=key, plan=_core.Model.from_json(text).generation(args))
     return dict(_PLANNED["plan"].slice(s, start_ns=start_ns))
 
 

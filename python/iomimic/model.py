@@ -126,11 +126,8 @@ class Model:
         ``slice_requests`` (default 8 Mi) is made as consecutive slices of time, each on its
         own (:meth:`generate_parts` gives them one by one). ``progress(done, total)`` is
         called about ten times a second; Ctrl-C stops the work (KeyboardInterrupt)."""
-        d = self._m.generate(
-            **self._generate_args(requests, duration, intensity, seed, reuse, slice_requests),
-            progress=progress,
-        )
-        return self._generated(d)
+        args = self._generate_args(requests, duration, intensity, seed, reuse, slice_requests)
+        return self._generated(self._m.generate(args, progress=progress))
 
     def generate_parts(
         self,
@@ -157,7 +154,7 @@ class Model:
         (3, 2500)
         """
         args = self._generate_args(requests, duration, intensity, seed, reuse, slice_requests)
-        plan = self._m.generation(**args)  # planned here, so a bad argument fails at the call
+        plan = self._m.generation(args)  # planned here, so a bad argument fails at the call
         if ray is not None and ray is not False:
             from iomimic import cluster
 

@@ -52,20 +52,14 @@ impl PyModel {
 
     /// A synthetic trace: `requests` of them, or as many as fit `duration_ns` (default the
     /// training trace's count); `intensity` multiplies the rate.
-    #[pyo3(signature = (requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true, slice=None, progress=None))]
-    #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
+    #[pyo3(signature = (options, progress=None))]
     fn generate<'py>(
         &self,
         py: Python<'py>,
-        requests: Option<u64>,
-        duration_ns: Option<u64>,
-        intensity: f64,
-        seed: u64,
-        reuse: bool,
-        slice: Option<u64>,
+        options: GenerateArgs,
         progress: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let opts = generate_options(requests, duration_ns, intensity, seed, reuse, slice);
+        let opts = model::GenerateOptions::from(options);
         let trace = watched(py, progress.as_ref(), |p| {
             model::generate_watched(&self.inner, &opts, p)
         })?;
@@ -73,18 +67,8 @@ impl PyModel {
     }
 
     /// The same generation planned in slices, each made when asked for (`Generation.slice`).
-    #[pyo3(signature = (requests=None, duration_ns=None, intensity=1.0, seed=1, reuse=true, slice=None))]
-    fn generation(
-        &self,
-        py: Python<'_>,
-        requests: Option<u64>,
-        duration_ns: Option<u64>,
-        intensity: f64,
-        seed: u64,
-        reuse: bool,
-        slice: Option<u64>,
-    ) -> PyResult<PyGeneration> {
-        let opts = generate_options(requests, duration_ns, intensity, seed, reuse, slice);
+    fn generation(&self, py: Python<'_>, options: GenerateArgs) -> PyResult<PyGeneration> {
+        let opts = model::GenerateOptions::from(options);
         let plan = py
             .detach(|| model::Generation::plan(&self.inner, &opts))
             .map_err(err_to_py)?;
@@ -95,21 +79,34 @@ impl PyModel {
     }
 }
 
-fn generate_options(
+/// Generation's options as Python gives them: a dict with `seed` and any of the other keys, the
+/// others at their defaults. One type for both ways in (generated whole, or planned in slices).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct GenerateArgs {
+    #[pyo3(default)]
     requests: Option<u64>,
+    #[pyo3(default)]
     duration_ns: Option<u64>,
+    #[pyo3(default = 1.0)]
     intensity: f64,
     seed: u64,
+    #[pyo3(default = true)]
     reuse: bool,
+    #[pyo3(default)]
     slice: Option<u64>,
-) -> model::GenerateOptions {
-    model::GenerateOptions {
-        requests,
-        duration_ns,
-        intensity,
-        seed,
-        reuse,
-        slice: slice.unwrap_or(model::SLICE_REQUESTS),
+}
+
+impl From<GenerateArgs> for model::GenerateOptions {
+    fn from(a: GenerateArgs) -> Self {
+        Self {
+            requests: a.requests,
+            duration_ns: a.duration_ns,
+            intensity: a.intensity,
+            seed: a.seed,
+            reuse: a.reuse,
+            slice: a.slice.unwrap_or(model::SLICE_REQUESTS),
+        }
     }
 }
 
