@@ -138,3 +138,30 @@ def test_info_counts_a_directory_of_parts_as_the_trace_read_whole(model: Model, 
     iomimic.write_trace(other, d / "part-00099.parquet")
     assert parquet_summary(d) is None
     assert summary(read_trace(d))["requests"] == 30_002
+
+
+@pytest.mark.parametrize("to", ["one.parquet", "one.csv.gz"])
+def test_convert_goes_across_parts_a_row_group_at_a_time(model: Model, tmp_path: Path, to: str) -> None:
+    import pyarrow.parquet as pq
+
+    from iomimic.io import parquet_traces
+
+    d = tmp_path / "parts"
+    write_trace_parts(model.generate_parts(30_000, seed=5, slice_requests=7_000), f"{d}/")
+    whole = read_trace(d)
+    pieces = list(parquet_traces(d))
+    assert len(pieces) == 5 and joined(pieces) == whole
+    r = run_cli("convert", str(d), "-o", str(tmp_path / to))
+    assert r.returncode == 0, r.stderr
+    assert "30,000 requests" in r.stdout
+    assert read_trace(tmp_path / to) == whole
+    # out of time order: read whole instead, and the same trace comes out (sorted)
+    table = whole.to_arrow()
+    shuffled = tmp_path / "shuffled.parquet"
+    pq.write_table(
+        table.take(np.random.default_rng(1).permutation(len(whole))), shuffled, row_group_size=4000
+    )
+    r = run_cli("convert", str(shuffled), "-o", str(tmp_path / "sorted.parquet"))
+    assert r.returncode == 0, r.stderr
+    assert read_trace(tmp_path / "sorted.parquet") == whole
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

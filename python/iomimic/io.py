@@ -593,6 +593,66 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     }
 
 
+class OutOfOrder(Exception):
+    """A row group of a Parquet trace read in pieces lies before the one read last."""
+
+
+def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
+    """A Parquet trace (a file, or a directory or glob of files naming volumes alike, such as
+    generated parts) as one Trace per row group, in order, times counted from the trace's first
+    request: what the whole read would give, cut in pieces, without holding more than one. None
+    when the files do not suit (see :func:`parquet_summary`); the iteration raises
+    :class:`OutOfOrder` at a row group whose times go back (the trace must then be read whole,
+    which sorts it) and InputError, naming the file and row group, at a row that breaks the
+    Trace's rules."""
+    import pyarrow.parquet as pq
+
+    from iomimic.trace import DTYPES, _copy_arrow
+
+    path = Path(path)
+    try:
+        files = trace_parts(path) or [path]
+    except InputError:
+        return None
+    layouts = [_parquet_layout(f) for f in files]
+    if any(lay is None for lay in layouts) or len({lay["names"] for lay in layouts}) != 1:
+        return None
+
+    def pieces() -> Iterator[Trace]:
+        start = previous = None
+        for lay in layouts:
+            reader = pq.ParquetFile(lay["path"], metadata=lay["meta"])
+            for i in range(lay["meta"].num_row_groups):
+                g = reader.read_row_group(i, columns=lay["present"])
+                cols = {}
+                for c in lay["present"]:
+                    cols[c] = np.empty(g.num_rows, DTYPES[c])
+                    at = 0
+                    for chunk in g.column(c).chunks:
+                        _copy_arrow(c, chunk, cols[c][at : at + len(chunk)])
+                        at += len(chunk)
+                if not g.num_rows:
+                    continue
+                ts = cols["ts_ns"]
+                if bool((ts[1:] < ts[:-1]).any()) or (previous is not None and ts[0] < previous):
+                    raise OutOfOrder(f"{lay['path']}: row group {i}")
+                start = int(ts[0]) if start is None else start
+                previous = int(ts[-1])
+                cols["ts_ns"] = ts - np.uint64(start)
+                cols.setdefault("stream", np.zeros(g.num_rows, np.uint32))
+                report = {"stream_names": lay["streams"], "start_ns": start}
+                try:
+                    t = Trace._from_reader(
+                        {**cols, "volumes": lay["volumes"], "files": lay["files"], "report": report}
+                    )
+                except InputError as e:
+                    raise InputError(f"{lay['path']}: row group {i}: {e}") from None
+                t.report = {"format": "parquet", "path": str(path), "start_ns": start}
+                yield t
+
+    return pieces()
+
+
 def _parquet_layout(path: Path) -> dict[str, Any] | None:
     """What :func:`parquet_summary` needs of one file: its metadata, columns and name tables;
     None when it is not a Parquet trace with the Trace's column types and iomimic's names."""

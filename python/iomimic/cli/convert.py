@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, read_reported, subcommand
+from iomimic.cli.args import add_read_options, read_reported, selecting, subcommand
 from iomimic.io import OUTPUT_FORMATS
 
 
@@ -21,16 +21,32 @@ def register(subparsers) -> None:
         "  iomimic convert web.spc -o web.csv.gz          # canonical CSV, gzipped\n"
         "  iomimic convert hm_0.csv -o part.parquet --start 10m --end 20m --volume hm_0 --op read\n",
     )
-    p.add_argument("trace", help="trace file (plain, .gz or .zst)")
+    p.add_argument(
+        "trace",
+        help="trace file (plain, .gz or .zst), or a directory or glob of files read as one; Parquet "
+        "in time order is converted a row group at a time, in the memory of one",
+    )
     p.add_argument("-o", "--output", required=True, help="output file: .parquet, .csv or .csv.gz")
     p.add_argument("--to", choices=OUTPUT_FORMATS, help="output format (default: from the extension)")
     add_read_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.io import output_format, write_trace
+    from iomimic.io import OutOfOrder, output_format, parquet_traces, write_trace, write_trace_parts
 
     fmt = output_format(args.output, args.to)  # fail on a bad extension before reading
+    whole = args.format not in (None, "parquet") or selecting(args) or args.volume_names != "records"
+    pieces = None if whole else parquet_traces(args.trace)
+    if pieces is not None:
+        # Parquet in time order (a file, or generated parts) goes across a row group at a time;
+        # out of order, the partial output is dropped and the trace read whole (which sorts it)
+        try:
+            written = write_trace_parts(pieces, args.output, fmt)
+        except OutOfOrder:
+            pass
+        else:
+            print(f"wrote {written.requests:,} requests (parquet → {fmt}) to {args.output}")
+            return EXIT_OK
     trace = read_reported(args)
     write_trace(trace, args.output, fmt)
     print(f"wrote {len(trace):,} requests ({trace.report.get('format')} → {fmt}) to {args.output}")
