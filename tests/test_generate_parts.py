@@ -165,3 +165,17 @@ def test_convert_goes_across_parts_a_row_group_at_a_time(model: Model, tmp_path:
     assert r.returncode == 0, r.stderr
     assert read_trace(tmp_path / "sorted.parquet") == whole
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_empty_parts_are_skipped_and_an_empty_trace_refused(tmp_path: Path) -> None:
+    empty = iomimic.Trace(ts_ns=[], offset=[], size=[], op=[])
+    a = iomimic.Trace(ts_ns=[0, 5], offset=[0, 4096], size=[512, 512], op=[0, 1])
+    b = iomimic.Trace(ts_ns=[7, 9], offset=[0, 0], size=[512, 512], op=[0, 0])
+    b.ts_ns[:] = [7, 9]  # a later part keeps its place on the trace's clock
+    w = write_trace_parts([empty, a, empty, b], f"{tmp_path}/d/")
+    assert [f.name for f in w.files] == ["part-00000.parquet", "part-00001.parquet"]
+    assert w.requests == 4
+    assert read_trace(tmp_path / "d").ts_ns.tolist() == [0, 5, 7, 9]
+    with pytest.raises(InputError, match="empty trace"):
+        write_trace_parts([empty], f"{tmp_path}/e/")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]

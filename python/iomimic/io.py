@@ -431,13 +431,14 @@ def write_trace_parts(parts: Iterable[Trace], path: str | os.PathLike, format: s
     run's, which the new ones replace whole)."""
     if not is_directory_target(path):
         return _write_file(parts, path, output_format(path, format))
-    fmt = format or "parquet"
-    output_format(f"x.{fmt}", fmt)  # a known format
+    fmt = output_format(path, format or "parquet")
     files = []
     requests = span = 0
     with atomic_directory(path) as tmp:
-        for i, part in enumerate(parts):
-            name = f"part-{i:05d}.{fmt}"
+        for part in parts:
+            if not len(part):
+                continue
+            name = f"part-{len(files):05d}.{fmt}"
             _write_file([part], tmp / name, fmt, atomic=False)
             files.append(Path(path) / name)
             requests, span = requests + len(part), int(part.ts_ns[-1])
