@@ -203,6 +203,10 @@ def test_convert_slices_by_time_volume_op_and_stream(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     info = json.loads((tmp_path / "i.json").read_text())
     assert info["requests"] == sum(1 for i in range(n) if i % 2 == 1 and i % 3 == 1)
+    # from the first request: 0 is a time, though not a duration
+    r = run_cli("info", str(src), "--start", "0s", "--end", "60s", "--json", str(tmp_path / "j.json"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "j.json").read_text())["requests"] == 60
     for args, message in [
         (["--volume", "sdc"], "--volume: the trace has no volume 'sdc' (it has sda, sdb)"),
         (["--op", "wrote"], "--op: no op 'wrote'"),

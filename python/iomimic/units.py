@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from iomimic import _core
 from iomimic.errors import InputError
 
@@ -24,6 +26,20 @@ def parse_duration_ns(text: str | float | int, what: str = "duration") -> int:
         if "e" in text:  # a float repr in exponent form: spell it out for the grammar
             text = f"{float(text):.9f}"
     return _core.parse_duration_ns(text, what)
+
+
+def parse_time_ns(text: str | float | int, what: str = "time") -> int:
+    """A point in time since a trace's first request, as :func:`parse_duration_ns` reads a
+    duration, and 0 (``0``, ``0s``, ``0.0ms``) for the first request itself.
+
+    >>> parse_time_ns("0s"), parse_time_ns("10m")
+    (0, 600000000000)
+    """
+    if isinstance(text, str) and re.fullmatch(r"\s*0+(\.0*)?\s*(ns|us|µs|ms|s|m|min|h|d)?\s*", text):
+        return 0
+    if isinstance(text, (int, float)) and not isinstance(text, bool) and text == 0:
+        return 0
+    return parse_duration_ns(text, what)
 
 
 def parse_size_bytes(text: str | int, what: str = "size") -> int:

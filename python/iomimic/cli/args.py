@@ -248,7 +248,7 @@ def selecting(args: argparse.Namespace) -> bool:
 
 def select(trace, args: argparse.Namespace):
     """The part of ``trace`` the selection options choose (the whole trace when none is given)."""
-    from iomimic.units import parse_duration_ns
+    from iomimic.units import parse_time_ns
 
     if not selecting(args):
         return trace
@@ -261,8 +261,8 @@ def select(trace, args: argparse.Namespace):
     if bad is not None:
         raise InputError(f"--stream: expected a stream id (a whole number), found {bad!r}")
     return trace.select(
-        start_ns=None if args.start is None else parse_duration_ns(args.start, "start"),
-        end_ns=None if args.end is None else parse_duration_ns(args.end, "end"),
+        start_ns=None if args.start is None else parse_time_ns(args.start, "start"),
+        end_ns=None if args.end is None else parse_time_ns(args.end, "end"),
         volumes=items(args.volume),
         ops=items(args.op),
         streams=None if streams is None else [int(s) for s in streams],
