@@ -545,12 +545,8 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     from iomimic.trace import DTYPES, _Columns, _on_threads
 
     path = Path(path)
-    try:
-        files = trace_parts(path) or [path]
-    except InputError:
-        return None
-    layouts = [_parquet_layout(f) for f in files]
-    if any(lay is None for lay in layouts) or len({lay["names"] for lay in layouts}) != 1:
+    layouts = _parquet_layouts(path)
+    if layouts is None:
         return None
     first = layouts[0]
     volumes, names = first["volumes"], first["files"]
@@ -588,7 +584,7 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
         "skipped_examples": [],
         "ignored_by_reason": {},
         "start_ns": parts.start_ns or 0,
-        "notes": [f"{len(files)} files read as one trace"] if len(files) > 1 else [],
+        "notes": [f"{len(layouts)} files read as one trace"] if len(layouts) > 1 else [],
         "stream_names": first["streams"],
         "latency_phases": {},
     }
@@ -611,12 +607,8 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     from iomimic.trace import DTYPES, _copy_arrow
 
     path = Path(path)
-    try:
-        files = trace_parts(path) or [path]
-    except InputError:
-        return None
-    layouts = [_parquet_layout(f) for f in files]
-    if any(lay is None for lay in layouts) or len({lay["names"] for lay in layouts}) != 1:
+    layouts = _parquet_layouts(path)
+    if layouts is None:
         return None
 
     def pieces() -> Iterator[Trace]:
@@ -652,6 +644,19 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
                 yield t
 
     return pieces()
+
+
+def _parquet_layouts(path: Path) -> list[dict[str, Any]] | None:
+    """The :func:`_parquet_layout` of each file ``path`` names (itself, or a directory's or a
+    glob's), in name order; None unless every one is a Parquet trace and all name alike."""
+    try:
+        files = trace_parts(path) or [path]
+    except InputError:
+        return None
+    layouts = [_parquet_layout(f) for f in files]
+    if any(lay is None for lay in layouts) or len({lay["names"] for lay in layouts}) != 1:
+        return None
+    return layouts
 
 
 def _parquet_layout(path: Path) -> dict[str, Any] | None:
