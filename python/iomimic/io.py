@@ -253,32 +253,16 @@ class ParquetPieces:
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> ParquetPieces | None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from iomimic.trace import DTYPES, _schema_names, grow_reach
+        from iomimic.trace import grow_reach
 
         path = Path(path)
-        if not (path.is_file() and _is_parquet(path)):
+        lay = _parquet_layout(path)
+        if lay is None:
             return None
-        try:
-            pf = pq.ParquetFile(path)
-        except (pa.ArrowInvalid, OSError):
-            return None
-        schema = pf.schema_arrow
-        present = [c for c in DTYPES if c in schema.names]
-        if not {"ts_ns", "offset", "size", "op", "volume"} <= set(present) or any(
-            schema.field(c).type != pa.from_numpy_dtype(np.dtype(DTYPES[c])) for c in present
-        ):
-            return None
-        try:
-            names = _schema_names(schema)
-        except InputError:
-            return None  # read whole, which reports what is wrong with the file named
-        volumes = names["volume"]
-        if pf.metadata.num_rows == 0 or not volumes:
-            return None
-        self = cls(pf, volumes, names["file"] or [], path)
+        pf = pq.ParquetFile(path, metadata=lay["meta"])
+        self = cls(pf, lay["volumes"], lay["files"], path)
         previous = None
         for i in range(pf.num_row_groups):
             g = pf.read_row_group(i, columns=["ts_ns", "offset", "size", "op", "volume"])
@@ -290,7 +274,7 @@ class ParquetPieces:
             previous = self.last_ts = int(ts[-1])
             self.write = self.write or bool((g.column("op").to_numpy() == 1).any())
             volume = g.column("volume").to_numpy()
-            if int(volume.max()) >= len(volumes):
+            if int(volume.max()) >= len(self.volumes):
                 return None
             grow_reach(self.reach, g.column("offset").to_numpy(), g.column("size").to_numpy(), volume)
         return self
@@ -604,7 +588,7 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     Trace's rules."""
     import pyarrow.parquet as pq
 
-    from iomimic.trace import DTYPES, _copy_arrow
+    from iomimic.trace import DTYPES, _copy_column
 
     path = Path(path)
     layouts = _parquet_layouts(path)
@@ -620,10 +604,7 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
                 cols = {}
                 for c in lay["present"]:
                     cols[c] = np.empty(g.num_rows, DTYPES[c])
-                    at = 0
-                    for chunk in g.column(c).chunks:
-                        _copy_arrow(c, chunk, cols[c][at : at + len(chunk)])
-                        at += len(chunk)
+                    _copy_column(c, g.column(c), cols[c])
                 if not g.num_rows:
                     continue
                 ts = cols["ts_ns"]

@@ -392,10 +392,7 @@ class Trace:
             if n != counts[i] or starts[i] + n > rows:
                 return n, False  # not copied: the caller reports the mismatch
             for c in present:
-                into = starts[i]
-                for chunk in piece.column(c).chunks:
-                    _copy_arrow(c, chunk, cols[c][into : into + len(chunk)])
-                    into += len(chunk)
+                _copy_column(c, piece.column(c), cols[c][starts[i] : starts[i] + n])
             if not check:
                 return n, False
             part = {c: cols[c][starts[i] : starts[i] + n] for c in present}
@@ -521,6 +518,15 @@ def _arrow_to_numpy(name: str, col) -> np.ndarray:
             raise InputError(f"column {name} has {col.null_count} null values")
         col = pc.fill_null(col.cast(pa.uint64()), LATENCY_UNKNOWN)
     return col.to_numpy()
+
+
+def _copy_column(name: str, column, into: np.ndarray) -> None:
+    """Copies a chunked Arrow column of the column's own type into ``into``, chunk by chunk
+    (see :func:`_copy_arrow`)."""
+    at = 0
+    for chunk in column.chunks:
+        _copy_arrow(name, chunk, into[at : at + len(chunk)])
+        at += len(chunk)
 
 
 def _copy_arrow(name: str, chunk, into: np.ndarray) -> None:
