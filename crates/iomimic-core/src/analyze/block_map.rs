@@ -68,10 +68,21 @@ impl<const LANES: usize, const WORDS: usize> BlockMap<LANES, WORDS> {
     }
 
     #[inline]
-    fn home(&self, tag: u64) -> usize {
+    fn hash(tag: u64) -> u64 {
         // folded first so that high bits (a volume) move the home as much as low ones
-        let hash = (tag ^ tag >> 29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        ((u128::from(hash) * self.buckets.len() as u128) >> 64) as usize
+        (tag ^ tag >> 29).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    #[inline]
+    fn home(&self, tag: u64) -> usize {
+        ((u128::from(Self::hash(tag)) * self.buckets.len() as u128) >> 64) as usize
+    }
+
+    /// Which of `regions` equal stretches of the table `key`'s home bucket lies in, whatever
+    /// the table's size: keys sorted by it are looked up in the table's order.
+    #[inline]
+    pub fn region(key: u64, regions: usize) -> usize {
+        ((u128::from(Self::hash(Self::split(key).0)) * regions as u128) >> 64) as usize
     }
 
     /// The bucket after `i`, wrapping round.

@@ -198,8 +198,10 @@ pub trait TouchTimes {
     fn renumber(&mut self, f: impl FnMut(u32) -> u32);
     /// Starts loading where `key` would be, if the map can.
     fn preload(&self, _key: Self::Key) {}
-    /// `key`'s time, where the map can tell it cheaply (its slot preloaded).
-    fn peek(&self, _key: Self::Key) -> Option<u32> {
+    /// Which of `regions` equal stretches of the map's slots `key`'s lookup starts in, for a
+    /// map whose slots follow a hash it can tell (lookups sorted by region then walk it in
+    /// order); `None` for a map that cannot.
+    fn region(&self, _key: Self::Key, _regions: usize) -> Option<usize> {
         None
     }
 }
@@ -251,14 +253,79 @@ impl<const L: usize, const W: usize> TouchTimes for BlockMap<L, W> {
     fn preload(&self, key: u64) {
         BlockMap::preload(self, key);
     }
-    fn peek(&self, key: u64) -> Option<u32> {
-        self.get(key)
+    fn region(&self, key: u64, regions: usize) -> Option<usize> {
+        Some(Self::region(key, regions))
     }
 }
 
 /// Touch times per key at which the stack renumbers them: a time costs a bit, so letting
 /// them reach 8 per key costs a byte a key and renumbers rarely.
 const COMPACT_AT: usize = 8;
+
+/// Keys a [`Stack::touch_all`] batch looks up or unmarks ahead of the one it is on.
+const BATCH_AHEAD: usize = 16;
+
+/// Regions of the map a batch's keys are sorted into (at most): few enough that the sort's
+/// write positions and counts stay in the caches, many enough that a region is a few pages.
+const REGIONS: usize = 1 << 12;
+
+/// A batch's previous touch, when there was none.
+const NO_TOUCH: u32 = u32::MAX;
+
+/// What [`Stack::touch_all`] keeps between batches, so that it allocates once.
+pub struct Batch<K> {
+    /// The batch's keys with their indices, in the order of the map's regions.
+    sorted: Vec<(K, u32)>,
+    /// Each key's region, then each region's start in `sorted`.
+    region: Vec<u16>,
+    starts: Vec<u32>,
+    /// Each key's previous touch time, or [`NO_TOUCH`].
+    prev: Vec<u32>,
+}
+
+impl<K> Default for Batch<K> {
+    fn default() -> Self {
+        Self {
+            sorted: Vec::new(),
+            region: Vec::new(),
+            starts: Vec::new(),
+            prev: Vec::new(),
+        }
+    }
+}
+
+impl<K: Copy> Batch<K> {
+    /// Sorts the keys (with their indices) by the map's region, stably: time order within
+    /// one, and the time order itself for a map with no regions. The keys travel with their
+    /// indices so that the walk through the map reads them in order, not gathered.
+    fn sort_by_region<M: TouchTimes<Key = K>>(&mut self, keys: &[K], map: &M) {
+        let n = keys.len();
+        assert!(n < u32::MAX as usize, "a batch's indices fit 32 bits");
+        self.sorted.clear();
+        let regions = REGIONS.min(n.next_power_of_two());
+        if keys.first().and_then(|&k| map.region(k, regions)).is_none() {
+            self.sorted.extend(keys.iter().copied().zip(0..));
+            return;
+        }
+        self.region.clear();
+        self.region
+            .extend(keys.iter().map(|&k| map.region(k, regions).unwrap_or(0) as u16));
+        self.starts.clear();
+        self.starts.resize(regions + 1, 0);
+        for &r in &self.region {
+            self.starts[r as usize + 1] += 1;
+        }
+        for r in 0..regions {
+            self.starts[r + 1] += self.starts[r];
+        }
+        self.sorted.resize(n, (keys[0], 0));
+        for (i, (&key, &r)) in keys.iter().zip(&self.region).enumerate() {
+            let at = &mut self.starts[r as usize];
+            self.sorted[*at as usize] = (key, i as u32);
+            *at += 1;
+        }
+    }
+}
 
 /// A stack that finds each key's previous touch in a map to measure its depth.
 ///
@@ -313,21 +380,50 @@ impl<M: TouchTimes> Stack<M> {
         Some(self.unmark(prev))
     }
 
-    /// Starts loading what touching `key` will read first (a hint, when the keys to come are
-    /// known).
-    #[inline]
-    pub fn preload(&self, key: M::Key) {
-        self.last.preload(key);
-    }
-
-    /// Starts loading what touching `key` will read next, once its map slot is in the caches:
-    /// the bitmap line of its previous touch and that line's tree node.
-    #[inline]
-    pub fn preload_previous(&self, key: M::Key) {
-        if let Some(prev) = self.last.peek(key) {
-            let line = prev as usize / LINE_TIMES;
-            crate::memory::preload(&self.marks.lines, line);
-            crate::memory::preload(&self.marks.tree, line + 1);
+    /// Touches `keys` at the next times, one after another, as [`Stack::touch`] would, and
+    /// calls `depth(i, d)` with the depth of `keys[i]` before its touch, in order.
+    ///
+    /// Why a batch: on a map far past the caches, each lookup in time order is a random read of
+    /// memory and a TLB miss (the map was most of a large curve's time, and grew it faster than
+    /// the data). Here the map is read and updated in the order of its slots (the keys
+    /// counting-sorted by region, kept in time order within one, so a key's touches still meet
+    /// the map in time order and each finds its previous one), so the walk goes through memory
+    /// in order; the depths are then taken in time order from the previous touches found.
+    pub fn touch_all(
+        &mut self,
+        keys: &[M::Key],
+        batch: &mut Batch<M::Key>,
+        mut depth: impl FnMut(usize, Option<u64>),
+    ) {
+        let n = keys.len();
+        if self.marks.len() >= self.compact_from.max(COMPACT_AT * self.marks.count) {
+            self.compact();
+        }
+        let base = self.marks.len();
+        assert!(base + n < u32::MAX as usize - 1, "touch times fit 32 bits");
+        batch.sort_by_region(keys, &self.last);
+        batch.prev.clear();
+        batch.prev.resize(n, NO_TOUCH);
+        for (j, &(key, i)) in batch.sorted.iter().enumerate() {
+            if let Some(&(next, _)) = batch.sorted.get(j + BATCH_AHEAD) {
+                self.last.preload(next);
+            }
+            if let Some(prev) = self.last.insert(key, base as u32 + i) {
+                batch.prev[i as usize] = prev;
+            }
+        }
+        for i in 0..n {
+            if let Some(&ahead) = batch.prev.get(i + BATCH_AHEAD) {
+                if ahead != NO_TOUCH {
+                    let line = ahead as usize / LINE_TIMES;
+                    crate::memory::preload(&self.marks.lines, line);
+                    crate::memory::preload(&self.marks.tree, line + 1);
+                }
+            }
+            let prev = batch.prev[i];
+            let d = (prev != NO_TOUCH).then(|| self.unmark(prev as usize));
+            self.marks.push();
+            depth(i, d);
         }
     }
 
@@ -481,6 +577,37 @@ mod tests {
                 "times stay within 8 per key"
             );
         }
+    }
+
+    #[test]
+    fn batches_give_the_depths_of_touches_one_by_one() {
+        batches_agree(Stack::compacting_from(0, 64, FxHashMap::<u64, u32>::default()));
+        batches_agree(Stack::compacting_from(0, 64, SparseBlockMap::with_capacity(0)));
+        batches_agree(Stack::compacting_from(0, 64, DenseBlockMap::with_capacity(0)));
+    }
+
+    /// Batches of 0 to 999 keys, repeats within one included, against a stack touched one key
+    /// at a time; both compact on the way.
+    fn batches_agree<M: TouchTimes<Key = u64>>(mut batched: Stack<M>) {
+        let mut single = Stack::compacting_from(0, 64, FxHashMap::<u64, u32>::default());
+        let mut batch = Batch::default();
+        let mut state = 5u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state >> 33
+        };
+        for round in 0..60 {
+            let len = next() as usize % 1000;
+            let span = [30, 700, 20_000][round % 3];
+            let keys: Vec<u64> = (0..len).map(|_| next() % span).collect();
+            let expected: Vec<Option<u64>> = keys.iter().map(|&k| single.touch(k)).collect();
+            let mut got = vec![None; len];
+            batched.touch_all(&keys, &mut batch, |i, d| got[i] = d);
+            assert_eq!(got, expected, "round {round}");
+        }
+        assert_eq!(batched.keys(), single.keys());
     }
 
     #[test]

@@ -21,14 +21,12 @@
 //! "LRU stack processing" (1975); Waldspurger et al., "Efficient MRC Construction with SHARDS"
 //! (FAST 2015).
 
-use std::collections::VecDeque;
-
 use serde::Serialize;
 
 use rustc_hash::FxHashMap;
 
 use super::block_map::{BlockMap, DenseBlockMap, SparseBlockMap};
-use super::lru_stack::{Stack, TouchTimes};
+use super::lru_stack::{Batch, Stack, TouchTimes};
 
 use crate::error::Result;
 use crate::progress::Progress;
@@ -291,11 +289,16 @@ fn replay<M: TouchTimes>(
 ) -> Result<Distances> {
     let threshold = (rate * SHARDS_MODULUS as f64) as u64;
     let mut h = Distances::new(rate);
-    // the keys to touch, a few ahead of the touching, their map slots already loading
-    let mut ahead: VecDeque<(usize, M::Key)> = VecDeque::with_capacity(AHEAD + 1);
-    let mut touch = |stack: &mut Stack<M>, (group, key): (usize, M::Key)| match stack.touch(key) {
-        Some(depth) => h.reuse(group, depth - 1),
-        None => h.cold(group),
+    // the accesses to touch, a batch at a time (their keys, and their jackknife groups)
+    let (mut keys, mut groups) = (Vec::new(), Vec::new());
+    let mut batch = Batch::default();
+    let mut touch = |stack: &mut Stack<M>, keys: &mut Vec<M::Key>, groups: &mut Vec<u8>| {
+        stack.touch_all(keys, &mut batch, |i, depth| match depth {
+            Some(depth) => h.reuse(groups[i] as usize, depth - 1),
+            None => h.cold(groups[i] as usize),
+        });
+        keys.clear();
+        groups.clear();
     };
     for (k, i) in rows.enumerate() {
         progress.tick(k)?;
@@ -308,30 +311,24 @@ fn replay<M: TouchTimes>(
                 if hash % SHARDS_MODULUS >= threshold {
                     continue;
                 }
-                (hash >> 60) as usize
+                (hash >> 60) as u8
             };
-            let key = key(volume, block);
-            stack.preload(key);
-            ahead.push_back((group, key));
-            // halfway: the slot has come in, so the previous touch's line can be asked for
-            if let Some(&(_, halfway)) = ahead.get(ahead.len().saturating_sub(AHEAD / 2 + 1)) {
-                stack.preload_previous(halfway);
-            }
-            if ahead.len() > AHEAD {
-                touch(&mut stack, ahead.pop_front().expect("keys ahead"));
-            }
+            keys.push(key(volume, block));
+            groups.push(group);
+        }
+        if keys.len() >= BATCH {
+            touch(&mut stack, &mut keys, &mut groups);
         }
     }
-    for next in ahead {
-        touch(&mut stack, next);
-    }
+    touch(&mut stack, &mut keys, &mut groups);
     h.footprint = stack.keys() as u64;
     Ok(h)
 }
 
-/// Touches whose map slots are loaded ahead of time (their previous touch's bitmap line
-/// halfway).
-const AHEAD: usize = 32;
+/// Block accesses touched as one batch ([`Stack::touch_all`]): 16 to each of the map's
+/// regions, and about 2 MiB of scratch that stays in the caches (1 Mi accesses a batch was
+/// slower: the sort's writes then missed them).
+const BATCH: usize = 1 << 16;
 
 /// Groups of sampled blocks (by hash) whose counts are kept apart for the jackknife.
 const GROUPS: usize = 16;
