@@ -58,7 +58,8 @@ def read_trace(
     ----------
     path
         The trace file; or a directory or a glob (``msr/*.csv.gz``) of files read as one trace,
-        in time order (each file's times on one clock by its first request).
+        in time order (each file's times on one clock by its first request); or a URL of either
+        that pyarrow's filesystems read (``s3://bucket/msr/*.csv.gz``; :mod:`iomimic.remote`).
     format
         A format name from :func:`formats`; detected from the content when omitted.
     skip_bad
@@ -94,14 +95,34 @@ def read_trace(
     >>> t.report["format"], len(t), t.volumes, int(t.latency_ns[0])
     ('msr', 1, ['hm_0'], 155700)
     """
-    path = Path(path)
+    from iomimic import remote
+
+    options = dict(skip_bad=skip_bad, time_unit=time_unit, event=event, columns=columns, delimiter=delimiter)
+    if remote.is_url(path):
+        with remote.local_copy(str(path)) as local:
+            return read_trace(local, format, progress=progress, volume_names=volume_names, **options)
+    trace = _read_local(Path(path), format, progress, volume_names, options)
+    url = remote.origin(path)
+    if url is not None:
+        _name_url(trace.report, url)
+    return trace
+
+
+def _read_local(
+    path: Path,
+    format: str | None,
+    progress: ProgressCallback | None,
+    volume_names: str,
+    options: dict[str, Any],
+) -> Trace:
+    """:func:`read_trace` of a local path."""
+    skip_bad, time_unit, event, columns, delimiter = (
+        options[k] for k in ("skip_bad", "time_unit", "event", "columns", "delimiter")
+    )
     if columns is not None and format is None:
         format = "generic"  # a column mapping describes a generic CSV
     parts = trace_parts(path)
     if parts is not None:
-        options = dict(
-            skip_bad=skip_bad, time_unit=time_unit, event=event, columns=columns, delimiter=delimiter
-        )
         return _read_parts(path, parts, format, volume_names, progress, options)
     if format == "parquet" or (format is None and path.is_file() and _is_parquet(path)):
         return _read_parquet(path)
@@ -125,6 +146,15 @@ def read_trace(
 
 
 GLOB_CHARS = frozenset("*?[")
+
+
+def _name_url(report: dict[str, Any], url: str) -> None:
+    """Makes a report of a local copy (:mod:`iomimic.remote`) name the URL it came from."""
+    report["path"] = url
+    if "files" in report:
+        last = url.rstrip("/").rpartition("/")
+        folder = last[0] if GLOB_CHARS & set(last[2]) else url.rstrip("/")
+        report["files"] = [f"{folder}/{Path(f).name}" for f in report["files"]]
 
 
 def trace_parts(path: Path) -> list[Path] | None:
@@ -556,8 +586,10 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     except (pa.ArrowInvalid, OSError):
         return None
     rows = sum(lay["meta"].num_rows for lay in layouts)
+    from iomimic.remote import origin
+
     return {
-        "path": str(path),
+        "path": origin(path) or str(path),
         "format": "parquet",
         "compression": None,
         **parts.finish(volumes),
@@ -595,6 +627,10 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     if layouts is None:
         return None
 
+    from iomimic.remote import origin
+
+    shown = origin(path) or str(path)
+
     def pieces() -> Iterator[Trace]:
         start = previous = None
         for lay in layouts:
@@ -621,7 +657,7 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
                     )
                 except InputError as e:
                     raise InputError(f"{lay['path']}: row group {i}: {e}") from None
-                t.report = {"format": "parquet", "path": str(path), "start_ns": start}
+                t.report = {"format": "parquet", "path": shown, "start_ns": start}
                 yield t
 
     return pieces()

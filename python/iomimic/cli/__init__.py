@@ -114,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         command_parser = getattr(args, "parser", None)
         set_command_parser(command_parser)
         _refuse_overwriting_inputs(args)
-        return args.handler(args)
+        from iomimic.remote import local_arguments
+
+        with local_arguments(args, lambda text: print(f"note: {text}", file=sys.stderr)):
+            return args.handler(args)
     except IomimicError as e:
         code = EXIT_BAD_INPUT if isinstance(e, InputError) else EXIT_FAILURE
         return _fail(e, code, verbose, command_parser)

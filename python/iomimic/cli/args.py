@@ -106,6 +106,13 @@ def intensity(args: argparse.Namespace) -> float:
     return value
 
 
+#: What a command's trace argument takes.
+TRACE_HELP = (
+    "trace file (any format iomimic reads, plain, .gz or .zst, or Parquet), a directory or glob of "
+    "files read as one, or a URL of either (s3://, gs://, file://; see docs/formats.md)"
+)
+
+
 def add_read_options(p: argparse.ArgumentParser) -> None:
     """The options of :func:`read` (every command that reads a trace of any format)."""
     g = p.add_argument_group("reading the trace")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, count, read_reported, subcommand, write_json
+from iomimic.cli.args import TRACE_HELP, add_read_options, count, read_reported, subcommand, write_json
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
         "  iomimic characterize big.csv --mrc trace           # skip per-volume/stream curves\n"
         "  iomimic characterize trace.csv --report figures/   # the report's figures as PNG\n",
     )
-    p.add_argument("trace", help="trace file (any format iomimic reads, or Parquet)")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON (- for stdout only)")
     p.add_argument(
         "--report", metavar="DIR", help="also draw the figures of `iomimic report` as PNG files in DIR"

@@ -23,8 +23,9 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "trace",
-        help="trace file (plain, .gz or .zst), or a directory or glob of files read as one; Parquet "
-        "in time order is converted a row group at a time, in the memory of one",
+        help="trace file (plain, .gz or .zst), a directory or glob of files read as one, or a URL "
+        "of either (s3://, gs://, file://); Parquet in time order is converted a row group at a "
+        "time, in the memory of one",
     )
     p.add_argument("-o", "--output", required=True, help="output file: .parquet, .csv or .csv.gz")
     p.add_argument("--to", choices=OUTPUT_FORMATS, help="output format (default: from the extension)")

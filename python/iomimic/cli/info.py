@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, count, read, report_reading, selecting, subcommand, write_json
+from iomimic.cli.args import (
+    TRACE_HELP,
+    add_read_options,
+    count,
+    read,
+    report_reading,
+    selecting,
+    subcommand,
+    write_json,
+)
 
 
 def register(subparsers) -> None:
@@ -18,7 +27,7 @@ def register(subparsers) -> None:
         "  iomimic info hm_0.csv.gz --json hm0.json\n"
         "  iomimic info trace.txt --format blkparse --skip-bad\n",
     )
-    p.add_argument("trace", help="trace file (plain, .gz or .zst)")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON (- for stdout only)")
     p.add_argument("--max-volumes", type=count, default=20, help="volumes listed in the table (default 20)")
     add_read_options(p)

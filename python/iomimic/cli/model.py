@@ -6,6 +6,7 @@ import argparse
 
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
+    TRACE_HELP,
     Parser,
     UsageError,
     add_ray,
@@ -38,7 +39,7 @@ def register(subparsers) -> None:
         "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n"
         "  iomimic model train 'msr/*.csv.gz' -o model.json --ray head-node:6379\n",
     )
-    p.add_argument("trace", help="trace file")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
     p.add_argument("--levels", type=count, help="levels of the state hierarchy (default: chosen)")
     p.add_argument("--states", type=count, help="states per level (default: chosen among 4, 8, 16)")

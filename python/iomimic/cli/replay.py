@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli.args import (
+    TRACE_HELP,
     add_intensity,
     add_read_options,
     add_target_options,
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
         "  iomimic replay trace.csv --target f.dat --intensity 2     # twice as fast\n"
         "  iomimic replay trace.csv --target f.dat --no-stall --engine null\n",
     )
-    p.add_argument("trace", help="trace file")
+    p.add_argument("trace", help=TRACE_HELP)
     add_intensity(p, "the trace's rate")
     p.add_argument(
         "--duration",

@@ -7,6 +7,7 @@ import sys
 
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
+    TRACE_HELP,
     add_intensity,
     add_read_options,
     count,
@@ -30,7 +31,7 @@ def register(subparsers) -> None:
         "  iomimic simulate trace.csv --device hdd-7200 --map log=ssd-sata  # data on a disk, log on an SSD\n"
         "  iomimic simulate trace.csv --map data+log=tpc-raid10-28disk     # two volumes on one array\n",
     )
-    p.add_argument("trace", help="trace file")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--device", help="a preset (see `iomimic devices`)")
     p.add_argument("--config", help="a device file (TOML; see docs/simulate.md)")
     g = p.add_mutually_exclusive_group()
