@@ -518,6 +518,54 @@ mod tests {
     use super::super::block_map::{DenseBlockMap, SparseBlockMap};
     use super::*;
 
+    /// Marks against a plain list of bits over hundreds of bitmap lines, through unmarking and
+    /// renumbering (all marked again, a partial line at the end) on the way.
+    #[test]
+    fn marks_agree_with_a_list_of_bits() {
+        let mut marks = Marks::with_capacity(0);
+        let mut bits: Vec<bool> = Vec::new();
+        let mut state = 17u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize
+        };
+        for round in 0..3 {
+            for _ in 0..150_000 {
+                marks.push();
+                bits.resize(bits.len() + 1, true);
+                if next() % 3 > 0 {
+                    let at = next() % bits.len();
+                    if bits[at] {
+                        bits[at] = false;
+                        marks.unmark(at);
+                    }
+                }
+            }
+            let count = bits.iter().filter(|&&b| b).count();
+            assert_eq!(marks.count, count);
+            for _ in 0..2_000 {
+                let at = next() % (bits.len() + 1);
+                let before = bits[..at].iter().filter(|&&b| b).count();
+                assert_eq!(marks.before(at), before, "round {round}, before {at}");
+                let depth = 1 + next() % count;
+                // the marked time with depth − 1 marks after it
+                let expected = (0..bits.len()).rev().filter(|&t| bits[t]).nth(depth - 1);
+                assert_eq!(
+                    marks.at_depth(depth as u64),
+                    expected,
+                    "round {round}, depth {depth}"
+                );
+            }
+            assert_eq!(marks.at_depth(count as u64 + 1), None);
+            let n = count - round * 1_000 - 7;
+            marks.reset_all_marked(n);
+            bits = vec![true; n];
+            assert_eq!((marks.before(n), marks.before(n / 2), marks.len()), (n, n / 2, n));
+        }
+    }
+
     #[test]
     fn depths_by_hand() {
         let mut s = Stack::<FxHashMap<Key, u32>>::new(2); // grows past its capacity
