@@ -74,6 +74,7 @@ bench: install
 	$(PY) benches/simulate.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
+	$(PY) benches/openloop.py --neighbour --seconds 15
 	$(PY) benches/cache.py
 	$(PY) benches/mrc.py
 	$(PY) benches/ray_cluster.py
