@@ -95,6 +95,19 @@ def test_bad_urls_are_named_and_leave_nothing(tmp_path: Path) -> None:
     assert leftover_copies() == before
 
 
+def test_a_copy_that_does_not_fit_is_refused_before_copying(tmp_path: Path, monkeypatch) -> None:
+    import shutil
+    from collections import namedtuple
+
+    folder = msr_folder(tmp_path)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**9, 10**9 - 100, 100))
+    before = leftover_copies()
+    with pytest.raises(InputError, match=r"MB free; point TMPDIR at a larger disk"):
+        iomimic.read_trace(f"file://{folder}/")
+    assert leftover_copies() == before
+
+
 def test_commands_take_urls(tmp_path: Path) -> None:
     folder = msr_folder(tmp_path)
     local = run_cli("characterize", str(folder), "--json", "-")

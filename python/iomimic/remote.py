@@ -77,8 +77,14 @@ def local_copy(url: str, note: Callable[[str], None] | None = None) -> Iterator[
     :func:`iomimic.read_trace` reads as one trace, as it would the originals). ``note`` is told
     what is copied before the copying starts."""
     fs, names, single = _files(url)
+    size = sum(max(f.size or 0, 0) for f in fs.get_file_info(names))
+    free = shutil.disk_usage(tempfile.gettempdir()).free
+    if size > free:
+        raise InputError(
+            f"{url}: copying it takes {size / 1e6:,.1f} MB and the temporary directory "
+            f"({tempfile.gettempdir()}) has {free / 1e6:,.1f} MB free; point TMPDIR at a larger disk"
+        )
     if note is not None:
-        size = sum(max(f.size or 0, 0) for f in fs.get_file_info(names))
         files = f"{len(names)} files, " if len(names) > 1 else ""
         note(f"copying {url} ({files}{size / 1e6:,.1f} MB) to local disk to read it")
     with tempfile.TemporaryDirectory(prefix="iomimic-url-") as tmp:
