@@ -97,32 +97,43 @@ def read_trace(
     """
     from iomimic import remote
 
-    options = dict(skip_bad=skip_bad, time_unit=time_unit, event=event, columns=columns, delimiter=delimiter)
+    reading = dict(
+        skip_bad=skip_bad,
+        time_unit=time_unit,
+        event=event,
+        columns=columns,
+        delimiter=delimiter,
+        progress=progress,
+        volume_names=volume_names,
+    )
     if remote.is_url(path):
         with remote.local_copy(str(path)) as local:
-            return read_trace(local, format, progress=progress, volume_names=volume_names, **options)
-    trace = _read_local(Path(path), format, progress, volume_names, options)
-    url = remote.origin(path)
-    if url is not None:
-        _name_url(trace.report, url)
+            return read_trace(local, format, **reading)
+    trace = _read_local(Path(path), format, **reading)
+    remote.name_origin(trace.report, path)
     return trace
 
 
 def _read_local(
     path: Path,
     format: str | None,
+    *,
+    skip_bad: bool,
+    time_unit: str | None,
+    event: str | None,
+    columns: str | None,
+    delimiter: str | None,
     progress: ProgressCallback | None,
     volume_names: str,
-    options: dict[str, Any],
 ) -> Trace:
     """:func:`read_trace` of a local path."""
-    skip_bad, time_unit, event, columns, delimiter = (
-        options[k] for k in ("skip_bad", "time_unit", "event", "columns", "delimiter")
-    )
     if columns is not None and format is None:
         format = "generic"  # a column mapping describes a generic CSV
     parts = trace_parts(path)
     if parts is not None:
+        options = dict(
+            skip_bad=skip_bad, time_unit=time_unit, event=event, columns=columns, delimiter=delimiter
+        )
         return _read_parts(path, parts, format, volume_names, progress, options)
     if format == "parquet" or (format is None and path.is_file() and _is_parquet(path)):
         return _read_parquet(path)
@@ -146,15 +157,6 @@ def _read_local(
 
 
 GLOB_CHARS = frozenset("*?[")
-
-
-def _name_url(report: dict[str, Any], url: str) -> None:
-    """Makes a report of a local copy (:mod:`iomimic.remote`) name the URL it came from."""
-    report["path"] = url
-    if "files" in report:
-        last = url.rstrip("/").rpartition("/")
-        folder = last[0] if GLOB_CHARS & set(last[2]) else url.rstrip("/")
-        report["files"] = [f"{folder}/{Path(f).name}" for f in report["files"]]
 
 
 def trace_parts(path: Path) -> list[Path] | None:

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from iomimic.errors import InputError
+from iomimic.io import GLOB_CHARS
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_GLOB_CHARS = frozenset("*?[")
 #: Bytes copied at a time.
 _COPY_CHUNK = 8 << 20
 
@@ -47,7 +47,7 @@ def _files(url: str) -> tuple[object, list[str], bool]:
     import pyarrow.fs as pafs
 
     base, _, last = url.rstrip("/").rpartition("/")
-    pattern = last if _GLOB_CHARS & set(last) else None
+    pattern = last if GLOB_CHARS & set(last) else None
     try:
         fs, inner = pafs.FileSystem.from_uri(base if pattern else url)
         info = fs.get_file_info(inner)
@@ -114,6 +114,19 @@ _ORIGINS: dict[str, str] = {}
 def origin(path: object) -> str | None:
     """The URL of which ``path`` is a :func:`local_copy` in use, if it is one."""
     return _ORIGINS.get(str(path))
+
+
+def name_origin(report: dict, path: object) -> None:
+    """Makes the read report of ``path``, when it is a local copy, name the URL it came from
+    (and the files of a folder or glob by their URLs)."""
+    url = origin(path)
+    if url is None:
+        return
+    report["path"] = url
+    if "files" in report:
+        base, _, last = url.rstrip("/").rpartition("/")
+        folder = base if GLOB_CHARS & set(last) else url.rstrip("/")
+        report["files"] = [f"{folder}/{Path(f).name}" for f in report["files"]]
 
 
 #: The arguments of a command that name a trace or model it reads.

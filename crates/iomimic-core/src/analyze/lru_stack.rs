@@ -518,19 +518,24 @@ mod tests {
     use super::super::block_map::{DenseBlockMap, SparseBlockMap};
     use super::*;
 
+    /// A seeded stream of 31-bit numbers (the high bits of a 64-bit LCG).
+    fn lcg(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state >> 33
+        }
+    }
+
     /// Marks against a plain list of bits over hundreds of bitmap lines, through unmarking and
     /// renumbering (all marked again, a partial line at the end) on the way.
     #[test]
     fn marks_agree_with_a_list_of_bits() {
         let mut marks = Marks::with_capacity(0);
         let mut bits: Vec<bool> = Vec::new();
-        let mut state = 17u64;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) as usize
-        };
+        let mut random = lcg(17);
+        let mut next = move || random() as usize;
         for round in 0..3 {
             for _ in 0..150_000 {
                 marks.push();
@@ -639,13 +644,7 @@ mod tests {
     fn batches_agree<M: TouchTimes<Key = u64>>(mut batched: Stack<M>) {
         let mut single = Stack::compacting_from(0, 64, FxHashMap::<u64, u32>::default());
         let mut batch = Batch::default();
-        let mut state = 5u64;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            state >> 33
-        };
+        let mut next = lcg(5);
         for round in 0..60 {
             let len = next() as usize % 1000;
             let span = [30, 700, 20_000][round % 3];
