@@ -69,6 +69,7 @@ bench: install
 	$(PY) benches/read_msr.py
 	$(PY) benches/read_parquet.py
 	$(PY) benches/characterize.py
+	$(PY) benches/characterize_scale.py
 	$(PY) benches/model.py
 	$(PY) benches/generate_scale.py
 	$(PY) benches/simulate.py

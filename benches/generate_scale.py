@@ -24,8 +24,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def run(args: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak resident bytes of `iomimic ARGS` as a process of its own."""
+def run(args: list[str], quiet: bool = False) -> tuple[float, int]:
+    """Wall seconds and peak resident bytes of `iomimic ARGS` as a process of its own (its
+    output shown unless `quiet`)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "iomimic.cli", *args], stdout=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -33,7 +34,8 @@ def run(args: list[str]) -> tuple[float, int]:
     out = proc.stdout.read().decode().strip() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"iomimic {' '.join(args)} failed")
-    print(f"  {out}", flush=True)
+    if not quiet:
+        print(f"  {out}", flush=True)
     return wall, usage.ru_maxrss * 1024
 
 

@@ -508,6 +508,25 @@ def cache_replay(
     policy: str, capacity: int, keys: npt.NDArray[np.uint64], sizes: npt.NDArray[np.uint32]
 ) -> tuple[int, int]: ...
 def cache_policies() -> list[tuple[str, str]]: ...
+
+class ChunkedProfile:
+    """A characterization of a trace read a piece at a time: every piece to `survey`, then
+    `start`, then every piece again to `add`, in the same order; `finish` gives the profile."""
+    def __init__(
+        self,
+        memory: int,
+        ranges: int = 4,
+        window_ns: int | None = None,
+        by: str | None = None,
+        mrc: str = "all",
+        mrc_sampling: float | None = None,
+        mrc_budget: int | None = None,
+    ) -> None: ...
+    def survey(self, columns: Columns, volumes: Sequence[str], files: Sequence[str]) -> None: ...
+    def start(self, volumes: Sequence[str]) -> None: ...
+    def add(self, columns: Columns, volumes: Sequence[str], files: Sequence[str]) -> None: ...
+    def finish(self) -> ProfileDict: ...
+
 def miss_ratio_curve(
     columns: Columns,
     volumes: Sequence[str],

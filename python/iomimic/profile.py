@@ -101,6 +101,118 @@ def characterize(
     return profile
 
 
+#: Bytes a request costs characterized in memory (its columns, the groups' rows, the curves'
+#: stacks at the default budget): measured 97 on a 10 M-request trace of 16 volumes.
+BYTES_PER_REQUEST = 100
+
+
+def memory_budget(text: str | int | None = None) -> int:
+    """Bytes a command may use: ``text`` as a size (``2G``), or by default half of this machine's
+    memory."""
+    import os
+
+    from iomimic.units import parse_size_bytes
+
+    if text is not None:
+        budget = parse_size_bytes(text, "memory")
+        if budget <= 0:
+            from iomimic.errors import InputError
+
+            raise InputError("`memory` must be more than 0 bytes")
+        return budget
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+
+def parquet_rows(path) -> int | None:
+    """Requests of a Parquet trace (a file, or a directory or glob of parts) read from the files'
+    footers alone; None when the files are not a Parquet trace that can be read in pieces."""
+    from pathlib import Path
+
+    from iomimic.io import _parquet_layouts
+
+    layouts = _parquet_layouts(Path(path))
+    return None if layouts is None else sum(lay["meta"].num_rows for lay in layouts)
+
+
+def characterize_parquet(
+    path,
+    *,
+    memory: int,
+    ranges: int = 4,
+    window: str | float | None = None,
+    by: str | None = None,
+    mrc: str = "all",
+    mrc_sampling: float | None = None,
+    mrc_budget: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Profile | None:
+    """:func:`characterize` of a Parquet trace read a row group at a time, twice (a survey of its
+    span, reach, streams and blocks, then the counting), so memory holds the counters, the curves
+    and one row group, not the trace. Every count equals the whole read's; percentiles of gaps
+    and latencies are within 0.1 % (HDR histograms) and the fit's KS distances are taken on
+    those histograms (``fit.criterion`` says ``ks-binned``). The curves track at most
+    ``mrc_budget`` blocks each, and no more than 3/8 of ``memory`` allows all of them together
+    (SHARDS-sampled past that, with the error stated).
+
+    None when the files do not suit reading in pieces (see :func:`iomimic.io.parquet_traces`,
+    including times that go back between row groups): then read the trace whole."""
+    from iomimic.io import OutOfOrder, parquet_traces
+
+    rows = parquet_rows(path)
+    pieces = parquet_traces(path)
+    if rows is None or pieces is None:
+        return None
+    window_ns = None if window is None else parse_duration_ns(window, "window")
+    chunked = _core.ChunkedProfile(
+        memory,
+        ranges=ranges,
+        window_ns=window_ns,
+        by=by,
+        mrc=mrc,
+        mrc_sampling=mrc_sampling,
+        mrc_budget=mrc_budget,
+    )
+    done, total = 0, 2 * rows
+    first = None
+    try:
+        for piece in _read_ahead(pieces):
+            first = first or piece
+            chunked.survey(*piece._core_args())
+            done += len(piece)
+            if progress:
+                progress(done, total)
+        if first is None:
+            return None
+        chunked.start(first.volumes)
+        for piece in _read_ahead(parquet_traces(path)):
+            chunked.add(*piece._core_args())
+            done += len(piece)
+            if progress:
+                progress(done, total)
+    except OutOfOrder:
+        return None
+    profile = Profile(chunked.finish())
+    from iomimic.remote import origin
+
+    profile["source"] = {"path": origin(path) or str(path), "format": "parquet"}
+    if first.stream_names:
+        profile["stream_names"] = {str(k): v for k, v in sorted(first.stream_names.items())}
+    return profile
+
+
+def _read_ahead(pieces):
+    """The pieces, the next one read on a thread while the caller works on the current one
+    (Arrow decodes without the GIL, and the core counts without it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    done = object()
+    with ThreadPoolExecutor(1) as pool:
+        ahead = pool.submit(next, pieces, done)
+        while (piece := ahead.result()) is not done:
+            ahead = pool.submit(next, pieces, done)
+            yield piece
+
+
 def summary_row(name: str, f: dict[str, Any]) -> dict[str, Any]:
     """The few figures shown per volume or stream in the report."""
     return {

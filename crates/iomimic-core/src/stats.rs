@@ -53,6 +53,103 @@ pub fn percentiles(values: &mut [u64], scale: f64) -> Option<Percentiles> {
     })
 }
 
+/// Significant digits a [`Sketch`] keeps: a value is known to within 1 part in 1,024.
+pub const SKETCH_DIGITS: u8 = 3;
+
+/// Values (times in ns) summed up a piece at a time, in bounded memory: count, sum and sum of
+/// squares exactly (so the mean and CV are those of the values), the largest exactly, and the
+/// rest in an HDR histogram whose percentiles are within 0.1 % of the exact ones. Sketches of
+/// pieces add up to the sketch of the whole.
+#[derive(Debug, Clone)]
+pub struct Sketch {
+    pub count: u64,
+    sum: u128,
+    sum_sq: u128,
+    max: u64,
+    histogram: hdrhistogram::Histogram<u64>,
+}
+
+impl Default for Sketch {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            sum: 0,
+            sum_sq: 0,
+            max: 0,
+            histogram: hdrhistogram::Histogram::new(SKETCH_DIGITS).expect("3 significant digits are valid"),
+        }
+    }
+}
+
+impl Sketch {
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.sum_sq += u128::from(v) * u128::from(v);
+        self.max = self.max.max(v);
+        if self.histogram.record(v).is_err() {
+            // past what even a resized histogram tracks (near 2^64 ns): kept at its top
+            self.histogram.saturating_record(v);
+        }
+    }
+
+    pub fn merge(&mut self, other: &Sketch) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        self.max = self.max.max(other.max);
+        self.histogram
+            .add(&other.histogram)
+            .expect("auto-resizing histograms take any values");
+    }
+
+    /// Mean and coefficient of variation (population), as [`mean_cv`] of the values.
+    pub fn mean_cv(&self) -> (f64, f64) {
+        if self.count == 0 {
+            return (0.0, 0.0);
+        }
+        let n = self.count as f64;
+        let mean = self.sum as f64 / n;
+        let var = (self.sum_sq as f64 / n - mean * mean).max(0.0);
+        (mean, if mean > 0.0 { var.sqrt() / mean } else { 0.0 })
+    }
+
+    /// The exact sum and sum of squares of the values.
+    pub fn sums(&self) -> (u128, u128) {
+        (self.sum, self.sum_sq)
+    }
+
+    /// Percentiles (nearest rank, to the histogram's precision; the max exact), scaled.
+    pub fn percentiles(&self, scale: f64) -> Option<Percentiles> {
+        if self.count == 0 {
+            return None;
+        }
+        let at = |q: f64| self.histogram.value_at_quantile(q).min(self.max) as f64 * scale;
+        Some(Percentiles {
+            p50: at(0.5),
+            p90: at(0.9),
+            p95: at(0.95),
+            p99: at(0.99),
+            p999: at(0.999),
+            max: self.max as f64 * scale,
+        })
+    }
+
+    /// The recorded values as bins `(lowest, highest, count)` in ascending order.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        let h = &self.histogram;
+        h.iter_recorded().map(move |v| {
+            let value = v.value_iterated_to();
+            (
+                h.lowest_equivalent(value),
+                value.min(self.max),
+                v.count_since_last_iteration(),
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,10 @@
 //! Characterization and fidelity.
 
+use std::sync::Mutex;
+
 use pyo3::prelude::*;
 
-use iomimic_core::analyze::{self, compare};
+use iomimic_core::analyze::{self, chunked, compare};
 
 use crate::boundary::{parse_opt, to_py, with_checked_view, with_view, Columns};
 use crate::errors::{to_py as err_to_py, InputError};
@@ -25,6 +27,24 @@ pub fn characterize(
     mrc_budget: Option<u64>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    let opts = options(ranges, window_ns, by, mrc, mrc_sampling, mrc_budget)?;
+    let profile = with_checked_view(&columns, &volumes, &files, "characterize", |view| {
+        watched(py, progress.as_ref(), |p| {
+            analyze::characterize_watched(view, &opts, p)
+        })
+    })?;
+    to_py(py, &profile)
+}
+
+/// The options of a characterization, checked.
+fn options(
+    ranges: usize,
+    window_ns: Option<u64>,
+    by: Option<&str>,
+    mrc: &str,
+    mrc_sampling: Option<f64>,
+    mrc_budget: Option<u64>,
+) -> PyResult<analyze::Options> {
     let by = match by {
         None => None,
         Some("stream") => Some(analyze::GroupBy::Stream),
@@ -49,20 +69,119 @@ pub fn characterize(
         return Err(InputError::new_err("`ranges` must be at least 1"));
     }
     check_rate("mrc_sampling", mrc_sampling)?;
-    let opts = analyze::Options {
+    Ok(analyze::Options {
         ranges,
         window_ns,
         by,
         mrc,
         mrc_sampling,
         mrc_budget: budget_blocks(mrc_budget)?,
-    };
-    let profile = with_checked_view(&columns, &volumes, &files, "characterize", |view| {
-        watched(py, progress.as_ref(), |p| {
-            analyze::characterize_watched(view, &opts, p)
+    })
+}
+
+/// A characterization of a trace read a piece at a time (row groups of a Parquet trace too
+/// large to hold), its curves within 3/8 of `memory` bytes: every piece is given to `survey`, then, after `start`, again to `add`, in
+/// the same time order; `finish` gives the profile (`analyze::chunked` says what is exact).
+#[pyclass(name = "ChunkedProfile", module = "iomimic._core", frozen)]
+pub struct PyChunkedProfile {
+    stage: Mutex<Stage>,
+}
+
+enum Stage {
+    Surveying(Box<chunked::Survey>, analyze::Options),
+    Counting(Box<chunked::Chunked>),
+    Done,
+}
+
+impl PyChunkedProfile {
+    fn stage(&self) -> std::sync::MutexGuard<'_, Stage> {
+        self.stage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl PyChunkedProfile {
+    #[new]
+    #[pyo3(signature = (memory, ranges=4, window_ns=None, by=None, mrc="all", mrc_sampling=None, mrc_budget=None))]
+    fn new(
+        memory: u64,
+        ranges: usize,
+        window_ns: Option<u64>,
+        by: Option<&str>,
+        mrc: &str,
+        mrc_sampling: Option<f64>,
+        mrc_budget: Option<u64>,
+    ) -> PyResult<Self> {
+        let mut opts = options(ranges, window_ns, by, mrc, mrc_sampling, mrc_budget)?;
+        opts.mrc_budget = opts.mrc_budget.min(chunked::curve_budget(memory, opts.mrc));
+        Ok(Self {
+            stage: Mutex::new(Stage::Surveying(Box::new(chunked::Survey::new(0)), opts)),
         })
-    })?;
-    to_py(py, &profile)
+    }
+
+    /// Surveys the next piece (first pass).
+    fn survey(
+        &self,
+        py: Python<'_>,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+    ) -> PyResult<()> {
+        let mut stage = self.stage();
+        let Stage::Surveying(survey, _) = &mut *stage else {
+            return Err(InputError::new_err(
+                "every piece is surveyed before the first is added",
+            ));
+        };
+        with_view(&columns, &volumes, &files, |view| {
+            py.detach(|| survey.add(view)).map_err(err_to_py)
+        })
+    }
+
+    /// Ends the survey: the counting of a trace with these volume names begins.
+    fn start(&self, volumes: Vec<String>) -> PyResult<()> {
+        let mut stage = self.stage();
+        let Stage::Surveying(survey, opts) = std::mem::replace(&mut *stage, Stage::Done) else {
+            return Err(InputError::new_err("the survey has ended already"));
+        };
+        if survey.rows() == 0 {
+            return Err(InputError::new_err("cannot characterize an empty trace"));
+        }
+        *stage = Stage::Counting(Box::new(
+            chunked::Chunked::new(*survey, volumes, &opts).map_err(err_to_py)?,
+        ));
+        Ok(())
+    }
+
+    /// Counts the next piece (second pass).
+    fn add(
+        &self,
+        py: Python<'_>,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+    ) -> PyResult<()> {
+        let mut stage = self.stage();
+        let Stage::Counting(chunked) = &mut *stage else {
+            return Err(InputError::new_err(
+                "pieces are added after `start` and before `finish`",
+            ));
+        };
+        with_view(&columns, &volumes, &files, |view| {
+            py.detach(|| chunked.add(view)).map_err(err_to_py)
+        })
+    }
+
+    /// The profile of every piece added.
+    fn finish(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let Stage::Counting(chunked) = std::mem::replace(&mut *self.stage(), Stage::Done) else {
+            return Err(InputError::new_err("nothing is being counted"));
+        };
+        let profile = py.detach(|| chunked.finish());
+        to_py(py, &profile)
+    }
 }
 
 /// The LRU miss-ratio curve of a trace's 4 KiB blocks alone (the profile's `mrc`).

@@ -44,15 +44,30 @@ def register(subparsers) -> None:
         "fit, else SHARDS-sampled down to them (default 8388608, about 512 MiB)",
     )
     p.add_argument("--mrc-sampling", type=float, help="force a SHARDS sampling rate in (0, 1]")
+    p.add_argument(
+        "--memory",
+        metavar="SIZE",
+        help="memory to stay within, e.g. 2G (default: half of this machine's). A Parquet trace "
+        "(file, directory or glob of parts) too large to characterize within it is read a row group "
+        "at a time: every count exact, percentiles of gaps and latencies to 0.1 %%, curves "
+        "SHARDS-sampled to fit (docs/scale.md)",
+    )
     add_read_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
     from iomimic.cli.progress import working
-    from iomimic.profile import characterize
+    from iomimic.profile import characterize, memory_budget
     from iomimic.report import make_console
     from iomimic.report.profile import render_profile
 
+    memory = memory_budget(args.memory)
+    streamed = _characterize_in_pieces(args, memory)
+    if streamed is not None:
+        if args.json and write_json(args.json, streamed):
+            return EXIT_OK
+        render_profile(streamed, make_console())
+        return EXIT_OK
     trace = read_reported(args)
     with working("characterizing", share=True) as progress:
         profile = characterize(
@@ -74,3 +89,36 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_OK
     render_profile(profile, make_console())
     return EXIT_OK
+
+
+def _characterize_in_pieces(args: argparse.Namespace, memory: int):
+    """The profile of a Parquet trace too large for ``memory`` read whole, read a row group at a
+    time; None when the trace fits (or is not such a trace), to be read whole as usual."""
+    from iomimic.cli.args import selecting
+    from iomimic.cli.progress import working
+    from iomimic.profile import BYTES_PER_REQUEST, characterize_parquet, parquet_rows
+
+    rows = parquet_rows(args.trace)
+    if rows is None or rows * BYTES_PER_REQUEST <= memory:
+        return None
+    why = f"{rows:,} requests need about {rows * BYTES_PER_REQUEST / 2**30:.1f} GiB read whole"
+    if selecting(args) or args.report:
+        what = "--report" if args.report else "choosing requests (--start, --volume, ...)"
+        print(
+            f"note: {why}, more than --memory; {what} needs the trace whole, so it is read whole",
+            file=sys.stderr,
+        )
+        return None
+    print(f"note: {why}: reading it a row group at a time, twice, within --memory", file=sys.stderr)
+    with working("characterizing", share=True) as progress:
+        return characterize_parquet(
+            args.trace,
+            memory=memory,
+            ranges=args.ranges,
+            window=args.window,
+            by=args.by,
+            mrc=args.mrc,
+            mrc_sampling=args.mrc_sampling,
+            mrc_budget=args.mrc_budget,
+            progress=progress,
+        )

@@ -147,7 +147,50 @@ pub fn fit_by(n: usize, value: impl Fn(usize) -> f64, ks_sample: usize) -> Optio
     // logs taken twice rather than kept: the same values in the same order, no copy
     let log_mean = values().map(f64::ln).sum::<f64>() / nf;
     let log_var = values().map(|v| (v.ln() - log_mean).powi(2)).sum::<f64>() / nf;
+    let stride = n.div_ceil(ks_sample.max(2));
+    let mut sample: Vec<f64> = (0..n).step_by(stride).map(&value).collect();
+    sample.sort_by(f64::total_cmp);
+    let moments = Moments {
+        mean,
+        var,
+        log_mean,
+        log_var,
+    };
+    Some(ranked(moments, "ks", sample.len(), |d| ks_distance(&sample, d)))
+}
 
+/// The moments the candidates' parameters come from (of values > 0).
+#[derive(Debug, Clone, Copy)]
+pub struct Moments {
+    pub mean: f64,
+    /// Population variance.
+    pub var: f64,
+    /// Mean and population variance of ln x.
+    pub log_mean: f64,
+    pub log_var: f64,
+}
+
+/// The candidates fitted to `moments`, ranked by their KS distance to `n` values given as
+/// ascending bins `(lowest, highest, count)`, such as a histogram's: the distance is taken at
+/// each bin's edges (values inside a bin are not told apart, so it is that of the values
+/// rounded to their bins). `None` when there are fewer than two values.
+pub fn fit_binned(moments: Moments, n: u64, bins: &[(f64, f64, u64)]) -> Option<Fit> {
+    if n < 2 {
+        return None;
+    }
+    Some(ranked(moments, "ks-binned", n as usize, |d| {
+        ks_binned(bins, n, d)
+    }))
+}
+
+/// Every candidate the moments give, best (smallest `ks`) first.
+fn ranked(m: Moments, criterion: &'static str, sample_size: usize, ks: impl Fn(Dist) -> f64) -> Fit {
+    let Moments {
+        mean,
+        var,
+        log_mean,
+        log_var,
+    } = m;
     let mut dists = vec![
         Dist::Fixed(mean),
         Dist::Exponential { mean },
@@ -169,10 +212,6 @@ pub fn fit_by(n: usize, value: impl Fn(usize) -> f64, ks_sample: usize) -> Optio
             });
         }
     }
-
-    let stride = n.div_ceil(ks_sample.max(2));
-    let mut sample: Vec<f64> = (0..n).step_by(stride).map(&value).collect();
-    sample.sort_by(f64::total_cmp);
     let mut candidates: Vec<Candidate> = dists
         .into_iter()
         .map(|d| {
@@ -180,17 +219,37 @@ pub fn fit_by(n: usize, value: impl Fn(usize) -> f64, ks_sample: usize) -> Optio
             Candidate {
                 name,
                 params,
-                ks: ks_distance(&sample, d),
+                ks: ks(d),
             }
         })
         .collect();
     candidates.sort_by(|a, b| a.ks.total_cmp(&b.ks));
-    Some(Fit {
+    Fit {
         best: candidates[0].name,
-        criterion: "ks",
-        sample_size: sample.len(),
+        criterion,
+        sample_size,
         candidates,
-    })
+    }
+}
+
+/// KS distance between `n` values in ascending bins and `d`, compared on both edges of each.
+fn ks_binned(bins: &[(f64, f64, u64)], n: u64, d: Dist) -> f64 {
+    let m = n as f64;
+    let (mut worst, mut below) = (0.0f64, 0u64);
+    for &(lo, hi, count) in bins {
+        let upto = below + count;
+        worst = worst
+            .max((d.cdf_left(lo) - below as f64 / m).abs())
+            .max((d.cdf(hi) - upto as f64 / m).abs());
+        below = upto;
+    }
+    if let Dist::Fixed(c) = d {
+        // its jump may fall between bins
+        let under: u64 = bins.iter().filter(|b| b.1 < c).map(|b| b.2).sum();
+        let upto: u64 = bins.iter().filter(|b| b.0 <= c).map(|b| b.2).sum();
+        worst = worst.max(under as f64 / m).max(1.0 - upto as f64 / m);
+    }
+    worst
 }
 
 /// KS distance between the sorted sample and `d`, exact for ties and for jumps of `d`.

@@ -72,6 +72,34 @@ impl GroupAcc {
         window_ns: u64,
         mrc: Option<Mrc>,
     ) -> Figures {
+        let interarrival = interarrival(&mut members.gaps(t.ts_ns));
+        let latency = t.latency_ns.map_or_else(Latencies::default, |l| {
+            let mut per_op = members.latencies(l, t.op);
+            let mut all = per_op.concat();
+            Latencies {
+                cv: (!all.is_empty()).then(|| stats::mean_cv(all.iter().map(|&v| v as f64)).1),
+                all: LatencyUs::from_ns(&mut all),
+                // each operation apart, when the group has more than one with latencies
+                by_op: if per_op.iter().filter(|l| !l.is_empty()).count() > 1 {
+                    latency::by_op(&mut per_op)
+                } else {
+                    BTreeMap::new()
+                },
+            }
+        });
+        self.figures(duration_ns, window_ns, mrc, interarrival, latency)
+    }
+
+    /// The figures of the counts, with the gaps' and latencies' figures taken apart (from the
+    /// columns, or from sketches of a trace read in pieces).
+    pub fn figures(
+        self,
+        duration_ns: u64,
+        window_ns: u64,
+        mrc: Option<Mrc>,
+        interarrival: Interarrival,
+        latency: Latencies,
+    ) -> Figures {
         let requests: u64 = self.ops.iter().sum();
         let duration_s = duration_ns as f64 / 1e9;
         let rate = |x: f64| {
@@ -85,7 +113,7 @@ impl GroupAcc {
         let fraction = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         let size_of = |maps: &[&FxHashMap<u32, u64>]| size_figures(maps);
         let [reads, writes] = &self.sizes;
-        let mut figures = Figures {
+        Figures {
             requests,
             reads: self.ops[0],
             writes: self.ops[1],
@@ -97,7 +125,7 @@ impl GroupAcc {
             duration_s,
             iops: rate(requests as f64),
             mb_per_s: rate(data_bytes as f64 / 1e6),
-            interarrival: interarrival(&mut members.gaps(t.ts_ns)),
+            interarrival,
             size: Sizes {
                 all: size_of(&[reads, writes]),
                 read: size_of(&[reads]),
@@ -112,23 +140,20 @@ impl GroupAcc {
                 write_fractions: normalise(&self.spatial[2]),
             },
             fluctuation: fluctuation(&self.windows, window_ns),
-            latency_us: None,
-            latency_cv: None,
-            by_op: BTreeMap::new(),
+            latency_us: latency.all,
+            latency_cv: latency.cv,
+            by_op: latency.by_op,
             mrc,
-        };
-        if let Some(l) = t.latency_ns {
-            let mut per_op = members.latencies(l, t.op);
-            let mut all = per_op.concat();
-            figures.latency_cv = (!all.is_empty()).then(|| stats::mean_cv(all.iter().map(|&v| v as f64)).1);
-            figures.latency_us = LatencyUs::from_ns(&mut all);
-            // each operation apart, when the group has more than one with latencies
-            if per_op.iter().filter(|l| !l.is_empty()).count() > 1 {
-                figures.by_op = latency::by_op(&mut per_op);
-            }
         }
-        figures
     }
+}
+
+/// A group's response-time figures (none when the trace records no latencies).
+#[derive(Debug, Default)]
+pub struct Latencies {
+    pub all: Option<LatencyUs>,
+    pub cv: Option<f64>,
+    pub by_op: BTreeMap<&'static str, OpLatency>,
 }
 
 /// The requests of a group, in time order: every row of the trace, or a list of rows.

@@ -7,6 +7,7 @@
 #![allow(clippy::cast_sign_loss, clippy::float_cmp, clippy::many_single_char_names)]
 
 mod block_map;
+pub mod chunked;
 pub mod compare;
 pub mod distfit;
 pub mod frequency_ranks;
@@ -222,6 +223,22 @@ pub(crate) fn characterize_counted(
     counted?;
     let curves = curves?;
     let figures = groups.finish(&curves, &rows, &streams, span, window_ns, progress)?;
+    Ok(assemble(
+        t.volumes,
+        figures,
+        t.len() as u64,
+        Options {
+            window_ns: Some(window_ns),
+            ranges,
+            ..opts.clone()
+        },
+    ))
+}
+
+/// The profile of the groups' figures (of a trace of `volumes` and `requests`): their thread
+/// types when asked for, and the busiest volumes' peak correlation. `opts` as resolved (the
+/// window and ranges used).
+fn assemble(volumes: &[String], figures: GroupFigures, requests: u64, opts: Options) -> Profile {
     let (threads, thread_thresholds) = match opts.by {
         Some(GroupBy::Stream) => {
             let groups: Vec<(String, &Figures)> = figures
@@ -229,31 +246,27 @@ pub(crate) fn characterize_counted(
                 .iter()
                 .map(|(id, f)| (id.to_string(), f))
                 .collect();
-            let (t, th) = threads::classify(&groups, t.len() as u64);
+            let (t, th) = threads::classify(&groups, requests);
             (Some(t), Some(th))
         }
         Some(GroupBy::Volume) => {
-            let groups: Vec<(String, &Figures)> = t.volumes.iter().cloned().zip(&figures.volumes).collect();
-            let (t, th) = threads::classify(&groups, t.len() as u64);
+            let groups: Vec<(String, &Figures)> = volumes.iter().cloned().zip(&figures.volumes).collect();
+            let (t, th) = threads::classify(&groups, requests);
             (Some(t), Some(th))
         }
         None => (None, None),
     };
-    let peak_correlation = (t.volumes.len() > 1).then(|| peak_correlation(t.volumes, &figures.window_series));
-    Ok(Profile {
+    let peak_correlation = (volumes.len() > 1).then(|| peak_correlation(volumes, &figures.window_series));
+    Profile {
         format_version: 2, // 2: response times as latency objects (docs/json.md)
-        options: Options {
-            window_ns: Some(window_ns),
-            ranges,
-            ..opts.clone()
-        },
+        options: opts,
         trace: figures.trace,
-        volumes: t.volumes.iter().cloned().zip(figures.volumes).collect(),
+        volumes: volumes.iter().cloned().zip(figures.volumes).collect(),
         streams: figures.streams.into_iter().collect(),
         threads,
         thread_thresholds,
         peak_correlation,
-    })
+    }
 }
 
 /// Dense ids for a trace's streams, in order of first appearance.

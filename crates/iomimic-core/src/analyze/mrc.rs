@@ -54,7 +54,7 @@ pub struct ReuseBucket {
 #[derive(Debug, Clone, Serialize)]
 pub struct Mrc {
     pub block_bytes: u64,
-    /// Block accesses (scaled to the whole trace when sampled).
+    /// Block accesses (every one, sampled or not).
     pub accesses: u64,
     pub cold_misses: u64,
     pub footprint_bytes: u64,
@@ -112,41 +112,74 @@ pub struct Blocks {
     volumes: u32,
 }
 
+/// [`Blocks`] counted a piece of a trace at a time (a trace read in row groups): the distinct
+/// blocks on those a hash keeps 1 in `every` of.
+pub struct BlockCount {
+    every: u64,
+    accesses: u64,
+    seen: rustc_hash::FxHashSet<(u32, u64)>,
+    seen_groups: rustc_hash::FxHashSet<(u32, u64)>,
+    top: u64,
+    volumes: u32,
+}
+
+impl BlockCount {
+    /// Counting 1 in `every` blocks (1 counts them all).
+    pub fn new(every: u64) -> Self {
+        Self {
+            every: every.max(1),
+            accesses: 0,
+            seen: rustc_hash::FxHashSet::default(),
+            seen_groups: rustc_hash::FxHashSet::default(),
+            top: 0,
+            volumes: 0,
+        }
+    }
+
+    /// Counts the blocks of requests `rows` of `t`.
+    pub fn add(&mut self, t: &TraceView<'_>, rows: impl Iterator<Item = usize>) {
+        let every = self.every;
+        for i in rows {
+            let blocks = blocks_of(t, i);
+            let volume = t.volume[i];
+            self.accesses += blocks.end - blocks.start;
+            self.top = self.top.max(blocks.end);
+            self.volumes = self.volumes.max(volume.saturating_add(1));
+            let groups = blocks.start >> 3..blocks.end.div_ceil(8);
+            for block in blocks {
+                // bits 24..30 of the hash: independent of the SHARDS bits (the low 24)
+                if every == 1 || (mix(volume, block) >> 24).is_multiple_of(every) {
+                    self.seen.insert((volume, block));
+                }
+            }
+            for group in groups {
+                if every == 1 || (mix(volume, !group) >> 24).is_multiple_of(every) {
+                    self.seen_groups.insert((volume, group));
+                }
+            }
+        }
+    }
+
+    pub fn finish(self) -> Blocks {
+        Blocks {
+            accesses: self.accesses,
+            distinct: self.seen.len() as u64 * self.every,
+            groups: self.seen_groups.len() as u64 * self.every,
+            top: self.top,
+            volumes: self.volumes,
+        }
+    }
+}
+
 impl Blocks {
     pub fn of(t: &TraceView<'_>, rows: impl Iterator<Item = usize> + Clone) -> Self {
         let accesses: u64 = rows
             .clone()
             .map(|i| blocks_of(t, i).end - blocks_of(t, i).start)
             .sum();
-        let every = if accesses <= EXACT_COUNT_ACCESSES { 1 } else { 64 };
-        let mut seen = rustc_hash::FxHashSet::default();
-        let mut seen_groups = rustc_hash::FxHashSet::default();
-        let (mut top, mut volumes) = (0u64, 0u32);
-        for i in rows {
-            let blocks = blocks_of(t, i);
-            let volume = t.volume[i];
-            top = top.max(blocks.end);
-            volumes = volumes.max(volume.saturating_add(1));
-            let groups = blocks.start >> 3..blocks.end.div_ceil(8);
-            for block in blocks {
-                // bits 24..30 of the hash: independent of the SHARDS bits (the low 24)
-                if every == 1 || (mix(volume, block) >> 24).is_multiple_of(every) {
-                    seen.insert((volume, block));
-                }
-            }
-            for group in groups {
-                if every == 1 || (mix(volume, !group) >> 24).is_multiple_of(every) {
-                    seen_groups.insert((volume, group));
-                }
-            }
-        }
-        Self {
-            accesses,
-            distinct: seen.len() as u64 * every,
-            groups: seen_groups.len() as u64 * every,
-            top,
-            volumes,
-        }
+        let mut count = BlockCount::new(if accesses <= EXACT_COUNT_ACCESSES { 1 } else { 64 });
+        count.add(t, rows);
+        count.finish()
     }
 
     /// Buckets a [`DenseBlockMap`] of the blocks sampled at `rate` would hold, when that map is
@@ -254,75 +287,152 @@ pub fn curve_of_counted(
     rate: f64,
     progress: &Progress,
 ) -> Result<Mrc> {
-    let rate = rate.clamp(f64::MIN_POSITIVE, 1.0);
-    let keys = (blocks.distinct as f64 * rate * 1.05) as usize + 16;
-    let mut h = if let Some(bits) = blocks.volume_bits() {
-        let pack = move |volume: u32, block: u64| pack(bits, volume, block);
-        match blocks.dense_buckets(rate) {
-            Some(buckets) => {
-                let stack = Stack::with_map(keys, DenseBlockMap::with_capacity(buckets));
-                replay(t, rows, rate, stack, pack, progress)?
-            }
-            None => replay(t, rows, rate, Stack::<SparseBlockMap>::new(keys), pack, progress)?,
-        }
-    } else {
-        replay(
-            t,
-            rows,
-            rate,
-            Stack::<FxHashMap<(u32, u64), u32>>::new(keys),
-            |v, b| (v, b),
-            progress,
-        )?
-    };
-    Ok(h.finish())
+    let mut curve = Curve::new(blocks, rate, blocks.distinct);
+    curve.feed(t, rows, progress)?;
+    Ok(curve.finish())
 }
 
-/// Every sampled block access of the rows through an LRU stack, their distances counted.
-fn replay<M: TouchTimes>(
-    t: &TraceView<'_>,
-    rows: impl Iterator<Item = usize>,
-    rate: f64,
-    mut stack: Stack<M>,
-    key: impl Fn(u32, u64) -> M::Key,
-    progress: &Progress,
-) -> Result<Distances> {
-    let threshold = (rate * SHARDS_MODULUS as f64) as u64;
-    let mut h = Distances::new(rate);
-    // the accesses to touch, a batch at a time (their keys, and their jackknife groups)
-    let (mut keys, mut groups) = (Vec::new(), Vec::new());
-    let mut batch = Batch::default();
-    let mut touch = |stack: &mut Stack<M>, keys: &mut Vec<M::Key>, groups: &mut Vec<u8>| {
-        stack.touch_all(keys, &mut batch, |i, depth| match depth {
-            Some(depth) => h.reuse(groups[i] as usize, depth - 1),
-            None => h.cold(groups[i] as usize),
-        });
-        keys.clear();
-        groups.clear();
-    };
-    for (k, i) in rows.enumerate() {
-        progress.tick(k)?;
-        let volume = t.volume[i];
-        for block in blocks_of(t, i) {
-            let group = if rate >= 1.0 {
-                0
-            } else {
-                let hash = mix(volume, block);
-                if hash % SHARDS_MODULUS >= threshold {
-                    continue;
+/// A curve being taken: the LRU stack in the map that suits the blocks, fed requests in time
+/// order (a whole trace at once, or a trace read a piece at a time), finished into an [`Mrc`].
+pub struct Curve {
+    replay: Replaying,
+}
+
+/// The stack's map: packed keys in buckets of adjacent blocks or one key a slot, else a hash
+/// map of (volume, block) pairs when a pair does not fit a word.
+enum Replaying {
+    Dense(Replay<DenseBlockMap>, u32),
+    Sparse(Replay<SparseBlockMap>, u32),
+    Pairs(Replay<FxHashMap<(u32, u64), u32>>),
+}
+
+impl Curve {
+    /// A curve of requests whose blocks are counted in `blocks` (or like them: a group of a
+    /// trace takes its trace's), sampled at `rate`, its map made for `expected` distinct
+    /// blocks before sampling (it grows past them).
+    pub fn new(blocks: &Blocks, rate: f64, expected: u64) -> Self {
+        let rate = rate.clamp(f64::MIN_POSITIVE, 1.0);
+        let keys = (expected as f64 * rate * 1.05) as usize + 16;
+        let replay = match blocks.volume_bits() {
+            Some(bits) => match blocks.dense_buckets(rate) {
+                Some(buckets) => {
+                    // the trace's buckets, scaled to the share of its blocks expected here
+                    let share = expected as f64 / blocks.distinct.max(1) as f64;
+                    let buckets = (buckets as f64 * share.min(1.0)) as usize + 16;
+                    let stack = Stack::with_map(keys, DenseBlockMap::with_capacity(buckets));
+                    Replaying::Dense(Replay::new(stack, rate), bits)
                 }
-                (hash >> 60) as u8
-            };
-            keys.push(key(volume, block));
-            groups.push(group);
-        }
-        if keys.len() >= BATCH {
-            touch(&mut stack, &mut keys, &mut groups);
+                None => Replaying::Sparse(Replay::new(Stack::new(keys), rate), bits),
+            },
+            None => Replaying::Pairs(Replay::new(Stack::new(keys), rate)),
+        };
+        Self { replay }
+    }
+
+    /// Replays requests `rows` of `t`, counted in `progress` by [`Progress::tick`].
+    pub fn feed(
+        &mut self,
+        t: &TraceView<'_>,
+        rows: impl Iterator<Item = usize>,
+        progress: &Progress,
+    ) -> Result<()> {
+        match &mut self.replay {
+            Replaying::Dense(r, bits) => {
+                let bits = *bits;
+                r.feed(t, rows, |v, b| pack(bits, v, b), progress)
+            }
+            Replaying::Sparse(r, bits) => {
+                let bits = *bits;
+                r.feed(t, rows, |v, b| pack(bits, v, b), progress)
+            }
+            Replaying::Pairs(r) => r.feed(t, rows, |v, b| (v, b), progress),
         }
     }
-    touch(&mut stack, &mut keys, &mut groups);
-    h.footprint = stack.keys() as u64;
-    Ok(h)
+
+    pub fn finish(self) -> Mrc {
+        match self.replay {
+            Replaying::Dense(r, _) => r.finish(),
+            Replaying::Sparse(r, _) => r.finish(),
+            Replaying::Pairs(r) => r.finish(),
+        }
+    }
+}
+
+/// Sampled block accesses through an LRU stack, touched a batch at a time, their distances
+/// counted.
+struct Replay<M: TouchTimes> {
+    stack: Stack<M>,
+    h: Distances,
+    threshold: u64,
+    rate: f64,
+    /// The accesses to touch in the next batch: their keys and jackknife groups.
+    keys: Vec<M::Key>,
+    groups: Vec<u8>,
+    batch: Batch<M::Key>,
+}
+
+impl<M: TouchTimes> Replay<M> {
+    fn new(stack: Stack<M>, rate: f64) -> Self {
+        Self {
+            stack,
+            h: Distances::new(rate),
+            threshold: (rate * SHARDS_MODULUS as f64) as u64,
+            rate,
+            keys: Vec::new(),
+            groups: Vec::new(),
+            batch: Batch::default(),
+        }
+    }
+
+    fn feed(
+        &mut self,
+        t: &TraceView<'_>,
+        rows: impl Iterator<Item = usize>,
+        key: impl Fn(u32, u64) -> M::Key,
+        progress: &Progress,
+    ) -> Result<()> {
+        for (k, i) in rows.enumerate() {
+            progress.tick(k)?;
+            let volume = t.volume[i];
+            let blocks = blocks_of(t, i);
+            self.h.total += blocks.end - blocks.start;
+            for block in blocks {
+                let group = if self.rate >= 1.0 {
+                    0
+                } else {
+                    let hash = mix(volume, block);
+                    if hash % SHARDS_MODULUS >= self.threshold {
+                        continue;
+                    }
+                    (hash >> 60) as u8
+                };
+                self.keys.push(key(volume, block));
+                self.groups.push(group);
+            }
+            if self.keys.len() >= BATCH {
+                self.touch();
+            }
+        }
+        Ok(())
+    }
+
+    /// Touches the batch gathered so far.
+    fn touch(&mut self) {
+        let (h, groups) = (&mut self.h, &self.groups);
+        self.stack
+            .touch_all(&self.keys, &mut self.batch, |i, depth| match depth {
+                Some(depth) => h.reuse(groups[i] as usize, depth - 1),
+                None => h.cold(groups[i] as usize),
+            });
+        self.keys.clear();
+        self.groups.clear();
+    }
+
+    fn finish(mut self) -> Mrc {
+        self.touch();
+        self.h.footprint = self.stack.keys() as u64;
+        self.h.finish()
+    }
 }
 
 /// Block accesses touched as one batch ([`Stack::touch_all`]): 16 to each of the map's
@@ -345,6 +455,8 @@ struct Distances {
     cold: [u64; GROUPS],
     /// Distinct sampled blocks.
     footprint: u64,
+    /// Block accesses, sampled or not.
+    total: u64,
 }
 
 impl Distances {
@@ -374,6 +486,7 @@ impl Distances {
             bounds,
             cold: [0; GROUPS],
             footprint: 0,
+            total: 0,
         }
     }
 
@@ -403,10 +516,10 @@ impl Distances {
         let groups = self.counts.len() / self.bounds.len();
         let all = self.hits_below(None);
         let (reuses, cold) = (all[groups], self.cold.iter().sum::<u64>());
-        let accesses = reuses + cold;
         let footprint_blocks = (self.footprint as f64 * scale).round() as u64;
         // each group's accesses, for the jackknife
         let group_accesses: Vec<u64> = (0..groups).map(|g| all[g] + self.cold[g]).collect();
+        let accesses = reuses + cold;
         let mut curve = Vec::new();
         let mut worst_error = 0.0f64;
         let mut cache = FIRST_CACHE;
@@ -463,7 +576,7 @@ impl Distances {
         }
         Mrc {
             block_bytes: BLOCK,
-            accesses: (accesses as f64 * scale).round() as u64,
+            accesses: self.total,
             cold_misses: (cold as f64 * scale).round() as u64,
             footprint_bytes: footprint_blocks * BLOCK,
             curve,

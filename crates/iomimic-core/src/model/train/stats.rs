@@ -47,6 +47,10 @@ impl OpAcc {
             Kind::Reuse => self.kinds[3] += 1,
             Kind::New => {}
         }
+        if size == 0 {
+            // a flush moves no bytes: it has no size to model (a model's sizes are at least 1)
+            return;
+        }
         if kind != Kind::Reuse {
             *self.sizes.entry(size).or_default() += 1;
         }
