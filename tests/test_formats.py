@@ -261,3 +261,42 @@ def test_a_directory_or_glob_of_files_is_one_trace_in_time_order(tmp_path: Path)
     r = run_cli("convert", str(d / "*.csv*"), "-o", str(tmp_path / "all.parquet"))
     assert r.returncode == 0, r.stderr
     assert len(iomimic.read_trace(tmp_path / "all.parquet")) == 3
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_a_file_counted_in_chunks_gives_the_summary_of_it_read_whole(path: Path, monkeypatch) -> None:
+    """`iomimic info` of a text or binary file counts each chunk of parsed rows and drops it:
+    the figures of every format are those of the file read whole."""
+    import iomimic.io as io
+
+    options = expected_of(path).get("options", {})
+    whole = io.summary(iomimic.read_trace(path, **options))
+    monkeypatch.setattr(io, "CHUNK_ROWS", 3)
+    counted = io.text_summary(path, **options)
+    assert counted == whole
+
+
+def test_a_long_file_counted_in_chunks_gives_the_summary_of_it_read_whole(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Many blocks of MSR lines, some out of time order, some malformed (skipped), latencies all
+    0 on one volume: counted a chunk at a time, the same figures, notes and report."""
+    import iomimic.io as io
+
+    rng = np.random.default_rng(3)
+    n = 120_000
+    ts = 128166372003061629 + np.cumsum(rng.integers(0, 5_000, n))
+    ts[::97] -= 50_000  # out of order
+    lines = [
+        f"{t},{'web' if i % 3 else 'hm'},{i % 2},{'Read' if i % 4 else 'Write'},{4096 * (i % 1000)},4096,0"
+        for i, t in enumerate(ts.tolist())
+    ]
+    lines[500] = "not,a,line"
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(lines) + "\n")  # about 6 MB: several read blocks
+    whole = io.summary(iomimic.read_trace(path, skip_bad=True))
+    monkeypatch.setattr(io, "CHUNK_ROWS", 1_000)
+    counted = io.text_summary(path, skip_bad=True)
+    assert counted == whole
+    assert counted["out_of_order"] > 0 and counted["skipped"] == 1 and not counted["has_latency"]
+    assert any("response time" in note for note in counted["notes"])

@@ -546,6 +546,62 @@ def summary(trace: Trace) -> dict[str, Any]:
     }
 
 
+def text_summary(
+    path: str | os.PathLike,
+    format: str | None = None,
+    *,
+    skip_bad: bool = False,
+    time_unit: str | None = None,
+    event: str | None = None,
+    columns: str | None = None,
+    delimiter: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> dict[str, Any] | None:
+    """:func:`summary` of one trace file in a text or binary format, counted a chunk of rows at
+    a time as it is parsed and dropped: memory holds a chunk whatever the file's length, and the
+    figures are those of the file read whole. None when ``path`` is not one such file (a
+    directory, a glob, Parquet): read it whole then."""
+    path = Path(path)
+    if columns is not None and format is None:
+        format = "generic"
+    if format == "parquet" or not path.is_file() or (format is None and _is_parquet(path)):
+        return None
+    reader = _core.TraceReader(
+        path,
+        format=format,
+        skip_bad=skip_bad,
+        time_unit=time_unit,
+        event=event,
+        columns=columns,
+        delimiter=delimiter,
+    )
+    while reader.count_some(CHUNK_ROWS):
+        if progress is not None:
+            progress(*reader.progress())
+    if progress is not None:
+        progress(*reader.progress())
+    counts, report = reader.finish_summary()
+    skipped = dict(report["skipped"])
+    from iomimic.remote import origin
+
+    return {
+        "path": origin(path) or report["path"],
+        "format": report["format"],
+        "compression": report["compression"],
+        **counts,
+        "lines": report["records"],
+        "out_of_order": report["out_of_order"],
+        "skipped": sum(skipped.values()),
+        "skipped_by_reason": skipped,
+        "skipped_examples": report["skipped_examples"],
+        "ignored_by_reason": dict(report["ignored"]),
+        "start_ns": report["start_ns"],
+        "notes": report["notes"],
+        "stream_names": {str(k): v for k, v in sorted(report["stream_names"].items())},
+        "latency_phases": {name: figures for name, figures in report["latency_phases"]},
+    }
+
+
 def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     """:func:`summary` of a Parquet trace (a file, or a directory or glob of files with the same
     name tables, such as the parts ``generate -o DIR/`` writes), counted a row group at a time

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use iomimic_core::analyze::summary;
-use iomimic_core::formats::{self, BlkEvent, Format, ReadOptions, ReadReport, TimeUnit};
+use iomimic_core::formats::{self, BlkEvent, Counted, Format, ReadOptions, ReadReport, TimeUnit};
 use iomimic_core::merge;
 
 use crate::boundary::{parse_opt, to_py, trace_to_py, view_of, with_view, Columns};
@@ -17,6 +17,8 @@ use crate::errors::{to_py as err_to_py, InputError};
 #[pyclass(name = "TraceReader", module = "iomimic._core")]
 pub struct PyTraceReader {
     inner: Mutex<Option<iomimic_core::TraceReader>>,
+    /// What `count_some` has counted (rows summarized and dropped).
+    counted: Mutex<Counted>,
 }
 
 impl PyTraceReader {
@@ -29,6 +31,21 @@ impl PyTraceReader {
             .as_mut()
             .ok_or_else(|| InputError::new_err("reader already finished"))?;
         f(reader)
+    }
+
+    /// The reader, taken to be finished.
+    fn take(&self) -> PyResult<iomimic_core::TraceReader> {
+        self.inner
+            .lock()
+            .map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?
+            .take()
+            .ok_or_else(|| InputError::new_err("reader already finished"))
+    }
+
+    fn counted(&self) -> std::sync::MutexGuard<'_, Counted> {
+        self.counted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -70,6 +87,7 @@ impl PyTraceReader {
             .map_err(err_to_py)?;
         Ok(Self {
             inner: Mutex::new(Some(reader)),
+            counted: Mutex::default(),
         })
     }
 
@@ -91,16 +109,27 @@ impl PyTraceReader {
 
     /// Reads the rest; returns the columns with the name tables and the read report.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let reader = self
-            .inner
-            .lock()
-            .map_err(|_| InputError::new_err("reader poisoned by an earlier panic"))?
-            .take()
-            .ok_or_else(|| InputError::new_err("reader already finished"))?;
+        let reader = self.take()?;
         let (trace, report) = py.detach(|| reader.finish()).map_err(err_to_py)?;
         let out = trace_to_py(py, trace)?;
         out.set_item("report", report_to_py(py, &report)?)?;
         Ok(out)
+    }
+
+    /// Parses at least `max_rows` more rows, counts them into the summary and drops them;
+    /// False once the input is exhausted.
+    fn count_some(&self, py: Python<'_>, max_rows: usize) -> PyResult<bool> {
+        let mut guard = self.counted();
+        let counted: &mut Counted = &mut guard;
+        self.with(|r| py.detach(|| r.count_some(max_rows, counted)).map_err(err_to_py))
+    }
+
+    /// Counts the rest; returns the summary (`summarize`'s keys) and the read report.
+    fn finish_summary<'py>(&self, py: Python<'py>) -> PyResult<(Py<PyAny>, Bound<'py, PyDict>)> {
+        let reader = self.take()?;
+        let counted = std::mem::take(&mut *self.counted());
+        let (summary, report) = py.detach(|| reader.finish_summary(counted)).map_err(err_to_py)?;
+        Ok((to_py(py, &summary)?, report_to_py(py, &report)?))
     }
 }
 

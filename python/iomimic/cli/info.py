@@ -38,9 +38,12 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.report import make_console
     from iomimic.report.info import render_info
 
-    # Parquet (a file, or a directory of parts) is counted a row group at a time, not read whole
-    whole = args.format not in (None, "parquet") or selecting(args) or args.volume_names != "records"
-    s = None if whole else parquet_summary(args.trace)
+    # Parquet (a file, or a directory of parts) is counted a row group at a time, and one file
+    # of another format a chunk of parsed rows at a time: neither is read whole
+    whole = selecting(args) or args.volume_names != "records"
+    s = None if whole or args.format not in (None, "parquet") else parquet_summary(args.trace)
+    if s is None and not whole:
+        s = _counted(args)
     if s is None:
         s = summary(read(args))
     report_reading(s)
@@ -48,3 +51,25 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_OK
     render_info(s, make_console(), max_volumes=args.max_volumes)
     return EXIT_OK
+
+
+def _counted(args: argparse.Namespace):
+    """:func:`iomimic.io.text_summary` of the one file named, with a progress bar on a
+    terminal; None when it is not one file of a text or binary format."""
+    from iomimic.cli.progress import reading
+    from iomimic.io import text_summary
+
+    progress, close = reading(args.trace)
+    try:
+        return text_summary(
+            args.trace,
+            args.format,
+            skip_bad=args.skip_bad,
+            time_unit=args.time_unit,
+            event=args.event,
+            columns=args.columns,
+            delimiter=args.delimiter,
+            progress=progress,
+        )
+    finally:
+        close()

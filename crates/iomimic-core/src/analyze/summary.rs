@@ -119,6 +119,18 @@ impl PartialSummary {
         }
     }
 
+    /// Requests counted.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Counts the rows as having latencies or not (a reader that found them all unknown).
+    #[must_use]
+    pub fn latency(mut self, has: bool) -> Self {
+        self.has_latency = has;
+        self
+    }
+
     /// Counts the rows as having latencies (a reader that leaves their column unread).
     #[must_use]
     pub fn with_latency(mut self) -> Self {

@@ -31,7 +31,7 @@ use std::str::FromStr;
 pub use builder::{Builder, LineError, Outcome, Request};
 pub use canonical::{write_csv, write_csv_part};
 pub use input::Compression;
-pub use reader::{read_trace, TraceReader};
+pub use reader::{read_trace, Counted, TraceReader};
 pub use registry::Registry;
 pub use spec::{Format, FormatSpec, Framing, MakeParser};
 

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use super::builder::{Builder, LineError, Outcome};
 use super::{detect, input, Format, Framing, ReadOptions, ReadReport, RecordParser};
+use crate::analyze::summary::{PartialSummary, Summary};
 use crate::error::{Error, Result};
-use crate::trace::Trace;
+use crate::trace::{Trace, LATENCY_UNKNOWN};
 
 const UTF8_BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 
@@ -308,56 +309,116 @@ impl TraceReader {
     /// request, with the read report.
     pub fn finish(mut self) -> Result<(Trace, ReadReport)> {
         while self.read_some(usize::MAX)? {}
-        self.parser.finish(&mut self.builder);
-        let mut report = std::mem::take(&mut self.report);
-        report.out_of_order = self.builder.out_of_order;
-        report.stream_names = std::mem::take(&mut self.builder.stream_names);
-        report.latency_phases = std::mem::take(&mut self.builder.latency_phases);
+        let mut report = self.end();
         let mut trace = self.builder.take();
         if trace.is_empty() {
-            let why = if report.skipped_total() > 0 {
-                format!(
-                    "all {} request lines were malformed and skipped",
-                    report.skipped_total()
-                )
-            } else if report.records > 0 {
-                let kinds: Vec<String> = report.ignored.iter().map(|(k, n)| format!("{n} {k}")).collect();
-                format!(
-                    "{} lines read, none a request: {}",
-                    report.records,
-                    kinds.join(", ")
-                )
-            } else {
-                "the file is empty".into()
-            };
-            return Err(Error::Empty { path: self.path, why });
+            return Err(self.empty(&report));
         }
-        // A format that can carry response times but whose file had none (vscsi v1, blkparse
-        // with no completions) gets no latency column rather than a column of unknowns.
-        if trace
-            .latency_ns
-            .as_ref()
-            .is_some_and(|l| l.iter().all(|&v| v == crate::trace::LATENCY_UNKNOWN))
-        {
+        let (known, nonzero) = trace.latency_ns.as_ref().map_or((false, false), |l| {
+            let known = l.iter().any(|&v| v != LATENCY_UNKNOWN);
+            (known, known && l.iter().any(|&v| v != 0 && v != LATENCY_UNKNOWN))
+        });
+        if !self.latencies_recorded(known, nonzero, &mut report) {
             trace.latency_ns = None;
-        }
-        // response times that are all zero were not recorded (MSR files from some tools); iomimic's
-        // own files say what they mean
-        if self.format.name() != super::canonical::FORMAT.name
-            && trace
-                .latency_ns
-                .as_ref()
-                .is_some_and(|l| l.iter().all(|&v| v == 0 || v == crate::trace::LATENCY_UNKNOWN))
-        {
-            trace.latency_ns = None;
-            report
-                .notes
-                .push("every response time in the file is 0: taken as not recorded".into());
         }
         trace.sort_by_time();
         report.start_ns = trace.make_relative();
         report.requests = trace.len() as u64;
         Ok((trace, report))
+    }
+
+    /// Parses like [`Self::read_some`], then counts the rows read into `counted` and drops
+    /// them: a file summarized this way, then by [`Self::finish_summary`], is held a batch at
+    /// a time whatever its length.
+    pub fn count_some(&mut self, max_rows: usize, counted: &mut Counted) -> Result<bool> {
+        let more = self.read_some(max_rows)?;
+        counted.add(&self.builder.take());
+        Ok(more)
+    }
+
+    /// Reads the rest into `counted` and returns the summary and report [`Self::finish`] then
+    /// `summarize` would give (`start_ns` in the file's clock).
+    pub fn finish_summary(mut self, mut counted: Counted) -> Result<(Summary, ReadReport)> {
+        while self.count_some(1 << 20, &mut counted)? {}
+        let mut report = self.end();
+        counted.add(&self.builder.take());
+        if counted.total.rows() == 0 {
+            return Err(self.empty(&report));
+        }
+        let recorded = self.latencies_recorded(counted.known, counted.nonzero, &mut report);
+        report.start_ns = counted.total.start_ns().unwrap_or(0);
+        report.requests = counted.total.rows();
+        let volumes = self.builder.volumes.names.clone();
+        Ok((counted.total.latency(recorded).finish(&volumes), report))
+    }
+
+    /// Ends the parse (a parser may hold requests back until the end) and takes its report.
+    fn end(&mut self) -> ReadReport {
+        self.parser.finish(&mut self.builder);
+        let mut report = std::mem::take(&mut self.report);
+        report.out_of_order = self.builder.out_of_order;
+        report.stream_names = std::mem::take(&mut self.builder.stream_names);
+        report.latency_phases = std::mem::take(&mut self.builder.latency_phases);
+        report
+    }
+
+    /// The error of a file that gave no request, saying why.
+    fn empty(&self, report: &ReadReport) -> Error {
+        let why = if report.skipped_total() > 0 {
+            format!(
+                "all {} request lines were malformed and skipped",
+                report.skipped_total()
+            )
+        } else if report.records > 0 {
+            let kinds: Vec<String> = report.ignored.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            format!(
+                "{} lines read, none a request: {}",
+                report.records,
+                kinds.join(", ")
+            )
+        } else {
+            "the file is empty".into()
+        };
+        Error::Empty {
+            path: self.path.clone(),
+            why,
+        }
+    }
+
+    /// Whether the file's response times count, from whether any is `known` and any `nonzero`:
+    /// a format that can carry them but whose file had none (vscsi v1, blkparse with no
+    /// completions) has none; all zero, they were not recorded (MSR files from some tools),
+    /// which the report notes; iomimic's own files say what they mean.
+    fn latencies_recorded(&self, known: bool, nonzero: bool, report: &mut ReadReport) -> bool {
+        if !known {
+            return false;
+        }
+        if !nonzero && self.format.name() != super::canonical::FORMAT.name {
+            report
+                .notes
+                .push("every response time in the file is 0: taken as not recorded".into());
+            return false;
+        }
+        true
+    }
+}
+
+/// What [`TraceReader::count_some`] has counted of a file's rows so far.
+#[derive(Debug, Default)]
+pub struct Counted {
+    total: PartialSummary,
+    /// Whether any response time was known, and any known one not 0.
+    known: bool,
+    nonzero: bool,
+}
+
+impl Counted {
+    fn add(&mut self, rows: &Trace) {
+        if let Some(l) = &rows.latency_ns {
+            self.known |= l.iter().any(|&v| v != LATENCY_UNKNOWN);
+            self.nonzero |= l.iter().any(|&v| v != 0 && v != LATENCY_UNKNOWN);
+        }
+        self.total.add(PartialSummary::of(&rows.view(), 0..rows.len()));
     }
 }
 
