@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from iomimic import _core
+from iomimic import _core, remote
 from iomimic.errors import InputError
+from iomimic.remote import GLOB_CHARS, origin
 from iomimic.trace import Trace
 
 PARQUET_MAGIC = b"PAR1"
@@ -95,8 +96,6 @@ def read_trace(
     >>> t.report["format"], len(t), t.volumes, int(t.latency_ns[0])
     ('msr', 1, ['hm_0'], 155700)
     """
-    from iomimic import remote
-
     reading = dict(
         skip_bad=skip_bad,
         time_unit=time_unit,
@@ -146,17 +145,19 @@ def _read_local(
         columns=columns,
         delimiter=delimiter,
     )
-    # a chunk at a time, the GIL released inside each: between chunks Python sees Ctrl-C (a
-    # whole file read in one call would hear it only at the end)
-    while reader.read_some(CHUNK_ROWS):
+    _in_chunks(reader, reader.read_some, progress)
+    return Trace._from_reader(reader.finish())
+
+
+def _in_chunks(reader, step: Callable[[int], bool], progress: ProgressCallback | None) -> None:
+    """Calls ``step(CHUNK_ROWS)`` of ``reader`` until its input ends, telling ``progress`` after
+    each: a chunk at a time, the GIL released inside each, so Python sees Ctrl-C between chunks
+    (a whole file read in one call would hear it only at the end)."""
+    while step(CHUNK_ROWS):
         if progress is not None:
             progress(*reader.progress())
     if progress is not None:
         progress(*reader.progress())
-    return Trace._from_reader(reader.finish())
-
-
-GLOB_CHARS = frozenset("*?[")
 
 
 def trace_parts(path: Path) -> list[Path] | None:
@@ -575,15 +576,9 @@ def text_summary(
         columns=columns,
         delimiter=delimiter,
     )
-    while reader.count_some(CHUNK_ROWS):
-        if progress is not None:
-            progress(*reader.progress())
-    if progress is not None:
-        progress(*reader.progress())
+    _in_chunks(reader, reader.count_some, progress)
     counts, report = reader.finish_summary()
     skipped = dict(report["skipped"])
-    from iomimic.remote import origin
-
     return {
         "path": origin(path) or report["path"],
         "format": report["format"],
@@ -644,8 +639,6 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     except (pa.ArrowInvalid, OSError):
         return None
     rows = sum(lay["meta"].num_rows for lay in layouts)
-    from iomimic.remote import origin
-
     return {
         "path": origin(path) or str(path),
         "format": "parquet",
@@ -684,8 +677,6 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     layouts = _parquet_layouts(path)
     if layouts is None:
         return None
-
-    from iomimic.remote import origin
 
     shown = origin(path) or str(path)
 

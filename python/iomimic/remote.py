@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from iomimic.errors import InputError
-from iomimic.io import GLOB_CHARS
+
+#: Characters that make a trace argument's last part a glob (here and in :mod:`iomimic.io`).
+GLOB_CHARS = frozenset("*?[")
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: Bytes copied at a time.

@@ -94,6 +94,36 @@ enum Stage {
 }
 
 impl PyChunkedProfile {
+    /// Gives a piece to the survey (`surveying`) or to the counting, whichever is asked for,
+    /// refusing it in the other stage.
+    fn take_piece(
+        &self,
+        py: Python<'_>,
+        columns: &Columns<'_>,
+        volumes: &[String],
+        files: &[String],
+        surveying: bool,
+    ) -> PyResult<()> {
+        let mut stage = self.stage();
+        with_view(columns, volumes, files, |view| {
+            match (&mut *stage, surveying) {
+                (Stage::Surveying(survey, _), true) => py.detach(|| survey.add(view)),
+                (Stage::Counting(chunked), false) => py.detach(|| chunked.add(view)),
+                (_, true) => {
+                    return Err(InputError::new_err(
+                        "every piece is surveyed before the first is added",
+                    ))
+                }
+                (_, false) => {
+                    return Err(InputError::new_err(
+                        "pieces are added after `start` and before `finish`",
+                    ))
+                }
+            }
+            .map_err(err_to_py)
+        })
+    }
+
     fn stage(&self) -> std::sync::MutexGuard<'_, Stage> {
         self.stage
             .lock()
@@ -129,15 +159,7 @@ impl PyChunkedProfile {
         volumes: Vec<String>,
         files: Vec<String>,
     ) -> PyResult<()> {
-        let mut stage = self.stage();
-        let Stage::Surveying(survey, _) = &mut *stage else {
-            return Err(InputError::new_err(
-                "every piece is surveyed before the first is added",
-            ));
-        };
-        with_view(&columns, &volumes, &files, |view| {
-            py.detach(|| survey.add(view)).map_err(err_to_py)
-        })
+        self.take_piece(py, &columns, &volumes, &files, true)
     }
 
     /// Ends the survey: the counting of a trace with these volume names begins.
@@ -163,15 +185,7 @@ impl PyChunkedProfile {
         volumes: Vec<String>,
         files: Vec<String>,
     ) -> PyResult<()> {
-        let mut stage = self.stage();
-        let Stage::Counting(chunked) = &mut *stage else {
-            return Err(InputError::new_err(
-                "pieces are added after `start` and before `finish`",
-            ));
-        };
-        with_view(&columns, &volumes, &files, |view| {
-            py.detach(|| chunked.add(view)).map_err(err_to_py)
-        })
+        self.take_piece(py, &columns, &volumes, &files, false)
     }
 
     /// The profile of every piece added.

@@ -62,7 +62,8 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.report.profile import render_profile
 
     memory = memory_budget(args.memory)
-    streamed = _characterize_in_pieces(args, memory)
+    options = {k: getattr(args, k) for k in ("ranges", "window", "by", "mrc", "mrc_sampling", "mrc_budget")}
+    streamed = _characterize_in_pieces(args, memory, options)
     if streamed is not None:
         if args.json and write_json(args.json, streamed):
             return EXIT_OK
@@ -70,16 +71,7 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_OK
     trace = read_reported(args)
     with working("characterizing", share=True) as progress:
-        profile = characterize(
-            trace,
-            ranges=args.ranges,
-            window=args.window,
-            by=args.by,
-            mrc=args.mrc,
-            mrc_sampling=args.mrc_sampling,
-            mrc_budget=args.mrc_budget,
-            progress=progress,
-        )
+        profile = characterize(trace, **options, progress=progress)
     if args.report:
         from iomimic.report.figures import prepare, write_pngs
 
@@ -91,9 +83,10 @@ def handle(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _characterize_in_pieces(args: argparse.Namespace, memory: int):
-    """The profile of a Parquet trace too large for ``memory`` read whole, read a row group at a
-    time; None when the trace fits (or is not such a trace), to be read whole as usual."""
+def _characterize_in_pieces(args: argparse.Namespace, memory: int, options: dict):
+    """The profile (with ``options``) of a Parquet trace too large for ``memory`` read whole,
+    read a row group at a time; None when the trace fits (or is not such a trace), to be read
+    whole as usual."""
     from iomimic.cli.args import selecting
     from iomimic.cli.progress import working
     from iomimic.profile import BYTES_PER_REQUEST, characterize_parquet, parquet_rows
@@ -111,14 +104,4 @@ def _characterize_in_pieces(args: argparse.Namespace, memory: int):
         return None
     print(f"note: {why}: reading it a row group at a time, twice, within --memory", file=sys.stderr)
     with working("characterizing", share=True) as progress:
-        return characterize_parquet(
-            args.trace,
-            memory=memory,
-            ranges=args.ranges,
-            window=args.window,
-            by=args.by,
-            mrc=args.mrc,
-            mrc_sampling=args.mrc_sampling,
-            mrc_budget=args.mrc_budget,
-            progress=progress,
-        )
+        return characterize_parquet(args.trace, memory=memory, **options, progress=progress)
