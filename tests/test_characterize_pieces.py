@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 import iomimic
 from iomimic.model import train
@@ -154,3 +155,62 @@ def test_a_memory_budget_must_be_a_size(tmp_path: Path) -> None:
     for bad in ("0", "lots"):
         r = run_cli("characterize", str(path), "--memory", bad)
         assert r.returncode == 2 and "memory" in r.stderr and "Traceback" not in r.stderr
+
+
+def msr_lines(path: Path, n: int = 60_000, shuffle_every: int | None = None) -> Path:
+    """MSR Cambridge lines of two volumes (times in 100 ns ticks, latencies in them too): in time
+    order, or with every ``shuffle_every``-th line put back in time."""
+    rng = np.random.default_rng(9)
+    ts = 128166372003061629 + np.cumsum(rng.integers(0, 3_000, n))
+    if shuffle_every:
+        ts[::shuffle_every] -= 1_000_000
+    lines = [
+        f"{t},{'web' if i % 3 else 'hm'},{i % 2},{'Read' if i % 4 else 'Write'},"
+        f"{4096 * int(rng.integers(0, 5_000))},{4096 * (1 + i % 4)},{int(rng.integers(1, 500))}"
+        for i, t in enumerate(ts.tolist())
+    ]
+    path.write_text("\n".join(lines) + "\n")  # about 3 MB: several of the reader's blocks
+    return path
+
+
+def test_a_text_file_past_memory_is_read_twice_in_chunks(tmp_path: Path, monkeypatch) -> None:
+    import iomimic.io as io
+    from iomimic.profile import characterize_text
+
+    path = msr_lines(tmp_path / "msr.csv")
+    whole = characterize(iomimic.read_trace(path))
+    summary_whole = io.summary(iomimic.read_trace(path))
+    monkeypatch.setattr(io, "CHUNK_ROWS", 5_000)
+    profile, summary = characterize_text(path, memory=1 << 20, read={})
+    assert exact_differences(dict(whole), dict(profile), skip=ESTIMATED | {"mrc", "options", "source"}) == []
+    assert summary == summary_whole
+    assert profile["mrc"]["sampling_rate"] < 1.0 and profile["source"]["format"] == "msr"
+    # a file that fits is read whole on the way, not twice
+    small = characterize_text(path, memory=1 << 40, read={})
+    assert isinstance(small, iomimic.Trace) and len(small) == 60_000
+
+
+def test_a_text_file_out_of_order_past_memory_is_refused(tmp_path: Path, monkeypatch) -> None:
+    import iomimic.io as io
+    from iomimic.errors import InputError
+    from iomimic.profile import characterize_text
+
+    path = msr_lines(tmp_path / "msr.csv", shuffle_every=1_000)
+    monkeypatch.setattr(io, "CHUNK_ROWS", 5_000)
+    with pytest.raises(InputError, match=r"not in time order.*raise --memory"):
+        characterize_text(path, memory=1 << 20, read={})
+    # within memory it is read whole and sorted, as always
+    assert isinstance(characterize_text(path, memory=1 << 40, read={}), iomimic.Trace)
+
+
+def test_the_cli_reads_a_text_file_past_memory_in_chunks(tmp_path: Path) -> None:
+    path = msr_lines(tmp_path / "msr.csv", n=1_500_000)
+    out_whole, out_pieces = tmp_path / "whole.json", tmp_path / "pieces.json"
+    whole = run_cli("characterize", str(path), "--json", str(out_whole), "--mrc", "none")
+    pieces = run_cli(
+        "characterize", str(path), "--json", str(out_pieces), "--mrc", "none", "--memory", "100M"
+    )
+    assert whole.returncode == 0 and pieces.returncode == 0, pieces.stderr
+    assert "a chunk at a time, twice" in pieces.stderr
+    a, b = json.loads(out_whole.read_text()), json.loads(out_pieces.read_text())
+    assert exact_differences(a, b, skip=ESTIMATED | {"options"}) == []

@@ -551,36 +551,39 @@ def text_summary(
     path: str | os.PathLike,
     format: str | None = None,
     *,
-    skip_bad: bool = False,
-    time_unit: str | None = None,
-    event: str | None = None,
-    columns: str | None = None,
-    delimiter: str | None = None,
     progress: ProgressCallback | None = None,
+    **options: Any,
 ) -> dict[str, Any] | None:
     """:func:`summary` of one trace file in a text or binary format, counted a chunk of rows at
     a time as it is parsed and dropped: memory holds a chunk whatever the file's length, and the
-    figures are those of the file read whole. None when ``path`` is not one such file (a
+    figures are those of the file read whole. ``options`` are :func:`read_trace`'s (skip_bad,
+    time_unit, event, columns, delimiter). None when ``path`` is not one such file (a
     directory, a glob, Parquet): read it whole then."""
+    reader = open_text(path, format, **options)
+    if reader is None:
+        return None
+    _in_chunks(reader, reader.count_some, progress)
+    return counted_summary(path, *reader.finish_summary())
+
+
+def open_text(path: str | os.PathLike, format: str | None = None, **options: Any):
+    """A ``_core.TraceReader`` of one trace file in a text or binary format (``options`` as
+    :func:`read_trace`'s); None when ``path`` is not one such file."""
     path = Path(path)
-    if columns is not None and format is None:
+    if options.get("columns") is not None and format is None:
         format = "generic"
     if format == "parquet" or not path.is_file() or (format is None and _is_parquet(path)):
         return None
-    reader = _core.TraceReader(
-        path,
-        format=format,
-        skip_bad=skip_bad,
-        time_unit=time_unit,
-        event=event,
-        columns=columns,
-        delimiter=delimiter,
-    )
-    _in_chunks(reader, reader.count_some, progress)
-    counts, report = reader.finish_summary()
+    return _core.TraceReader(path, format=format, **options)
+
+
+def counted_summary(
+    path: str | os.PathLike, counts: dict[str, Any], report: dict[str, Any]
+) -> dict[str, Any]:
+    """:func:`summary`'s figures of a file whose rows a reader counted (``finish_summary``)."""
     skipped = dict(report["skipped"])
     return {
-        "path": origin(path) or report["path"],
+        "path": origin(Path(path)) or report["path"],
         "format": report["format"],
         "compression": report["compression"],
         **counts,

@@ -162,15 +162,13 @@ def characterize_parquet(
     pieces = parquet_traces(path)
     if rows is None or pieces is None:
         return None
-    window_ns = None if window is None else parse_duration_ns(window, "window")
     chunked = _core.ChunkedProfile(
         memory,
-        ranges=ranges,
-        window_ns=window_ns,
-        by=by,
-        mrc=mrc,
-        mrc_sampling=mrc_sampling,
-        mrc_budget=mrc_budget,
+        **_core_options(
+            dict(
+                ranges=ranges, window=window, by=by, mrc=mrc, mrc_sampling=mrc_sampling, mrc_budget=mrc_budget
+            )
+        ),
     )
     done, total = 0, 2 * rows
     first = None
@@ -198,6 +196,92 @@ def characterize_parquet(
     if first.stream_names:
         profile["stream_names"] = {str(k): v for k, v in sorted(first.stream_names.items())}
     return profile
+
+
+def characterize_text(
+    path,
+    *,
+    memory: int,
+    read: dict[str, Any],
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> tuple[Profile, dict[str, Any]] | Trace | None:
+    """:func:`characterize` of one trace file in a text or binary format too large for
+    ``memory`` read whole: parsed twice, a chunk of rows at a time (a survey, then the counting,
+    as :func:`characterize_parquet`), the profile returned with :func:`iomimic.io.summary`'s
+    figures of the file. When the file turns out to fit, the Trace read whole is returned
+    instead (nothing parsed twice); None when ``path`` is not one such file. ``read`` holds
+    :func:`iomimic.read_trace`'s options (format, skip_bad, ...); ``options`` characterize's.
+    A file whose requests go back in time past ``memory`` cannot be sorted: InputError."""
+    from iomimic.errors import InputError
+    from iomimic.io import CHUNK_ROWS, counted_summary, open_text
+    from iomimic.trace import DTYPES, _Columns
+
+    reading = dict(read)
+    format = reading.pop("format", None)
+    reader = open_text(path, format, **reading)
+    if reader is None:
+        return None
+    while reader.read_some(CHUNK_ROWS):
+        if reader.pending * BYTES_PER_REQUEST > memory:
+            break
+        if progress:
+            progress(*reader.progress())
+    else:
+        from iomimic.remote import name_origin
+
+        trace = Trace._from_reader(reader.finish())
+        name_origin(trace.report, path)
+        return trace
+    chunked = _core.ChunkedProfile(memory, **_core_options(options))
+
+    def pieces(reader, latency: bool, before: int):
+        """The reader's rows a chunk at a time (the pending ones first), as the core takes them;
+        progress counts both passes over the file."""
+        more = True
+        while True:
+            if not more:
+                reader.end_parse()  # the requests a parser held back become the last rows
+            rows = reader.take_rows()
+            if not rows["in_order"]:
+                raise InputError(
+                    f"{path}: its requests are not in time order, and it is too large to sort within "
+                    "--memory: raise --memory (about 100 bytes a request)"
+                )
+            cols = {c: rows[c] for c in DTYPES if rows.get(c) is not None and (latency or c != "latency_ns")}
+            if len(cols["ts_ns"]):
+                yield _Columns(cols), rows["volumes"], rows["files"]
+            if not more:
+                return
+            more = reader.read_some(CHUNK_ROWS)
+            if progress:
+                done, size = reader.progress()
+                progress(before * size + done, 2 * size)
+
+    volumes: list[str] = []
+    for columns, volumes, files in pieces(reader, latency=True, before=0):
+        chunked.survey(columns, volumes, files)
+    counts, report = reader.finish_summary()
+    summary = counted_summary(path, counts, report)
+    chunked.start(volumes)
+    second = open_text(path, format, **reading)
+    second.read_some(CHUNK_ROWS)
+    # response times the first pass found all unknown or all 0 are left out, as a whole read does
+    for piece in pieces(second, latency=counts["has_latency"], before=1):
+        chunked.add(*piece)
+    profile = Profile(chunked.finish())
+    profile["source"] = {"path": summary["path"], "format": summary["format"]}
+    if summary["stream_names"]:
+        profile["stream_names"] = summary["stream_names"]
+    return profile, summary
+
+
+def _core_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Characterize's options as the core takes them (the window in ns)."""
+    window = options.get("window")
+    out = {k: v for k, v in options.items() if k != "window"}
+    out["window_ns"] = None if window is None else parse_duration_ns(window, "window")
+    return out
 
 
 def _read_ahead(pieces):

@@ -124,6 +124,33 @@ impl PyTraceReader {
         self.with(|r| py.detach(|| r.count_some(max_rows, counted)).map_err(err_to_py))
     }
 
+    /// The rows parsed so far, handed over (and counted for `finish_summary`): columns and name
+    /// tables as `finish` gives them, times in the file's clock and file order; with the rows
+    /// still pending and whether every row so far came in time order.
+    fn take_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut guard = self.counted();
+        let counted: &mut Counted = &mut guard;
+        let (rows, in_order) = self.with(|r| Ok((r.take_rows(counted), r.in_order())))?;
+        let out = trace_to_py(py, rows)?;
+        out.set_item("in_order", in_order)?;
+        Ok(out)
+    }
+
+    /// Tells the parser the input has ended (after `read_some` said so): requests it held back
+    /// become rows for `take_rows`.
+    fn end_parse(&self) -> PyResult<()> {
+        self.with(|r| {
+            r.end_parse();
+            Ok(())
+        })
+    }
+
+    /// Rows parsed and not yet handed over.
+    #[getter]
+    fn pending(&self) -> PyResult<usize> {
+        self.with(|r| Ok(r.pending()))
+    }
+
     /// Counts the rest; returns the summary (`summarize`'s keys) and the read report.
     fn finish_summary<'py>(&self, py: Python<'py>) -> PyResult<(Py<PyAny>, Bound<'py, PyDict>)> {
         let reader = self.take()?;

@@ -6,7 +6,15 @@ import argparse
 import sys
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import TRACE_HELP, add_read_options, count, read_reported, subcommand, write_json
+from iomimic.cli.args import (
+    TRACE_HELP,
+    add_read_options,
+    count,
+    read_reported,
+    report_reading,
+    subcommand,
+    write_json,
+)
 
 
 def register(subparsers) -> None:
@@ -47,10 +55,12 @@ def register(subparsers) -> None:
     p.add_argument(
         "--memory",
         metavar="SIZE",
-        help="memory to stay within, e.g. 2G (default: half of this machine's). A Parquet trace "
-        "(file, directory or glob of parts) too large to characterize within it is read a row group "
-        "at a time: every count exact, percentiles of gaps and latencies to 0.1 %%, curves "
-        "SHARDS-sampled to fit (docs/scale.md)",
+        help="memory to stay within, e.g. 2G (default: half of this machine's; the interpreter's own "
+        "150 MB or so aside). A trace too large to characterize within it read whole (about 100 "
+        "bytes a request) is read in pieces, twice: Parquet (file, directory or glob of parts) a row "
+        "group at a time, one file of another format a chunk of parsed rows at a time. Every count "
+        "exact, percentiles of gaps and latencies to 0.1 %%, curves SHARDS-sampled to fit "
+        "(docs/scale.md)",
     )
     add_read_options(p)
 
@@ -64,12 +74,18 @@ def handle(args: argparse.Namespace) -> int:
     memory = memory_budget(args.memory)
     options = {k: getattr(args, k) for k in ("ranges", "window", "by", "mrc", "mrc_sampling", "mrc_budget")}
     streamed = _characterize_in_pieces(args, memory, options)
-    if streamed is not None:
+    if isinstance(streamed, dict):
         if args.json and write_json(args.json, streamed):
             return EXIT_OK
         render_profile(streamed, make_console())
         return EXIT_OK
-    trace = read_reported(args)
+    if streamed is None:
+        trace = read_reported(args)
+    else:  # a file found to fit while it was being read in pieces: read whole already
+        from iomimic.io import summary
+
+        trace = streamed
+        report_reading(summary(trace))
     with working("characterizing", share=True) as progress:
         profile = characterize(trace, **options, progress=progress)
     if args.report:
@@ -84,24 +100,50 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _characterize_in_pieces(args: argparse.Namespace, memory: int, options: dict):
-    """The profile (with ``options``) of a Parquet trace too large for ``memory`` read whole,
-    read a row group at a time; None when the trace fits (or is not such a trace), to be read
-    whole as usual."""
+    """The profile (with ``options``) of a trace too large for ``memory`` read whole, read a
+    piece at a time: a Parquet trace a row group at a time, one file of another format a chunk
+    of parsed rows at a time. A Trace when a file read in pieces turned out to fit (read whole
+    on the way); None when the trace fits or cannot be read in pieces: read it whole as usual."""
+    from pathlib import Path
+
     from iomimic.cli.args import selecting
     from iomimic.cli.progress import working
-    from iomimic.profile import BYTES_PER_REQUEST, characterize_parquet, parquet_rows
+    from iomimic.profile import BYTES_PER_REQUEST, characterize_parquet, characterize_text, parquet_rows
 
     rows = parquet_rows(args.trace)
-    if rows is None or rows * BYTES_PER_REQUEST <= memory:
+    if rows is None:
+        # one request takes at least 20 bytes of a text line, and a compressed file may
+        # hold ten times its size: a file that surely fits is read whole straight away
+        path = Path(args.trace)
+        size = path.stat().st_size if path.is_file() else 0
+        packed = path.suffix in (".gz", ".zst", ".zstd")
+        if size * (10 if packed else 1) / 20 * BYTES_PER_REQUEST <= memory:
+            return None
+    elif rows * BYTES_PER_REQUEST <= memory:
         return None
-    why = f"{rows:,} requests need about {rows * BYTES_PER_REQUEST / 2**30:.1f} GiB read whole"
+    why = (
+        "is too large for --memory read whole"
+        if rows is None
+        else (f"has {rows:,} requests: about {rows * BYTES_PER_REQUEST / 2**30:.1f} GiB read whole")
+    )
     if selecting(args) or args.report:
         what = "--report" if args.report else "choosing requests (--start, --volume, ...)"
-        print(
-            f"note: {why}, more than --memory; {what} needs the trace whole, so it is read whole",
-            file=sys.stderr,
-        )
+        print(f"note: the trace {why}; {what} needs it whole, so it is read whole", file=sys.stderr)
         return None
-    print(f"note: {why}: reading it a row group at a time, twice, within --memory", file=sys.stderr)
     with working("characterizing", share=True) as progress:
-        return characterize_parquet(args.trace, memory=memory, **options, progress=progress)
+        if rows is not None:
+            print(
+                f"note: the trace {why}: reading it a row group at a time, twice, within --memory",
+                file=sys.stderr,
+            )
+            return characterize_parquet(args.trace, memory=memory, **options, progress=progress)
+        read = {
+            k: getattr(args, k) for k in ("format", "skip_bad", "time_unit", "event", "columns", "delimiter")
+        }
+        done = characterize_text(args.trace, memory=memory, read=read, **options, progress=progress)
+        if isinstance(done, tuple):
+            profile, summary = done
+            report_reading(summary)
+            print(f"note: the trace {why}: it was read a chunk at a time, twice", file=sys.stderr)
+            return profile
+        return done

@@ -85,6 +85,8 @@ pub struct TraceReader {
     report: ReadReport,
     consumed: Arc<AtomicU64>,
     file_bytes: u64,
+    /// Whether the parser has been told the input ended.
+    ended: bool,
 }
 
 impl TraceReader {
@@ -170,6 +172,7 @@ impl TraceReader {
             report,
             consumed: input.consumed,
             file_bytes: input.file_bytes,
+            ended: false,
         })
     }
 
@@ -336,6 +339,24 @@ impl TraceReader {
         Ok(more)
     }
 
+    /// Hands over the rows parsed so far (in file order, times in the file's clock, the name
+    /// tables so far), counted into `counted` first: a file read a piece at a time.
+    pub fn take_rows(&mut self, counted: &mut Counted) -> Trace {
+        let rows = self.builder.take();
+        counted.add(&rows);
+        rows
+    }
+
+    /// Rows parsed and not yet handed over.
+    pub fn pending(&self) -> usize {
+        self.builder.len()
+    }
+
+    /// Whether the rows handed over so far came in time order.
+    pub fn in_order(&self) -> bool {
+        self.builder.out_of_order == 0
+    }
+
     /// Reads the rest into `counted` and returns the summary and report [`Self::finish`] then
     /// `summarize` would give (`start_ns` in the file's clock).
     pub fn finish_summary(mut self, mut counted: Counted) -> Result<(Summary, ReadReport)> {
@@ -352,9 +373,18 @@ impl TraceReader {
         Ok((counted.total.latency(recorded).finish(&volumes), report))
     }
 
-    /// Ends the parse (a parser may hold requests back until the end) and takes its report.
+    /// Ends the parse at the end of the input: a parser may hold requests back until then
+    /// (blkparse's unmatched events), which become rows to take.
+    pub fn end_parse(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.parser.finish(&mut self.builder);
+        }
+    }
+
+    /// Ends the parse and takes its report.
     fn end(&mut self) -> ReadReport {
-        self.parser.finish(&mut self.builder);
+        self.end_parse();
         let mut report = std::mem::take(&mut self.report);
         report.out_of_order = self.builder.out_of_order;
         report.stream_names = std::mem::take(&mut self.builder.stream_names);
