@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from iomimic import _core
+from iomimic.remote import origin
 from iomimic.trace import Trace
 from iomimic.units import parse_duration_ns
 
@@ -82,23 +83,12 @@ def characterize(
         Called about ten times a second with (requests taken, requests to take) counted over
         every pass; Ctrl-C stops the work (KeyboardInterrupt) within a pass.
     """
-    window_ns = None if window is None else parse_duration_ns(window, "window")
-    figures = _core.characterize(
-        *trace._core_args(),
-        ranges=ranges,
-        window_ns=window_ns,
-        by=by,
-        mrc=mrc,
-        mrc_sampling=mrc_sampling,
-        mrc_budget=mrc_budget,
-        progress=progress,
+    options = dict(
+        ranges=ranges, window=window, by=by, mrc=mrc, mrc_sampling=mrc_sampling, mrc_budget=mrc_budget
     )
-    profile = Profile(figures)
-    profile["source"] = {k: trace.report.get(k) for k in ("path", "format") if k in trace.report}
-    if trace.stream_names:
-        # per-stream figures are keyed by stream id; the process names say who each one is
-        profile["stream_names"] = {str(k): v for k, v in sorted(trace.stream_names.items())}
-    return profile
+    profile = Profile(_core.characterize(*trace._core_args(), **_core_options(options), progress=progress))
+    source = {k: trace.report.get(k) for k in ("path", "format") if k in trace.report}
+    return _name(profile, source, trace.stream_names)
 
 
 #: Bytes a request costs characterized in memory (its columns, the groups' rows, the curves'
@@ -138,64 +128,42 @@ def characterize_parquet(
     path,
     *,
     memory: int,
-    ranges: int = 4,
-    window: str | float | None = None,
-    by: str | None = None,
-    mrc: str = "all",
-    mrc_sampling: float | None = None,
-    mrc_budget: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    **options: Any,
 ) -> Profile | None:
-    """:func:`characterize` of a Parquet trace read a row group at a time, twice (a survey of its
-    span, reach, streams and blocks, then the counting), so memory holds the counters, the curves
-    and one row group, not the trace. Every count equals the whole read's; percentiles of gaps
-    and latencies are within 0.1 % (HDR histograms) and the fit's KS distances are taken on
-    those histograms (``fit.criterion`` says ``ks-binned``). The curves track at most
-    ``mrc_budget`` blocks each, and no more than 3/8 of ``memory`` allows all of them together
-    (SHARDS-sampled past that, with the error stated).
+    """:func:`characterize` (``options`` its keywords) of a Parquet trace read a row group at a
+    time, twice (a survey of its span, reach, streams and blocks, then the counting), so memory
+    holds the counters, the curves and two row groups, not the trace. Every count equals the
+    whole read's; percentiles of gaps and latencies are within 0.1 % (HDR histograms) and the
+    fit's KS distances are taken on those histograms (``fit.criterion`` says ``ks-binned``). The
+    curves track at most ``mrc_budget`` blocks each, and no more than 3/8 of ``memory`` allows
+    all of them together (SHARDS-sampled past that, with the error stated).
 
     None when the files do not suit reading in pieces (see :func:`iomimic.io.parquet_traces`,
     including times that go back between row groups): then read the trace whole."""
     from iomimic.io import OutOfOrder, parquet_traces
 
     rows = parquet_rows(path)
-    pieces = parquet_traces(path)
-    if rows is None or pieces is None:
+    if rows is None or parquet_traces(path) is None:
         return None
-    chunked = _core.ChunkedProfile(
-        memory,
-        **_core_options(
-            dict(
-                ranges=ranges, window=window, by=by, mrc=mrc, mrc_sampling=mrc_sampling, mrc_budget=mrc_budget
-            )
-        ),
-    )
-    done, total = 0, 2 * rows
-    first = None
-    try:
-        for piece in _read_ahead(pieces):
-            first = first or piece
-            chunked.survey(*piece._core_args())
-            done += len(piece)
-            if progress:
-                progress(done, total)
-        if first is None:
-            return None
-        chunked.start(first.volumes)
+    done = 0
+    first: list[Trace] = []
+
+    def pieces():
+        nonlocal done
         for piece in _read_ahead(parquet_traces(path)):
-            chunked.add(*piece._core_args())
+            if not first:
+                first.append(piece)
+            yield piece._core_args()
             done += len(piece)
             if progress:
-                progress(done, total)
+                progress(done, 2 * rows)
+
+    try:
+        profile = _in_two_passes(memory, options, pieces(), pieces)
     except OutOfOrder:
         return None
-    profile = Profile(chunked.finish())
-    from iomimic.remote import origin
-
-    profile["source"] = {"path": origin(path) or str(path), "format": "parquet"}
-    if first.stream_names:
-        profile["stream_names"] = {str(k): v for k, v in sorted(first.stream_names.items())}
-    return profile
+    return _name(profile, {"path": origin(path) or str(path), "format": "parquet"}, first[0].stream_names)
 
 
 def characterize_text(
@@ -233,7 +201,6 @@ def characterize_text(
         trace = Trace._from_reader(reader.finish())
         name_origin(trace.report, path)
         return trace
-    chunked = _core.ChunkedProfile(memory, **_core_options(options))
 
     def pieces(reader, latency: bool, before: int):
         """The reader's rows a chunk at a time (the pending ones first), as the core takes them;
@@ -242,7 +209,7 @@ def characterize_text(
         while True:
             if not more:
                 reader.end_parse()  # the requests a parser held back become the last rows
-            rows = reader.take_rows()
+            rows = reader.take_rows(count=before == 0)  # the first pass counts for the summary
             if not rows["in_order"]:
                 raise InputError(
                     f"{path}: its requests are not in time order, and it is too large to sort within "
@@ -258,22 +225,42 @@ def characterize_text(
                 done, size = reader.progress()
                 progress(before * size + done, 2 * size)
 
+    summary: dict[str, Any] = {}
+
+    def counting():
+        counts, report = reader.finish_summary()
+        summary.update(counted_summary(path, counts, report))
+        second = open_text(path, format, **reading)
+        second.read_some(CHUNK_ROWS)
+        # response times the first pass found all unknown or all 0 are left out, as a whole
+        # read leaves them
+        return pieces(second, latency=counts["has_latency"], before=1)
+
+    profile = _in_two_passes(memory, options, pieces(reader, latency=True, before=0), counting)
+    source = {"path": summary["path"], "format": summary["format"]}
+    return _name(profile, source, {int(k): v for k, v in summary["stream_names"].items()}), summary
+
+
+def _in_two_passes(memory: int, options: dict[str, Any], survey, counting: Callable[[], Any]) -> Profile:
+    """The profile of a trace given a piece at a time, twice: ``survey`` yields each piece's
+    (columns, volumes, files) for the first pass, then ``counting()`` yields them again."""
+    chunked = _core.ChunkedProfile(memory, **_core_options(options))
     volumes: list[str] = []
-    for columns, volumes, files in pieces(reader, latency=True, before=0):
+    for columns, volumes, files in survey:
         chunked.survey(columns, volumes, files)
-    counts, report = reader.finish_summary()
-    summary = counted_summary(path, counts, report)
-    chunked.start(volumes)
-    second = open_text(path, format, **reading)
-    second.read_some(CHUNK_ROWS)
-    # response times the first pass found all unknown or all 0 are left out, as a whole read does
-    for piece in pieces(second, latency=counts["has_latency"], before=1):
+    chunked.start(volumes)  # the last piece's names: every one the trace has
+    for piece in counting():
         chunked.add(*piece)
-    profile = Profile(chunked.finish())
-    profile["source"] = {"path": summary["path"], "format": summary["format"]}
-    if summary["stream_names"]:
-        profile["stream_names"] = summary["stream_names"]
-    return profile, summary
+    return Profile(chunked.finish())
+
+
+def _name(profile: Profile, source: dict[str, Any], stream_names: dict[int, str]) -> Profile:
+    """``profile`` with where it came from and, where known, its streams' process names (its
+    per-stream figures are keyed by stream id; the names say who each one is)."""
+    profile["source"] = source
+    if stream_names:
+        profile["stream_names"] = {str(k): v for k, v in sorted(stream_names.items())}
+    return profile
 
 
 def _core_options(options: dict[str, Any]) -> dict[str, Any]:

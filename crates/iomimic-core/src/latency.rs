@@ -32,6 +32,16 @@ impl LatencyUs {
         })
     }
 
+    /// Figures of times in ns sketched piece by piece (the mean and max exact, the percentiles
+    /// to the sketch's 0.1 %). `None` when empty.
+    pub fn from_sketch(s: &stats::Sketch) -> Option<Self> {
+        Some(Self {
+            count: s.count,
+            mean: s.mean_cv().0 / 1e3,
+            p: s.percentiles(1e-3)?,
+        })
+    }
+
     /// Figures of an HDR histogram of times in ns (three significant digits, as fio's).
     pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<Self> {
         if h.is_empty() {

@@ -124,13 +124,14 @@ impl PyTraceReader {
         self.with(|r| py.detach(|| r.count_some(max_rows, counted)).map_err(err_to_py))
     }
 
-    /// The rows parsed so far, handed over (and counted for `finish_summary`): columns and name
-    /// tables as `finish` gives them, times in the file's clock and file order; with the rows
-    /// still pending and whether every row so far came in time order.
-    fn take_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// The rows parsed so far, handed over (and, with `count`, counted for `finish_summary`):
+    /// columns and name tables as `finish` gives them, times in the file's clock and file
+    /// order; with whether every row so far came in time order.
+    #[pyo3(signature = (count=true))]
+    fn take_rows<'py>(&self, py: Python<'py>, count: bool) -> PyResult<Bound<'py, PyDict>> {
         let mut guard = self.counted();
         let counted: &mut Counted = &mut guard;
-        let (rows, in_order) = self.with(|r| Ok((r.take_rows(counted), r.in_order())))?;
+        let (rows, in_order) = self.with(|r| Ok((r.take_rows(count.then_some(counted)), r.in_order())))?;
         let out = trace_to_py(py, rows)?;
         out.set_item("in_order", in_order)?;
         Ok(out)

@@ -215,25 +215,24 @@ impl Group {
         if all.count == 0 {
             return Latencies::default();
         }
-        let us = |s: &Sketch| {
-            let (mean, _) = s.mean_cv();
-            Some(LatencyUs {
-                count: s.count,
-                mean: mean / 1e3,
-                p: s.percentiles(1e-3)?,
-            })
-        };
         let by_op = if self.latency.iter().filter(|s| s.count > 0).count() > 1 {
             [Op::Read, Op::Write, Op::Trim, Op::Flush]
                 .into_iter()
                 .zip(&self.latency)
-                .filter_map(|(op, s)| Some((op.name(), OpLatency { latency_us: us(s)? })))
+                .filter_map(|(op, s)| {
+                    Some((
+                        op.name(),
+                        OpLatency {
+                            latency_us: LatencyUs::from_sketch(s)?,
+                        },
+                    ))
+                })
                 .collect()
         } else {
             BTreeMap::new()
         };
         Latencies {
-            all: us(&all),
+            all: LatencyUs::from_sketch(&all),
             cv: Some(all.mean_cv().1),
             by_op,
         }

@@ -340,10 +340,12 @@ impl TraceReader {
     }
 
     /// Hands over the rows parsed so far (in file order, times in the file's clock, the name
-    /// tables so far), counted into `counted` first: a file read a piece at a time.
-    pub fn take_rows(&mut self, counted: &mut Counted) -> Trace {
+    /// tables so far), counted into `counted` first when given: a file read a piece at a time.
+    pub fn take_rows(&mut self, counted: Option<&mut Counted>) -> Trace {
         let rows = self.builder.take();
-        counted.add(&rows);
+        if let Some(counted) = counted {
+            counted.add(&rows);
+        }
         rows
     }
 
