@@ -200,6 +200,50 @@ def test_defrag_policies_as_ray_tasks_give_the_local_report(local_ray):
     assert on_ray == local
 
 
+def test_early_errors_fleets_as_ray_tasks_give_the_local_report(local_ray):
+    from iomimic.sim import device_config
+    from iomimic.study import run
+
+    t = volumes_and_streams(3000, seed=8)
+    options = dict(
+        device=device_config("hdd-7200"),
+        devices=6,
+        faulty=1,
+        faults=["slow-sectors:0.01", "failed-sectors:0.001"],
+        intensities=[1.0, 3.0, 9.0],
+        seed=4,
+    )
+    local = run("early-errors", t, **options)
+    on_ray = run("early-errors", t, ray=True, **options)
+    assert [o["intensity"] for o in on_ray["intensities"]] == [1.0, 3.0, 9.0]
+    assert on_ray == local
+
+
+def test_a_simulation_sweep_as_ray_tasks_gives_the_local_figures(local_ray, tmp_path, monkeypatch):
+    from iomimic.sim import sweep
+
+    t = volumes_and_streams(2000, seed=6)
+    options = dict(intensities=[1.0, 5.0], iodepths=[None, 4], map="log=ssd-sata")
+    local = sweep(t, ["hdd-7200", "ssd-nvme"], **options)
+    on_ray = sweep(t, ["hdd-7200", "ssd-nvme"], ray=True, **options)
+    assert len(on_ray) == 8
+    for a, b in zip(on_ray, local):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key] == b[key], (a["sweep"], key)
+    trace = tmp_path / "mixed.parquet"
+    iomimic.write_trace(t, trace)
+    args = ["simulate", str(trace), "--device", "hdd-7200,ssd-sata", "--shared", "--iodepth", "2,8"]
+    r = run_cli(*args, "--json", str(tmp_path / "plain.json"))
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("RAY_ADDRESS", local_ray.get_runtime_context().gcs_address)
+    r = run_cli(*args, "--json", str(tmp_path / "ray.json"), "--ray")
+    assert r.returncode == 0, r.stderr
+    plain = json.loads((tmp_path / "plain.json").read_text())
+    assert [f["sweep"]["iodepth"] for f in plain] == [2, 8, 2, 8]
+    assert json.loads((tmp_path / "ray.json").read_text()) == plain
+
+
 def test_a_study_that_runs_as_one_piece_is_refused_on_ray(local_ray):
     from iomimic.study import run
 

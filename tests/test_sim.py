@@ -304,6 +304,46 @@ def test_simulate_says_where_volumes_went_and_when_a_device_is_saturated(tmp_pat
     assert r.returncode == 2 and "--map: the trace has no volume 'z'" in r.stderr, r.stderr
 
 
+def test_a_sweep_is_each_of_its_runs_alone(tmp_path: Path) -> None:
+    t = two_volumes()
+    calls: list[tuple[int, int]] = []
+    runs = iomimic.sim.sweep(
+        t, ["ssd-sata", "hdd-7200"], intensities=[0.5, 2], iodepths=[None, 3], map="b=ssd-nvme",
+        progress=lambda done, total: calls.append((done, total)),
+    )  # fmt: skip
+    points = [(d, k, q) for d in ("ssd-sata", "hdd-7200") for k in (0.5, 2.0) for q in (None, 3)]
+    assert [tuple(f["sweep"].values()) for f in runs] == points
+    assert calls[0] == (0, 8) and calls[-1] == (8, 8)
+    for (device, k, depth), f in zip(points, runs):
+        _, alone = simulate(t, device, map="b=ssd-nvme", intensity=k, iodepth=depth)
+        assert {key: v for key, v in f.items() if key != "sweep"} == alone, (device, k, depth)
+    # open loop, the SSD keeps up: its rate follows the intensity
+    by = {p: f for p, f in zip(points, runs)}
+    assert by[("ssd-sata", 2.0, None)]["iops"] > 3 * by[("ssd-sata", 0.5, None)]["iops"]
+    path = tmp_path / "two.parquet"
+    iomimic.write_trace(t, path)
+    config = tmp_path / "slow.toml"
+    config.write_text(iomimic.sim.device_presets()["hdd-7200"])
+    r = run_cli(
+        "simulate", str(path), "--device", "ssd-sata,hdd-7200", "--config", str(config),
+        "--intensity", "1,0.005", "--shared",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "simulated: 6 runs" in r.stdout and "slow.toml" in r.stdout and "0.005×" in r.stdout
+    # the disks at full rate are overloaded: said once for the sweep, not once a device
+    assert r.stderr.count("warning") == 1 and "2 of 6 runs saturated a device" in r.stderr, r.stderr
+    assert "2 volumes share this one device" in r.stderr
+    for args, words in [
+        (["-o", str(tmp_path / "x.csv")], "-o writes one run's trace; a sweep runs several"),
+        (["--iodepth", "4,0"], "argument --iodepth: a whole number of at least 1, found '0'"),
+        (["--intensity", "1,fast"], "--intensity: '1,fast' is not a comma-separated list"),
+        (["--intensity", "1,-2"], "--intensity: every value must be a positive number"),
+    ]:
+        r = run_cli("simulate", str(path), "--device", "ssd-sata,hdd-7200", *args)
+        assert r.returncode == 2 and words in r.stderr, (args, r.stderr)
+    assert not (tmp_path / "x.csv").exists()
+
+
 def test_a_long_simulation_reports_its_progress() -> None:
     """Long enough (a RAID array, a closed loop, 1.5 M requests) for the watcher's ticks of
     100 ms: each report counts requests completed, out of the trace's."""

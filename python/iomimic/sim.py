@@ -75,19 +75,9 @@ def simulate(
     >>> len(out), figures["requests"], out.latency_ns.min() > 0
     (2, 2, True)
     """
-    options = {
-        "iodepth": iodepth,
-        "intensity": float(intensity),
-        "scheduler": scheduler,
-        "progress": progress,
-    }
-    if shared and map is not None:
-        raise InputError("`shared` and `map`: give one of them (`shared` puts every volume on one device)")
-    if shared or (len(trace.volumes) <= 1 and map is None):
-        d = _core.simulate(*trace._core_args(), device_config(device, config), **options)
-    else:
-        where = placements(trace.volumes, map, device, config)
-        d = _core.simulate_mapped(*trace._core_args(), where, **options)
+    where = _where(trace.volumes, device, config, map, shared)
+    options = {"iodepth": iodepth, "intensity": float(intensity), "scheduler": scheduler}
+    d = _simulate(trace._core_args(), where, options, progress)
     cols = dict(trace.columns)
     cols["ts_ns"] = d["issue_ns"]
     cols["latency_ns"] = d["latency_ns"]
@@ -98,6 +88,112 @@ def simulate(
     out = Trace(**cols, volumes=trace.volumes, files=trace.files)
     out.report = {**trace.report, "simulated_on": d["figures"]["device"]}
     return out, d["figures"]
+
+
+def sweep(
+    trace: Trace,
+    devices: list[str],
+    *,
+    intensities: list[float] = (1.0,),
+    iodepths: list[int | None] = (None,),
+    map: str | dict[str, str] | None = None,
+    shared: bool = False,
+    scheduler: str | None = None,
+    ray: bool | str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The figures of :func:`simulate` at every point of a sweep: each of ``devices`` (a preset
+    or a ``.toml`` device file) at each of ``intensities`` and ``iodepths`` (``None``: open
+    loop), in that order (device first, then intensity, then depth); each point's figures say
+    which point it is in ``sweep`` (``device`` as named, ``intensity``, ``iodepth``). ``map``
+    and ``shared`` place the volumes as for :func:`simulate`, the point's device taking the
+    volumes ``map`` leaves out.
+
+    The points run on this machine's cores, or with ``ray`` (``True`` or a cluster's address)
+    each as one Ray task; the figures are the same either way. ``progress(done, total)``
+    counts points.
+
+    >>> t = Trace(ts_ns=[0, 10**6], offset=[0, 1 << 30], size=[4096, 4096], op=[0, 0])
+    >>> [tuple(f["sweep"].values()) for f in sweep(t, ["hdd-7200", "ssd-sata"], intensities=[1, 4])]
+    [('hdd-7200', 1.0, None), ('hdd-7200', 4.0, None), ('ssd-sata', 1.0, None), ('ssd-sata', 4.0, None)]
+    """
+    if not devices:
+        raise InputError("a sweep needs at least one device")
+    wheres = [(d, _where(trace.volumes, *_device_or_file(d), map, shared)) for d in devices]
+    points = [
+        (name, where, {"iodepth": depth, "intensity": float(k), "scheduler": scheduler})
+        for name, where in wheres
+        for k in intensities
+        for depth in iodepths
+    ]
+    if ray is not None and ray is not False:
+        from iomimic import cluster
+
+        engine = cluster.connect(ray)
+        shared_data = (trace.columns, trace.volumes, trace.files)
+        return cluster.run_tasks(engine, _sweep_point, shared_data, points)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # a simulation runs in the core without the GIL: the points share this machine's cores
+    args = trace._core_args()
+    done = 0
+    if progress is not None:
+        progress(0, len(points))
+    with ThreadPoolExecutor(max_workers=min(len(points), os.cpu_count() or 1)) as pool:
+        futures = [pool.submit(_point_figures, args, *point) for point in points]
+        figures = []
+        for f in futures:
+            figures.append(f.result())
+            done += 1
+            if progress is not None:
+                progress(done, len(points))
+    return figures
+
+
+def _sweep_point(shared: tuple[dict[str, Any], list[str], list[str]], point: tuple) -> dict[str, Any]:
+    """A Ray task: one point of a sweep, its figures."""
+    from iomimic.trace import _Columns
+
+    columns, volumes, files = shared
+    return _point_figures((_Columns(columns), volumes, files), *point)
+
+
+def _point_figures(core_args: tuple, name: str, where: str | list, options: dict[str, Any]) -> dict[str, Any]:
+    figures = _simulate(core_args, where, options, None)["figures"]
+    point = {"device": name, "intensity": options["intensity"], "iodepth": options["iodepth"]}
+    return {**figures, "sweep": point}
+
+
+def _simulate(core_args: tuple, where: str | list, options: dict[str, Any], progress) -> dict[str, Any]:
+    """The core's simulation on one device (its TOML text) or on placements."""
+    if isinstance(where, str):
+        return _core.simulate(*core_args, where, **options, progress=progress)
+    return _core.simulate_mapped(*core_args, where, **options, progress=progress)
+
+
+def _where(
+    volumes: list[str],
+    device: str | None,
+    config: str | os.PathLike | None,
+    map: str | dict[str, str] | None,
+    shared: bool,
+) -> str | list[tuple[str, list[int]]]:
+    """Where the volumes go: one device's TOML text, or a device's text per placement."""
+    if shared and map is not None:
+        raise InputError("`shared` and `map`: give one of them (`shared` puts every volume on one device)")
+    if shared or (len(volumes) <= 1 and map is None):
+        return device_config(device, config)
+    return placements(volumes, map, device, config)
+
+
+def device_text(name: str) -> str:
+    """A device file's text, the device named by a preset's name or a file's path."""
+    return device_config(*_device_or_file(name))
+
+
+def _device_or_file(name: str) -> tuple[str | None, str | None]:
+    """(preset, None) or (None, file) for a device named by either."""
+    return (None, name) if name.endswith(".toml") or Path(name).is_file() else (name, None)
 
 
 def placements(
@@ -124,8 +220,7 @@ def placements(
             if v in seen:
                 raise InputError(f"`map`: volume {v!r} is named twice")
             seen.add(v)
-        is_file = dev.endswith(".toml") or Path(dev).is_file()
-        text = device_config(config=dev) if is_file else device_config(dev)
+        text = device_text(dev)
         placed.append((text, [ids[v] for v in group]))
     rest = [v for v in volumes if v not in seen]
     if rest:

@@ -33,8 +33,9 @@ def run(
     what the study counts (workloads, configurations; ``total`` 0 while unknown).
 
     ``ray`` (``True`` or a cluster's address) runs each point of a sweep (ssd-cache: each
-    policy and cache size; defrag: each policy) as a Ray task and joins their reports into
-    the one a local run gives (``docs/ray.md``); the other studies run as one piece.
+    policy and cache size; defrag: each policy; early-errors: each intensity) as a Ray task
+    and joins their reports into the one a local run gives (``docs/ray.md``); the other
+    studies run as one piece.
 
     >>> import iomimic
     >>> offsets = [(i % 40) * 4096 for i in range(400)]

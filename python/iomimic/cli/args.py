@@ -61,11 +61,29 @@ def count(text: str) -> int:
     return value
 
 
-def add_intensity(p: argparse.ArgumentParser, what: str = "the request rate") -> None:
+def positive_numbers(text: str, option: str) -> list[float]:
+    """A comma-separated list of positive numbers (``1,2,4``), the error naming ``option``."""
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"{option}: {text!r} is not a comma-separated list of numbers") from None
+    if not values or not all(0 < v < float("inf") for v in values):
+        raise InputError(f"{option}: every value must be a positive number, found {text!r}")
+    return values
+
+
+def add_intensity(p: argparse.ArgumentParser, what: str = "the request rate", many: bool = False) -> None:
     """``--intensity X`` (X times as fast), the one speed knob of every command, and
-    ``--time-scale`` (multiply times: 0.5 is twice as fast), as fio calls it, meaning 1/X."""
+    ``--time-scale`` (multiply times: 0.5 is twice as fast), as fio calls it, meaning 1/X.
+    ``many``: ``--intensity A,B,...`` runs at each (read with :func:`intensities`)."""
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--intensity", type=float, help=f"multiply {what} (2: twice as fast; default 1)")
+    if many:
+        g.add_argument(
+            "--intensity",
+            help=f"multiply {what} (2: twice as fast; default 1); A,B,... runs at each in turn",
+        )
+    else:
+        g.add_argument("--intensity", type=float, help=f"multiply {what} (2: twice as fast; default 1)")
     g.add_argument(
         "--time-scale",
         type=float,
@@ -104,6 +122,14 @@ def intensity(args: argparse.Namespace) -> float:
     if not (value > 0 and value != float("inf")):
         raise InputError(f"--intensity must be a positive number, found {value}")
     return value
+
+
+def intensities(args: argparse.Namespace) -> list[float]:
+    """The speeds of an ``--intensity A,B,...`` (``add_intensity(many=True)``), or the one
+    ``--time-scale`` asks for."""
+    if args.intensity is None:
+        return [intensity(args)]
+    return positive_numbers(args.intensity, "--intensity")
 
 
 #: What a command's trace argument takes.

@@ -9,13 +9,16 @@ from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
     TRACE_HELP,
     add_intensity,
+    add_ray,
     add_read_options,
     count,
-    intensity,
+    intensities,
+    ray_engine,
     read_reported,
     subcommand,
     write_json,
 )
+from iomimic.errors import InputError
 
 
 def register(subparsers) -> None:
@@ -29,11 +32,17 @@ def register(subparsers) -> None:
         "  iomimic simulate trace.csv --config my_array.toml --intensity 2\n"
         "  iomimic simulate trace.csv --device ssd-nvme --iodepth 32       # closed loop\n"
         "  iomimic simulate trace.csv --device hdd-7200 --map log=ssd-sata  # data on a disk, log on an SSD\n"
-        "  iomimic simulate trace.csv --map data+log=tpc-raid10-28disk     # two volumes on one array\n",
+        "  iomimic simulate trace.csv --map data+log=tpc-raid10-28disk     # two volumes on one array\n"
+        "  iomimic simulate trace.csv --device hdd-7200,ssd-sata --intensity 1,2,4  # a sweep: 6 runs\n"
+        "  iomimic simulate trace.csv --device ssd-nvme --iodepth 1,4,16,64 --ray  # each run a Ray task\n",
     )
     p.add_argument("trace", help=TRACE_HELP)
-    p.add_argument("--device", help="a preset (see `iomimic devices`)")
-    p.add_argument("--config", help="a device file (TOML; see docs/simulate.md)")
+    p.add_argument(
+        "--device",
+        help="a preset (see `iomimic devices`); A,B,... simulates on each in turn (a sweep: a table "
+        "of every run)",
+    )
+    p.add_argument("--config", help="a device file (TOML; see docs/simulate.md); A,B,... for several")
     g = p.add_mutually_exclusive_group()
     g.add_argument(
         "--map",
@@ -47,38 +56,54 @@ def register(subparsers) -> None:
         help="put every volume on the one device instead, each in an equal region of it",
     )
     p.add_argument(
-        "--iodepth", type=count, help="closed loop with this many outstanding (default: open loop)"
+        "--iodepth",
+        help="closed loop with this many outstanding (default: open loop); A,B,... runs at each",
     )
-    add_intensity(p, "the trace's rate (open loop)")
+    add_intensity(p, "the trace's rate (open loop)", many=True)
     p.add_argument(
         "--scheduler", choices=["fifo", "sstf", "sptf"], help="override the device file's disk scheduler"
     )
     p.add_argument(
         "-o", "--output", help="write the trace with simulated latencies (.parquet, .csv or .csv.gz)"
     )
-    p.add_argument("--json", metavar="PATH", help="write the figures as JSON (- for stdout only)")
+    p.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write the figures as JSON (- for stdout only); a sweep's are a list, one per run",
+    )
+    add_ray(p, "run each point of a sweep")
     add_read_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.io import output_format, write_trace
-    from iomimic.report import make_console
-    from iomimic.report.simulation import render_simulation, saturation_warnings
-    from iomimic.sim import simulate
+    from iomimic.cli.progress import working
+    from iomimic.io import output_format
+
+    devices = _names(args.device) + _names(args.config)
+    if not devices:
+        raise InputError("simulate: name a preset with --device or a device file with --config")
+    levels = intensities(args)
+    depths = [None] if args.iodepth is None else [_depth(d) for d in _names(args.iodepth)]
+    if len(devices) * len(levels) * len(depths) > 1 or args.ray is not None:
+        if args.output:
+            raise InputError("simulate: -o writes one run's trace; a sweep runs several (drop -o)")
+        ray_engine(args)
+        return _sweep(args, devices, levels, depths)
+    from iomimic.io import write_trace
+    from iomimic.sim import _device_or_file, simulate
 
     fmt = output_format(args.output, None) if args.output else None
-    from iomimic.cli.progress import working
-
     trace = read_reported(args)
+    device, config = _device_or_file(devices[0]) if args.config is None else (None, devices[0])
     with working("simulating") as progress:
         out, figures = simulate(
             trace,
-            args.device,
-            config=args.config,
+            device,
+            config=config,
             map=args.map,
             shared=args.shared,
-            iodepth=args.iodepth,
-            intensity=intensity(args),
+            iodepth=depths[0],
+            intensity=levels[0],
             scheduler=args.scheduler,
             progress=progress,
         )
@@ -86,13 +111,57 @@ def handle(args: argparse.Namespace) -> int:
         write_trace(out, args.output, fmt)
     if args.json and write_json(args.json, figures):
         return EXIT_OK
+    from iomimic.report import make_console
+    from iomimic.report.simulation import render_simulation, saturation_warnings
+
     render_simulation(figures, make_console())
+    _shared_note(args, trace)
+    for warning in saturation_warnings(figures):
+        print(f"iomimic: warning: {warning}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _sweep(args: argparse.Namespace, devices: list[str], levels: list[float], depths: list) -> int:
+    """Every device × intensity × depth: a table of runs."""
+    from iomimic.cli.progress import working
+    from iomimic.sim import sweep
+
+    trace = read_reported(args)
+    options = {"map": args.map, "shared": args.shared, "scheduler": args.scheduler, "ray": args.ray}
+    if args.ray is not None:
+        # the runs are Ray tasks: there is nothing here to count
+        runs = sweep(trace, devices, intensities=levels, iodepths=depths, **options)
+    else:
+        with working("simulating") as progress:
+            runs = sweep(trace, devices, intensities=levels, iodepths=depths, progress=progress, **options)
+    if args.json and write_json(args.json, runs):
+        return EXIT_OK
+    from iomimic.report import make_console
+    from iomimic.report.simulation import render_sweep, sweep_warning
+
+    render_sweep(runs, make_console())
+    _shared_note(args, trace)
+    warning = sweep_warning(runs)
+    if warning:
+        print(f"iomimic: warning: {warning}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _shared_note(args: argparse.Namespace, trace) -> None:
     if args.shared and len(trace.volumes) > 1:
         print(
             f"note: the trace's {len(trace.volumes)} volumes share this one device, each in an equal "
             "region of it (without --shared each has its own)",
             file=sys.stderr,
         )
-    for warning in saturation_warnings(figures):
-        print(f"iomimic: warning: {warning}", file=sys.stderr)
-    return EXIT_OK
+
+
+def _names(text: str | None) -> list[str]:
+    return [] if text is None else [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _depth(text: str) -> int:
+    try:
+        return count(text)
+    except argparse.ArgumentTypeError as e:
+        raise InputError(f"simulate: argument --iodepth: {e}") from None

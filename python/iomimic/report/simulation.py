@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
 from rich.console import Console
@@ -95,24 +96,76 @@ def _render_device(title: str, f: dict[str, Any], console: Console) -> None:
     console.print(d)
 
 
+def render_sweep(runs: list[dict[str, Any]], console: Console) -> None:
+    """A sweep's runs, a row each: what ran (device, intensity, loop), what it gave, and how
+    busy its busiest part was (a saturated open loop measures its own backlog)."""
+    t = table(
+        f"simulated: {len(runs)} runs",
+        "device", "intensity", "loop", "IOPS", "MB/s", "mean", "p50", "p99", "busiest", "energy",
+    )  # fmt: skip
+    for f in runs:
+        lat = f.get("latency_us") or {}
+        busy = _busiest(f)
+        point = f["sweep"]
+        t.add_row(
+            PurePath(point["device"]).name,  # a device file by its name: the table stays narrow
+            f"{point['intensity']:g}×",
+            "open" if point["iodepth"] is None else f"depth {point['iodepth']}",
+            f"{f['iops']:,.1f}",
+            f"{f['mb_per_s']:,.2f}",
+            *(micros(lat[k]) if k in lat else "-" for k in ("mean", "p50", "p99")),
+            "-" if busy is None else f"{100 * busy[1]:.0f}% {busy[0]}",
+            "-" if f.get("energy_j") is None else f"{f['energy_j']:,.1f} J",
+        )
+    console.print(t)
+
+
+def _busiest(f: dict[str, Any]) -> tuple[str, float] | None:
+    """The busiest part of a run's devices, (what, busy share): a disk, or an SSD's dies,
+    channels or host link."""
+    parts = [
+        (f"{'+'.join(p['volumes'])}: {what}" if "placements" in f else what, busy)
+        for p in f.get("placements", [f])
+        for what, busy in _parts(p)
+    ]
+    return max(parts, key=lambda p: p[1]) if parts else None
+
+
+def _parts(f: dict[str, Any]) -> list[tuple[str, float]]:
+    """(part, busy share) of one device's figures."""
+    parts = [(f"device {i}", d["utilization"]) for i, d in enumerate(f["devices"])]
+    return parts + [(label, f[key]) for key, label in (
+        ("die_utilization", "dies"), ("channel_utilization", "channels"),
+        ("host_utilization", "host link"),
+    ) if f.get(key) is not None]  # fmt: skip
+
+
 def saturation_warnings(f: dict[str, Any]) -> list[str]:
     """What to say of each device an open-loop run overloaded."""
     devices = f.get("placements", [f])
     return [w for w in map(saturation_warning, devices) if w]
 
 
+def sweep_warning(runs: list[dict[str, Any]]) -> str | None:
+    """One line for the runs of a sweep that saturated a device (its table shows which)."""
+    saturated = [f for f in runs if saturation_warnings(f)]
+    if not saturated:
+        return None
+    return (
+        f"{len(saturated)} of {len(runs)} runs saturated a device (the 'busiest' column): "
+        "their open-loop latencies measure a queue that grew for the whole run"
+    )
+
+
 def saturation_warning(f: dict[str, Any]) -> str | None:
     """What to say when an open-loop run overloaded its device: the busiest part's share."""
     if f.get("mode", "").startswith("closed"):
         return None
-    parts = [(f"device {i}", d["utilization"]) for i, d in enumerate(f["devices"])]
-    parts += [(label, f[key]) for key, label in (
-        ("die_utilization", "the SSD's dies"), ("channel_utilization", "the SSD's channels"),
-        ("host_utilization", "the SSD's host link"),
-    ) if f.get(key) is not None]  # fmt: skip
+    parts = _parts(f)
     if not parts:
         return None
     name, busy = max(parts, key=lambda p: p[1])
+    name = name if name.startswith("device") else f"the SSD's {name}"
     if busy < SATURATED:
         return None
     who = f"{f['device']} (serving {'+'.join(f['volumes'])})" if "volumes" in f else f["device"]

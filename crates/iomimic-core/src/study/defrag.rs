@@ -170,8 +170,7 @@ impl Study for Defrag {
 
     /// One point per policy.
     fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
-        let o: Options = serde_path_to_error::deserialize(options)
-            .map_err(|e| Error::Usage(format!("study defrag: option `{}`: {}", e.path(), e.inner())))?;
+        let o: Options = super::parse_options(self.name(), options)?;
         for p in &o.policies {
             p.parse::<Policy>()?;
         }

@@ -125,6 +125,12 @@ pub fn find<'r>(name: &str, registry: &[&'r dyn Study]) -> Result<&'r dyn Study>
         })
 }
 
+/// For implementations: a study's typed options from JSON, an error naming a bad field.
+pub fn parse_options<O: DeserializeOwned>(study: &str, options: &serde_json::Value) -> Result<O> {
+    serde_path_to_error::deserialize(options)
+        .map_err(|e| Error::Usage(format!("study {study}: option `{}`: {}", e.path(), e.inner())))
+}
+
 /// For implementations: reads typed options from JSON (naming a bad field), runs `f`, and
 /// turns its typed report back into JSON.
 pub fn typed<O: DeserializeOwned, R: Serialize>(
@@ -132,8 +138,6 @@ pub fn typed<O: DeserializeOwned, R: Serialize>(
     options: &serde_json::Value,
     f: impl FnOnce(O) -> Result<R>,
 ) -> Result<serde_json::Value> {
-    let opts: O = serde_path_to_error::deserialize(options)
-        .map_err(|e| Error::Usage(format!("study {study}: option `{}`: {}", e.path(), e.inner())))?;
-    let report = f(opts)?;
+    let report = f(parse_options(study, options)?)?;
     serde_json::to_value(report).map_err(|e| Error::Usage(format!("study {study}: {e}")))
 }

@@ -187,7 +187,7 @@ impl Study for SsdCache {
 
     /// One point per policy and cache size, policy by policy as `run` goes.
     fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
-        let o = options_of(options)?;
+        let o: Options = super::parse_options(self.name(), options)?;
         check(&o)?;
         let by_policy = super::each_of(options, "policies", &o.policies);
         Ok(Some(
@@ -237,11 +237,6 @@ struct PointReport {
     keyed_by: String,
     intensity: f64,
     workloads: Vec<WorkloadReport>,
-}
-
-fn options_of(options: &serde_json::Value) -> Result<Options> {
-    serde_path_to_error::deserialize(options)
-        .map_err(|e| Error::Usage(format!("study ssd-cache: option `{}`: {}", e.path(), e.inner())))
 }
 
 fn check(o: &Options) -> Result<()> {

@@ -61,11 +61,9 @@ def workload(args: argparse.Namespace):
 
 def device_text(name: str) -> str:
     """A device file's text: a preset's name or a file's path."""
-    from pathlib import Path
+    from iomimic.sim import device_text
 
-    from iomimic.sim import device_config
-
-    return device_config(config=name) if Path(name).is_file() else device_config(name)
+    return device_text(name)
 
 
 def run(name: str, trace, **options):

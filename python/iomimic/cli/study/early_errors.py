@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import count, subcommand, write_json
+from iomimic.cli.args import add_ray, count, positive_numbers, ray_engine, subcommand, write_json
 from iomimic.cli.study import add_workload_arguments, device_text, workload
 
 
@@ -23,7 +23,8 @@ def register(subparsers) -> None:
         "  iomimic study early-errors model.json --devices 28 --faulty 2 --fault slow-sectors:0.001 "
         "--intensity 1,2,4,8\n"
         "  iomimic study early-errors tpcc -n 20000 --device hdd-7200 --fault failed-sectors:1e-4\n"
-        "  iomimic study early-errors trace.csv --targets /dev/sdb,/dev/sdc,/dev/sdd --allow-device\n",
+        "  iomimic study early-errors trace.csv --targets /dev/sdb,/dev/sdc,/dev/sdd --allow-device\n"
+        "  iomimic study early-errors model.json --intensity 1,2,4,8,16 --ray   # a fleet per Ray task\n",
     )
     add_workload_arguments(p)
     p.param_aliases = {"intensities": "intensity", "faults": "fault", "rule.threshold": "threshold"}
@@ -62,6 +63,7 @@ def register(subparsers) -> None:
         default=4.0,
         help="a request is slow beyond this many fleet medians (default 4)",
     )
+    add_ray(p, "run each intensity's fleet (simulated)")
     g = p.add_argument_group("real devices")
     g.add_argument("--targets", help="A,B,C: run on these files or devices instead of the simulator")
     g.add_argument("--size", help="bytes of each target to use (needed to create a file)")
@@ -72,22 +74,15 @@ def register(subparsers) -> None:
     g.add_argument("--engine", default="auto", help="io_uring, psync or auto (default)")
 
 
-def intensities(text: str) -> list[float]:
-    from iomimic.errors import InputError
-
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"--intensity: {text!r} is not a comma-separated list of numbers") from None
-    if not values or not all(0 < v < float("inf") for v in values):
-        raise InputError(f"--intensity: every value must be a positive number, found {text!r}")
-    return values
-
-
 def handle(args: argparse.Namespace) -> int:
     from iomimic.report import make_console
     from iomimic.report.early_errors import plot_early_errors, render_early_errors
 
+    if args.targets and args.ray is not None:
+        from iomimic.errors import InputError
+
+        raise InputError("--ray runs simulated fleets; --targets runs here, on this machine's devices")
+    ray_engine(args)
     trace, kind = workload(args)
     rule = {"threshold": args.threshold, "slow_factor": args.slow_factor}
     if args.targets:
@@ -104,10 +99,11 @@ def handle(args: argparse.Namespace) -> int:
             faults=[f for spec in args.fault or ["slow-sectors:0.001"] for f in spec.split(",") if f],
             slow_ms=args.slow_ms,
             fail_ms=args.fail_ms,
-            intensities=intensities(args.intensity),
+            intensities=positive_numbers(args.intensity, "--intensity"),
             checkpoints=args.checkpoints,
             rule=rule,
             seed=args.seed,
+            ray=args.ray,
         )
     report["source"] = {"workload": str(args.workload), "kind": kind}
     if args.plot:
@@ -126,7 +122,7 @@ def on_targets(args: argparse.Namespace, trace, rule: dict) -> dict:
     from iomimic.units import parse_size_bytes
 
     targets = [t for t in args.targets.split(",") if t]
-    levels = intensities(args.intensity)
+    levels = positive_numbers(args.intensity, "--intensity")
     progress, close = running(len(trace) * len(targets) * len(levels))
     try:
         return early_errors_on_targets(

@@ -57,7 +57,7 @@ pub struct Completion {
 }
 
 /// How a device was flagged.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Evidence {
     Errors,
@@ -65,7 +65,7 @@ pub enum Evidence {
 }
 
 /// The first checkpoint at which a device was flagged.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Flag {
     pub device: u32,
     pub at_s: f64,

@@ -77,7 +77,7 @@ pub struct Options {
 }
 
 /// One intensity's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     pub intensity: f64,
     /// How long the fleet ran (the longest member, s).
@@ -97,7 +97,7 @@ pub struct Outcome {
     pub overloaded: Option<bool>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub device: String,
     pub devices: usize,
@@ -126,6 +126,26 @@ impl Study for EarlyErrors {
         _progress: &Progress,
     ) -> Result<serde_json::Value> {
         super::typed(self.name(), options, |o: Options| run(workload, &o))
+    }
+
+    /// One point per intensity: each fleet runs on its own (the faulty devices and their bad
+    /// sectors come from the seed alone, so every point places them alike).
+    fn points(&self, options: &serde_json::Value) -> Result<Option<Vec<serde_json::Value>>> {
+        let o: Options = super::parse_options(self.name(), options)?;
+        Ok(Some(super::each_of(options, "intensities", &o.intensities)))
+    }
+
+    /// The outcomes of every point in order; the rest (fleet, faults, rule) is every point's.
+    fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
+        let expected = self.points(options)?.map_or(0, |p| p.len());
+        let mut points = super::point_reports::<Report>(self.name(), expected, reports)?.into_iter();
+        let mut whole = points
+            .next()
+            .ok_or_else(|| Error::Usage("study early-errors: no intensities".into()))?;
+        for point in points {
+            whole.intensities.extend(point.intensities);
+        }
+        serde_json::to_value(whole).map_err(|e| Error::Usage(format!("study early-errors: {e}")))
     }
 }
 

@@ -193,3 +193,30 @@ fn a_real_fleet_is_one_volume_per_device_and_its_run_is_judged_by_the_same_rule(
         (0, 1, 1)
     );
 }
+
+#[test]
+fn each_intensity_run_apart_joins_into_the_whole_report() {
+    let t = random_reads(20, 30, 9);
+    let o = options(&["slow-sectors:0.01", "failed-sectors:0.001"], &[1.0, 2.0, 8.0]);
+    let options = serde_json::json!({
+        "device": o.device,
+        "devices": o.devices,
+        "faulty": o.faulty,
+        "faults": o.faults,
+        "intensities": o.intensities,
+        "seed": o.seed,
+    });
+    let progress = Progress::default();
+    let whole = EarlyErrors.run(&t.view(), &options, &progress).unwrap();
+    let points = EarlyErrors.points(&options).unwrap().unwrap();
+    assert_eq!(points.len(), 3);
+    assert_eq!(points[2]["intensities"], serde_json::json!([8.0]));
+    let reports: Vec<serde_json::Value> = points
+        .iter()
+        .map(|p| EarlyErrors.run(&t.view(), p, &progress).unwrap())
+        .collect();
+    assert_eq!(EarlyErrors.join(&options, &reports).unwrap(), whole);
+    assert!(EarlyErrors.join(&options, &reports[..2]).is_err());
+    let bad = serde_json::json!({"device": o.device, "intensities": "fast"});
+    assert!(EarlyErrors.points(&bad).is_err());
+}
