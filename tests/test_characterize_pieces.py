@@ -214,3 +214,73 @@ def test_the_cli_reads_a_text_file_past_memory_in_chunks(tmp_path: Path) -> None
     assert "a chunk at a time, twice" in pieces.stderr
     a, b = json.loads(out_whole.read_text()), json.loads(out_pieces.read_text())
     assert exact_differences(a, b, skip=ESTIMATED | {"options"}) == []
+
+
+def msr_corpus(d: Path) -> Path:
+    """A directory of three MSR files as MSR ships them, read as one trace: two with the same
+    volumes and the same times (every row ties with one of the other file's), and a gzipped one
+    of other volumes starting later, without response times."""
+    import gzip
+
+    d.mkdir()
+    msr_lines(d / "a.csv", n=30_000)
+    msr_lines(d / "b.csv", n=20_000)
+    rng = np.random.default_rng(2)
+    ts = 128166372003061629 + 7_000_000 + np.cumsum(rng.integers(0, 4_000, 25_000))
+    lines = [
+        f"{t},prxy,{i % 3},{'Read' if i % 5 else 'Write'},{4096 * int(rng.integers(0, 3000))},"
+        f"{512 * (1 + i % 8)},0"
+        for i, t in enumerate(ts.tolist())
+    ]
+    (d / "c.csv.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    return d
+
+
+@pytest.mark.parametrize("volume_names", ["records", "file"])
+def test_text_files_of_a_directory_past_memory_are_merged_a_chunk_at_a_time(
+    tmp_path: Path, volume_names: str, monkeypatch
+) -> None:
+    """Each file is surveyed in turn, then the files' chunks are merged in time order (ties in
+    file order, as the files read whole are merged): the figures of the directory read whole."""
+    import iomimic.io as io
+    from iomimic.profile import characterize_text_parts
+
+    d = msr_corpus(tmp_path / "msr")
+    whole_trace = iomimic.read_trace(d, volume_names=volume_names)
+    whole = characterize(whole_trace, by="stream")
+    monkeypatch.setattr(io, "CHUNK_ROWS", 5_000)
+    profile, summary = characterize_text_parts(
+        d, memory=1 << 34, read={}, volume_names=volume_names, by="stream"
+    )
+    assert exact_differences(dict(whole), dict(profile), skip=ESTIMATED | {"source"}) == []
+    pairs = list(percentile_pairs(dict(whole), dict(profile)))
+    assert len(pairs) > 100 and all(abs(w - p) <= 1e-3 * w for w, p in pairs)
+    assert summary == io.summary(whole_trace)
+    assert profile["source"] == {"path": str(d), "format": "msr"}
+    assert len(profile["volumes"]) == (7 if volume_names == "records" else 11)
+    # one file is not for this path, nor a directory holding Parquet
+    assert characterize_text_parts(d / "a.csv", memory=1 << 20, read={}) is None
+
+
+def test_a_file_out_of_order_in_a_directory_past_memory_is_refused(tmp_path: Path, monkeypatch) -> None:
+    import iomimic.io as io
+    from iomimic.errors import InputError
+    from iomimic.profile import characterize_text_parts
+
+    d = msr_corpus(tmp_path / "msr")
+    msr_lines(d / "b.csv", n=20_000, shuffle_every=1_000)
+    monkeypatch.setattr(io, "CHUNK_ROWS", 5_000)
+    with pytest.raises(InputError, match=r"b\.csv: its requests are not in time order.*raise --memory"):
+        characterize_text_parts(d, memory=1 << 20, read={})
+
+
+def test_the_cli_characterizes_a_glob_of_text_files_past_memory_in_chunks(tmp_path: Path) -> None:
+    d = msr_corpus(tmp_path / "msr")
+    out_whole, out_pieces = tmp_path / "whole.json", tmp_path / "pieces.json"
+    source = str(d / "*.csv*")
+    whole = run_cli("characterize", source, "--json", str(out_whole), "--mrc", "none")
+    pieces = run_cli("characterize", source, "--json", str(out_pieces), "--mrc", "none", "--memory", "4M")
+    assert whole.returncode == 0 and pieces.returncode == 0, pieces.stderr
+    assert "a chunk at a time, twice" in pieces.stderr and "3 files read as one trace" in pieces.stderr
+    a, b = json.loads(out_whole.read_text()), json.loads(out_pieces.read_text())
+    assert exact_differences(a, b, skip=ESTIMATED | {"options"}) == []

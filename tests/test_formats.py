@@ -300,3 +300,48 @@ def test_a_long_file_counted_in_chunks_gives_the_summary_of_it_read_whole(
     assert counted == whole
     assert counted["out_of_order"] > 0 and counted["skipped"] == 1 and not counted["has_latency"]
     assert any("response time" in note for note in counted["notes"])
+
+
+@pytest.mark.parametrize("volume_names", ["records", "file"])
+def test_files_of_a_directory_counted_in_chunks_give_the_summary_of_them_read_whole(
+    tmp_path: Path, volume_names: str, monkeypatch
+) -> None:
+    """`iomimic info` of a directory or glob of text files counts each file a chunk at a time:
+    the figures of the files read whole and merged, whatever the formats, with volumes of one
+    name counted as one, stream ids shared across files, a file with response times and one
+    with them all 0, out-of-order and malformed lines, and gzip."""
+    import iomimic.io as io
+
+    rng = np.random.default_rng(8)
+    d = tmp_path / "corpus"
+    d.mkdir()
+    for name in ("sda.blkparse.txt", "hm_0.csv", "w01.vscsi.csv"):
+        (d / name).write_bytes((FIXTURES / "formats" / name).read_bytes())
+    (d / "sdb.blkparse.txt").write_bytes((FIXTURES / "formats" / "sda.blkparse.txt").read_bytes())
+    for k, latency in enumerate(("0", "155")):
+        n = 5_000
+        ts = 128166372003061629 + np.cumsum(rng.integers(0, 5_000, n))
+        ts[::41] -= 20_000  # out of order
+        lines = [
+            f"{t},{'web' if i % 3 else 'hm'},{(i + k) % 2},{'Read' if i % 4 else 'Write'},"
+            f"{4096 * (i % 700)},{4096 * (1 + i % 3)},{latency}"
+            for i, t in enumerate(ts.tolist())
+        ]
+        lines[100 + k] = "not,a,line"
+        text = ("\n".join(lines) + "\n").encode()
+        (d / f"msr{k}.csv.gz").write_bytes(gzip.compress(text) if k else text)
+    for source in (tmp_path / "corpus" / "*", d):
+        whole = io.summary(iomimic.read_trace(source, skip_bad=True, volume_names=volume_names))
+        monkeypatch.setattr(io, "CHUNK_ROWS", 1_000)
+        counted = io.text_parts_summary(source, skip_bad=True, volume_names=volume_names)
+        monkeypatch.undo()
+        assert counted == whole
+    assert counted["requests"] == len(iomimic.read_trace(d, skip_bad=True)) and counted["skipped"] == 2
+    assert counted["has_latency"] and counted["streams"] > 1
+    r = run_cli("info", str(d), "--skip-bad", "--volume-names", volume_names, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == json.loads(json.dumps(whole))
+    # one file, or Parquet among them, is not for this path
+    assert io.text_parts_summary(d / "hm_0.csv") is None
+    iomimic.write_trace(iomimic.read_trace(d / "hm_0.csv"), d / "more.parquet")
+    assert io.text_parts_summary(d) is None

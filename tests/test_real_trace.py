@@ -48,3 +48,34 @@ def test_wsrch_small_characterized_in_row_groups_as_read_whole(wsrch_small: Path
     assert all(abs(w - p) <= 1e-3 * w for w, p in percentile_pairs(dict(whole), dict(pieces)))
     assert whole["mrc"]["curve"] == pieces["mrc"]["curve"]
     assert whole["interarrival"]["fit"]["best"] == pieces["interarrival"]["fit"]["best"]
+
+
+def test_wsrch_small_split_by_device_is_characterized_in_chunks_as_the_one_file(
+    wsrch_small: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """The real trace written as one MQSim file per device (as MSR ships its volumes), read as a
+    directory a chunk of 1,000 rows at a time and merged in time order: every exact figure as
+    the directory read whole, and the same requests, curve and summary counts as the one file."""
+    import iomimic.io as io
+    from iomimic.profile import characterize, characterize_text_parts
+
+    from .test_characterize_pieces import ESTIMATED, exact_differences
+
+    d = tmp_path / "by-device"
+    d.mkdir()
+    lines = wsrch_small.read_text().splitlines(keepends=True)
+    for device in sorted({line.split()[1] for line in lines}):
+        (d / f"dev{device}.trace").write_text("".join(x for x in lines if x.split()[1] == device))
+    read = {"format": "mqsim"}
+    whole = iomimic.read_trace(d, **read)
+    monkeypatch.setattr(io, "CHUNK_ROWS", 1_000)
+    profile, summary = characterize_text_parts(d, memory=1 << 34, read=read, by="volume")
+    monkeypatch.undo()
+    assert (
+        exact_differences(dict(characterize(whole, by="volume")), dict(profile), skip=ESTIMATED | {"source"})
+        == []
+    )
+    assert summary == io.summary(whole)
+    one = characterize(iomimic.read_trace(wsrch_small, **read), by="volume")
+    assert profile["requests"] == one["requests"] == 24_783
+    assert profile["mrc"] == one["mrc"] and profile["read_fraction"] == one["read_fraction"]

@@ -18,7 +18,7 @@ import numpy as np
 from iomimic import _core, remote
 from iomimic.errors import InputError
 from iomimic.remote import GLOB_CHARS, origin
-from iomimic.trace import Trace
+from iomimic.trace import DTYPES, LATENCY_UNKNOWN, REQUIRED, STATUS_OK, Trace, _Columns
 
 PARQUET_MAGIC = b"PAR1"
 #: Rows parsed between progress updates.
@@ -187,8 +187,7 @@ def _read_parts(
     options: dict[str, Any],
 ) -> Trace:
     """The files as one trace (see :func:`iomimic.read_trace`)."""
-    if volume_names not in ("records", "file"):
-        raise InputError(f"`volume_names` must be records or file, found {volume_names!r}")
+    _check_volume_names(volume_names)
     sizes = [f.stat().st_size for f in files]
     total, done = sum(sizes), 0
     parts, reports = [], []
@@ -196,18 +195,34 @@ def _read_parts(
         step = None if progress is None else lambda d, _t, base=done: progress(base + d, total)
         t = read_trace(file, format, progress=step, **options)
         done += size
-        prefix = file.name.split(".")[0] if volume_names == "file" else None
+        prefix = _prefix(file, volume_names)
         parts.append((*t._core_args(), int(t.report.get("start_ns") or 0), prefix))
         reports.append(t.report)
     merged = Trace._from_reader(_core.merge_traces(parts))
+    merged.report = _merged_report(path, files, reports, len(merged))
+    return merged
+
+
+def _check_volume_names(volume_names: str) -> None:
+    if volume_names not in ("records", "file"):
+        raise InputError(f"`volume_names` must be records or file, found {volume_names!r}")
+
+
+def _prefix(file: Path, volume_names: str) -> str | None:
+    """What a file's volume names are prefixed with when it is one of several."""
+    return file.name.split(".")[0] if volume_names == "file" else None
+
+
+def _merged_report(path: Path, files: list[Path], reports: list[dict[str, Any]], requests: int) -> dict:
+    """The read report of several files read as one trace, from each file's."""
     formats = sorted({r["format"] for r in reports})
-    merged.report = {
+    return {
         "path": str(path),
         "format": formats[0] if len(formats) == 1 else ",".join(formats),
         "compression": None,
         "files": [str(f) for f in files],
         "records": sum(r.get("records", 0) for r in reports),
-        "requests": len(merged),
+        "requests": requests,
         "out_of_order": 0,
         "start_ns": min(int(r.get("start_ns") or 0) for r in reports),
         "skipped": _sum_counts([r.get("skipped", []) for r in reports]),
@@ -215,7 +230,6 @@ def _read_parts(
         "ignored": _sum_counts([r.get("ignored", []) for r in reports]),
         "notes": [f"{len(files)} files read as one trace", *sorted({n for r in reports for n in r["notes"]})],
     }
-    return merged
 
 
 def _sum_counts(lists: list[list]) -> list:
@@ -313,8 +327,6 @@ class ParquetPieces:
         return self
 
     def pieces(self) -> Iterator[dict[str, np.ndarray]]:
-        from iomimic.trace import DTYPES, _Columns
-
         for i in range(self._pf.num_row_groups):
             g = self._pf.read_row_group(i)
             n = g.num_rows
@@ -566,6 +578,201 @@ def text_summary(
     return counted_summary(path, *reader.finish_summary())
 
 
+def text_parts_summary(
+    path: str | os.PathLike,
+    format: str | None = None,
+    *,
+    volume_names: str = "records",
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> dict[str, Any] | None:
+    """:func:`summary` of a directory or glob of trace files in text or binary formats, read as
+    one trace (:func:`read_trace`), each file counted a chunk of parsed rows at a time: memory
+    holds a chunk whatever the files' length, and the figures are those of the files read whole
+    and merged (the counts add up, volumes of one name are one, stream ids are shared, the span
+    runs from the earliest time to the latest on the files' own clocks, as the merge places
+    them). None when ``path`` names one file or a Parquet file is among them."""
+    parts = TextParts.of(path, format, volume_names=volume_names, **options)
+    if parts is None:
+        return None
+    total = _core.SummaryParts()
+    for piece in parts.by_file(progress):
+        if not total.add(*piece):
+            return None  # a row the Trace refuses: reading whole names it
+    return parts.summary(total)
+
+
+class TextParts:
+    """Trace files of text or binary formats read as one trace, as :func:`read_trace` reads a
+    directory or glob, a chunk of parsed rows at a time and never whole: first file after file
+    (:meth:`by_file`: for what does not depend on order, a summary's counts or a survey), then,
+    when asked, merged in time order (:meth:`in_time_order`), which the first pass prepares by
+    learning every file's names. Pieces are (columns, volume names, file names), with the
+    volumes numbered as the merge of the files read whole numbers them."""
+
+    def __init__(self, path: Path, files: list[Path], format: str | None, volume_names: str, options: dict):
+        self.path, self.files, self.format = path, files, format
+        self.volume_names, self.options = volume_names, options
+        self.volumes: dict[str, int] = {}  # the merged table: each file's names in turn
+        # per file, learnt by by_file: its volume ids in the merged table, its file names,
+        # which optional columns it has, whether its rows came in time order, its read report
+        self.volume_ids: list[np.ndarray] = []
+        self.file_names: list[list[str]] = []
+        self.columns: list[set[str]] = []
+        self.in_order: list[bool] = []
+        self.reports: list[dict[str, Any]] = []
+
+    @classmethod
+    def of(
+        cls, path: str | os.PathLike, format: str | None = None, *, volume_names: str = "records", **options
+    ) -> TextParts | None:
+        """The files of a directory or glob; None for one file, or when one of them is Parquet."""
+        path = Path(path)
+        files = trace_parts(path)
+        if files is None or format == "parquet" or (format is None and any(_is_parquet(f) for f in files)):
+            return None
+        _check_volume_names(volume_names)
+        if options.get("columns") is not None and format is None:
+            format = "generic"
+        return cls(path, files, format, volume_names, options)
+
+    def _chunks(self, file: Path, rows: int, count: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """(reader, rows taken) for each chunk of about ``rows`` rows of ``file``; with
+        ``count`` the reader counts them for its ``finish_summary``."""
+        reader = _core.TraceReader(file, format=self.format, **self.options)
+        more = True
+        while more:
+            more = reader.read_some(rows)
+            if not more:
+                reader.end_parse()  # the requests a parser held back become the last rows
+            yield reader, reader.take_rows(count=count)
+
+    def by_file(self, progress: ProgressCallback | None = None) -> Iterator[tuple]:
+        """Each file's pieces in turn, without their latencies (the files' own order: times go
+        back between files). ``progress(bytes, total)`` over all the files."""
+        sizes = [f.stat().st_size for f in self.files]
+        total, base = sum(sizes), 0
+        for file, size in zip(self.files, sizes, strict=True):
+            prefix = _prefix(file, self.volume_names)
+            present: set[str] = set()
+            for reader, rows in self._chunks(file, CHUNK_ROWS, count=True):
+                names = [n if prefix is None else f"{prefix}:{n}" for n in rows["volumes"]]
+                ids = np.asarray([self.volumes.setdefault(n, len(self.volumes)) for n in names], np.uint32)
+                if len(rows["ts_ns"]):
+                    cols = _columns_of(rows, exclude="latency_ns")
+                    present |= {c for c in ("file", "status") if c in cols}
+                    cols["volume"] = ids[rows["volume"]]
+                    yield _Columns(cols), list(self.volumes), rows["files"]
+                if progress is not None:
+                    progress(base + reader.progress()[0], total)
+            counts, report = reader.finish_summary()
+            if counts["has_latency"]:
+                present.add("latency_ns")
+            self.volume_ids.append(ids)
+            self.file_names.append(rows["files"])
+            self.columns.append(present)
+            self.in_order.append(bool(rows["in_order"]))
+            self.reports.append(report)
+            base += size
+
+    def summary(self, counted) -> dict[str, Any]:
+        """:func:`summary`'s figures from the ``_core.SummaryParts`` of every piece of :meth:`by_file`."""
+        report = _merged_report(self.path, self.files, self.reports, sum(r["requests"] for r in self.reports))
+        counts = {**counted.finish(list(self.volumes)), "has_latency": self.has("latency_ns")}
+        return counted_summary(self.path, counts, {**report, "stream_names": {}, "latency_phases": []})
+
+    def has(self, column: str) -> bool:
+        """Whether the files read as one have ``column`` (any of them has: the rest fill it in)."""
+        return any(column in c for c in self.columns)
+
+    def in_time_order(self, progress: ProgressCallback | None = None) -> Iterator[tuple]:
+        """The files' rows merged in time order (on the files' own clocks, as a merge of them
+        read whole places them; equal times in file order), a piece at a time, after
+        :meth:`by_file` went through them. Each file is read a chunk at a time, a chunk of
+        each file held at once: every row earlier than the earliest of the files' last rows
+        held can go. The files must each be in time order (``in_order``)."""
+
+        files: dict[str, int] = {}  # file names numbered as the merge numbers them
+        file_ids = []
+        for names, columns in zip(self.file_names, self.columns, strict=True):
+            ids = [files.setdefault(n, len(files)) for n in names]
+            if self.has("file") and "file" not in columns:
+                ids = [files.setdefault("", len(files))]  # the name of a file's rows without one
+            file_ids.append(np.asarray(ids, np.uint32))
+        volumes, file_names = list(self.volumes), list(files)
+        fill = {"latency_ns": LATENCY_UNKNOWN, "status": STATUS_OK, "file": 0}
+        kept = [c for c in ("latency_ns", "file", "status") if self.has(c)]
+        step = max(CHUNK_ROWS // len(self.files), 1 << 14)  # a chunk of each file is held
+
+        def converted(k: int, rows: dict[str, Any]) -> dict[str, np.ndarray]:
+            cols = _columns_of(rows, exclude="")
+            n = len(cols["ts_ns"])
+            cols["volume"] = self.volume_ids[k][rows["volume"]]
+            for c in kept:
+                if c not in self.columns[k]:
+                    cols[c] = np.full(n, fill[c], DTYPES[c])
+            if "file" in kept:
+                cols["file"] = file_ids[k][cols["file"]]
+            return {c: cols[c] for c in (*REQUIRED, *kept)}
+
+        sources = [self._chunks(f, step, count=False) for f in self.files]
+        held: list[dict[str, np.ndarray] | None] = [None] * len(sources)
+        live = set(range(len(sources)))
+        done = [0] * len(sources)  # bytes of each file parsed
+        total = sum(f.stat().st_size for f in self.files)
+
+        def refill(k: int) -> None:
+            for reader, rows in sources[k]:
+                done[k] = reader.progress()[0]
+                if len(rows["ts_ns"]):
+                    new = converted(k, rows)
+                    old = held[k]
+                    held[k] = new if old is None else {c: np.concatenate([old[c], new[c]]) for c in new}
+                    return
+            live.discard(k)
+
+        def empty(k: int) -> bool:
+            return held[k] is None or not len(held[k]["ts_ns"])
+
+        for k in range(len(sources)):
+            refill(k)
+        while True:
+            for k in sorted(live):
+                while k in live and empty(k):
+                    refill(k)
+            if not live and all(empty(k) for k in range(len(held))):
+                return
+            # rows before the earliest last row held of a file still being read come before any
+            # row not yet read
+            mark = min(held[k]["ts_ns"][-1] for k in live) if live else None
+            taken = []
+            for k, cols in enumerate(held):
+                if cols is None:
+                    continue
+                cut = len(cols["ts_ns"]) if mark is None else int(np.searchsorted(cols["ts_ns"], mark))
+                if cut:
+                    taken.append({c: v[:cut] for c, v in cols.items()})
+                    held[k] = {c: v[cut:] for c, v in cols.items()}
+            if taken:
+                ts = np.concatenate([t["ts_ns"] for t in taken])
+                order = np.argsort(ts, kind="stable")  # equal times keep file order
+                del ts
+                piece = {c: np.concatenate([t[c] for t in taken])[order] for c in taken[0]}
+                del taken, order  # a piece's worth held at once, not three
+                yield _Columns(piece), volumes, file_names
+                del piece
+                if progress is not None:
+                    progress(sum(done), total)
+            for k in list(live):
+                if held[k]["ts_ns"][-1] == mark:
+                    refill(k)
+
+
+def _columns_of(rows: dict[str, Any], exclude: str) -> dict[str, np.ndarray]:
+    """The columns of rows a reader handed over, but ``exclude``."""
+    return {c: rows[c] for c in DTYPES if rows.get(c) is not None and c != exclude}
+
+
 def open_text(path: str | os.PathLike, format: str | None = None, **options: Any):
     """A ``_core.TraceReader`` of one trace file in a text or binary format (``options`` as
     :func:`read_trace`'s); None when ``path`` is not one such file."""
@@ -612,7 +819,7 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from iomimic.trace import DTYPES, _Columns, _on_threads
+    from iomimic.trace import _on_threads
 
     path = Path(path)
     layouts = _parquet_layouts(path)
@@ -674,7 +881,7 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     Trace's rules."""
     import pyarrow.parquet as pq
 
-    from iomimic.trace import DTYPES, _copy_column
+    from iomimic.trace import _copy_column
 
     path = Path(path)
     layouts = _parquet_layouts(path)
@@ -734,7 +941,7 @@ def _parquet_layout(path: Path) -> dict[str, Any] | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from iomimic.trace import DTYPES, _schema_names
+    from iomimic.trace import _schema_names
 
     if not (path.is_file() and _is_parquet(path)):
         return None

@@ -241,14 +241,83 @@ def characterize_text(
     return _name(profile, source, {int(k): v for k, v in summary["stream_names"].items()}), summary
 
 
-def _in_two_passes(memory: int, options: dict[str, Any], survey, counting: Callable[[], Any]) -> Profile:
+def characterize_text_parts(
+    path,
+    *,
+    memory: int,
+    read: dict[str, Any],
+    volume_names: str = "records",
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> tuple[Profile, dict[str, Any]] | None:
+    """:func:`characterize` of a directory or glob of trace files in text or binary formats,
+    read as one trace (:func:`iomimic.read_trace`), when they are too large for ``memory`` read
+    whole: the files are parsed a chunk of rows at a time, twice (a survey of each file in turn,
+    then the counting of their rows merged in time order, a chunk of each file held), as
+    :func:`characterize_parquet` does; the profile is returned with
+    :func:`iomimic.io.summary`'s figures of the files. None when ``path`` is not such files.
+    ``read`` holds :func:`iomimic.read_trace`'s options; ``options`` characterize's. The files
+    must each be in time order (a file that is not cannot be sorted within ``memory``:
+    InputError)."""
+    from iomimic.errors import InputError
+    from iomimic.io import TextParts
+
+    reading = dict(read)
+    format = reading.pop("format", None)
+    parts = TextParts.of(path, format, volume_names=volume_names, **reading)
+    if parts is None:
+        return None
+    counted = _core.SummaryParts()
+
+    def surveyed():
+        step = None if progress is None else lambda done, total: progress(done, 2 * total)
+        for piece in parts.by_file(step):
+            if not counted.add(*piece):
+                raise _Unsuited  # a row the Trace refuses: reading whole names it
+            yield piece
+
+    def counting():
+        for file, in_order in zip(parts.files, parts.in_order, strict=True):
+            if not in_order:
+                raise InputError(
+                    f"{file}: its requests are not in time order, and the files are too large to "
+                    "sort within --memory: raise --memory (about 100 bytes a request)"
+                )
+        step = None if progress is None else lambda done, total: progress(total + done, 2 * total)
+        return parts.in_time_order(step)
+
+    try:
+        profile = _in_two_passes(
+            memory, options, surveyed(), counting, in_order=False, volumes=lambda: list(parts.volumes)
+        )
+    except _Unsuited:
+        return None
+    summary = parts.summary(counted)
+    return _name(profile, {"path": summary["path"], "format": summary["format"]}, {}), summary
+
+
+class _Unsuited(Exception):
+    """Files that cannot be characterized in pieces after all: read them whole."""
+
+
+def _in_two_passes(
+    memory: int,
+    options: dict[str, Any],
+    survey,
+    counting: Callable[[], Any],
+    *,
+    in_order: bool = True,
+    volumes: Callable[[], list[str]] | None = None,
+) -> Profile:
     """The profile of a trace given a piece at a time, twice: ``survey`` yields each piece's
-    (columns, volumes, files) for the first pass, then ``counting()`` yields them again."""
+    (columns, volumes, files) for the first pass (in time order, or any with ``in_order``
+    False), then ``counting()`` yields them again in time order. ``volumes()``: the trace's
+    volume names once surveyed, when the last piece's may not be all of them."""
     chunked = _core.ChunkedProfile(memory, **_core_options(options))
-    volumes: list[str] = []
-    for columns, volumes, files in survey:
-        chunked.survey(columns, volumes, files)
-    chunked.start(volumes)  # the last piece's names: every one the trace has
+    names: list[str] = []
+    for columns, names, files in survey:
+        chunked.survey(columns, names, files, in_order=in_order)
+    chunked.start(volumes() if volumes else names)  # else the last piece's: every one the trace has
     for piece in counting():
         chunked.add(*piece)
     return Profile(chunked.finish())

@@ -94,27 +94,31 @@ enum Stage {
 }
 
 impl PyChunkedProfile {
-    /// Gives a piece to the survey (`surveying`) or to the counting, whichever is asked for,
-    /// refusing it in the other stage.
+    /// Gives a piece to the survey (`Some(in_order)`) or to the counting (`None`), whichever is
+    /// asked for, refusing it in the other stage.
     fn take_piece(
         &self,
         py: Python<'_>,
         columns: &Columns<'_>,
         volumes: &[String],
         files: &[String],
-        surveying: bool,
+        surveying: Option<bool>,
     ) -> PyResult<()> {
         let mut stage = self.stage();
         with_view(columns, volumes, files, |view| {
             match (&mut *stage, surveying) {
-                (Stage::Surveying(survey, _), true) => py.detach(|| survey.add(view)),
-                (Stage::Counting(chunked), false) => py.detach(|| chunked.add(view)),
-                (_, true) => {
+                (Stage::Surveying(survey, _), Some(true)) => py.detach(|| survey.add(view)),
+                (Stage::Surveying(survey, _), Some(false)) => {
+                    py.detach(|| survey.add_in_any_order(view));
+                    Ok(())
+                }
+                (Stage::Counting(chunked), None) => py.detach(|| chunked.add(view)),
+                (_, Some(_)) => {
                     return Err(InputError::new_err(
                         "every piece is surveyed before the first is added",
                     ))
                 }
-                (_, false) => {
+                (_, None) => {
                     return Err(InputError::new_err(
                         "pieces are added after `start` and before `finish`",
                     ))
@@ -151,15 +155,19 @@ impl PyChunkedProfile {
         })
     }
 
-    /// Surveys the next piece (first pass).
+    /// Surveys the next piece (first pass): in time order after the previous one, unless
+    /// `in_order` is false (the survey then takes pieces in any order, the counting still in
+    /// time order).
+    #[pyo3(signature = (columns, volumes, files, in_order=true))]
     fn survey(
         &self,
         py: Python<'_>,
         columns: Columns<'_>,
         volumes: Vec<String>,
         files: Vec<String>,
+        in_order: bool,
     ) -> PyResult<()> {
-        self.take_piece(py, &columns, &volumes, &files, true)
+        self.take_piece(py, &columns, &volumes, &files, Some(in_order))
     }
 
     /// Ends the survey: the counting of a trace with these volume names begins.
@@ -185,7 +193,7 @@ impl PyChunkedProfile {
         volumes: Vec<String>,
         files: Vec<String>,
     ) -> PyResult<()> {
-        self.take_piece(py, &columns, &volumes, &files, false)
+        self.take_piece(py, &columns, &volumes, &files, None)
     }
 
     /// The profile of every piece added.

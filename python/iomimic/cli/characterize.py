@@ -58,7 +58,8 @@ def register(subparsers) -> None:
         help="memory to stay within, e.g. 2G (default: half of this machine's; the interpreter's own "
         "150 MB or so aside). A trace too large to characterize within it read whole (about 100 "
         "bytes a request) is read in pieces, twice: Parquet (file, directory or glob of parts) a row "
-        "group at a time, one file of another format a chunk of parsed rows at a time. Every count "
+        "group at a time, files of other formats (one, or a directory or glob) a chunk of parsed rows at "
+        "a time. Every count "
         "exact, percentiles of gaps and latencies to 0.1 %%, curves SHARDS-sampled to fit "
         "(docs/scale.md)",
     )
@@ -101,23 +102,33 @@ def handle(args: argparse.Namespace) -> int:
 
 def _characterize_in_pieces(args: argparse.Namespace, memory: int, options: dict):
     """The profile (with ``options``) of a trace too large for ``memory`` read whole, read a
-    piece at a time: a Parquet trace a row group at a time, one file of another format a chunk
-    of parsed rows at a time. A Trace when a file read in pieces turned out to fit (read whole
-    on the way); None when the trace fits or cannot be read in pieces: read it whole as usual."""
+    piece at a time: a Parquet trace a row group at a time, files of other formats (one, or a
+    directory or glob of them) a chunk of parsed rows at a time. A Trace when a file read in
+    pieces turned out to fit (read whole on the way); None when the trace fits or cannot be
+    read in pieces: read it whole as usual."""
     from pathlib import Path
 
     from iomimic.cli.args import selecting
     from iomimic.cli.progress import working
-    from iomimic.profile import BYTES_PER_REQUEST, characterize_parquet, characterize_text, parquet_rows
+    from iomimic.io import trace_parts
+    from iomimic.profile import (
+        BYTES_PER_REQUEST,
+        characterize_parquet,
+        characterize_text,
+        characterize_text_parts,
+        parquet_rows,
+    )
 
     rows = parquet_rows(args.trace)
     if rows is None:
         # one request takes at least 20 bytes of a text line, and a compressed file may
-        # hold ten times its size: a file that surely fits is read whole straight away
+        # hold ten times its size: files that surely fit are read whole straight away
         path = Path(args.trace)
-        size = path.stat().st_size if path.is_file() else 0
-        packed = path.suffix in (".gz", ".zst", ".zstd")
-        if size * (10 if packed else 1) / 20 * BYTES_PER_REQUEST <= memory:
+        parts = trace_parts(path)
+        files = parts or ([path] if path.is_file() else [])
+        packed = (".gz", ".zst", ".zstd")
+        size = sum(f.stat().st_size * (10 if f.suffix in packed else 1) for f in files)
+        if size / 20 * BYTES_PER_REQUEST <= memory:
             return None
     elif rows * BYTES_PER_REQUEST <= memory:
         return None
@@ -140,7 +151,14 @@ def _characterize_in_pieces(args: argparse.Namespace, memory: int, options: dict
         read = {
             k: getattr(args, k) for k in ("format", "skip_bad", "time_unit", "event", "columns", "delimiter")
         }
-        done = characterize_text(args.trace, memory=memory, read=read, **options, progress=progress)
+        if parts is not None:
+            done = characterize_text_parts(
+                path, memory=memory, read=read, volume_names=args.volume_names, **options, progress=progress
+            )
+            if done is None:
+                return None
+        else:
+            done = characterize_text(args.trace, memory=memory, read=read, **options, progress=progress)
         if isinstance(done, tuple):
             profile, summary = done
             report_reading(summary)

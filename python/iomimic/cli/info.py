@@ -38,10 +38,11 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.report import make_console
     from iomimic.report.info import render_info
 
-    # Parquet (a file, or a directory of parts) is counted a row group at a time, and one file
-    # of another format a chunk of parsed rows at a time: neither is read whole
-    whole = selecting(args) or args.volume_names != "records"
-    s = None if whole or args.format not in (None, "parquet") else parquet_summary(args.trace)
+    # Parquet (a file, or a directory of parts) is counted a row group at a time, and files of
+    # other formats a chunk of parsed rows at a time: none is read whole
+    whole = selecting(args)
+    parquet = not whole and args.volume_names == "records" and args.format in (None, "parquet")
+    s = parquet_summary(args.trace) if parquet else None
     if s is None and not whole:
         s = _counted(args)
     if s is None:
@@ -54,22 +55,26 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _counted(args: argparse.Namespace):
-    """:func:`iomimic.io.text_summary` of the one file named, with a progress bar on a
-    terminal; None when it is not one file of a text or binary format."""
+    """:func:`iomimic.io.text_summary` of the one file named, or
+    :func:`iomimic.io.text_parts_summary` of the files of a directory or glob, with a progress
+    bar on a terminal; None when they are not files of text or binary formats."""
     from iomimic.cli.progress import reading
-    from iomimic.io import text_summary
+    from iomimic.io import text_parts_summary, text_summary
 
+    options = dict(
+        skip_bad=args.skip_bad,
+        time_unit=args.time_unit,
+        event=args.event,
+        columns=args.columns,
+        delimiter=args.delimiter,
+    )
     progress, close = reading(args.trace)
     try:
-        return text_summary(
-            args.trace,
-            args.format,
-            skip_bad=args.skip_bad,
-            time_unit=args.time_unit,
-            event=args.event,
-            columns=args.columns,
-            delimiter=args.delimiter,
-            progress=progress,
-        )
+        s = text_summary(args.trace, args.format, progress=progress, **options)
+        if s is None:
+            s = text_parts_summary(
+                args.trace, args.format, volume_names=args.volume_names, progress=progress, **options
+            )
+        return s
     finally:
         close()

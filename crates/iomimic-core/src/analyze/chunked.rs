@@ -76,12 +76,20 @@ impl Survey {
     /// Counts the next piece (its rows in time order, after the previous piece's).
     pub fn add(&mut self, t: &TraceView<'_>) -> Result<()> {
         in_order(t, self.first.map(|_| self.last))?;
+        self.add_in_any_order(t);
+        Ok(())
+    }
+
+    /// Counts a piece whatever its times: what a survey keeps is a span and sets, so it may
+    /// see the trace in another order than the counting will (files that interleave in time,
+    /// surveyed one after another and then counted merged).
+    pub fn add_in_any_order(&mut self, t: &TraceView<'_>) {
         let n = t.len();
-        if n == 0 {
-            return Ok(());
-        }
-        self.first.get_or_insert(t.ts_ns[0]);
-        self.last = t.ts_ns[n - 1];
+        let (Some(&low), Some(&high)) = (t.ts_ns.iter().min(), t.ts_ns.iter().max()) else {
+            return;
+        };
+        self.first = Some(self.first.map_or(low, |f| f.min(low)));
+        self.last = self.last.max(high);
         self.rows += n as u64;
         for i in 0..n {
             let v = t.volume[i] as usize;
@@ -94,7 +102,6 @@ impl Survey {
             *self.streams.entry(t.stream[i]).or_default() += 1;
         }
         self.blocks.add(t, 0..n);
-        Ok(())
     }
 
     /// Requests surveyed.
@@ -754,5 +761,37 @@ mod tests {
         let mut survey = Survey::new(3);
         survey.add(&v.rows(50..100)).unwrap();
         assert!(survey.add(&v.rows(0..50)).is_err());
+    }
+
+    #[test]
+    fn a_survey_in_any_order_prepares_the_same_counting() {
+        // files that interleave in time are surveyed one after another: here the pieces come
+        // backwards, and one of them reversed inside
+        let t = mixed(12_000, 9);
+        let v = t.view();
+        let opts = Options::default();
+        let middle = 4_000..8_000;
+        let backwards = |c: &[u64]| c[middle.clone()].iter().rev().copied().collect::<Vec<_>>();
+        let rows = Trace {
+            ts_ns: backwards(&t.ts_ns),
+            offset: backwards(&t.offset),
+            size: t.size[middle.clone()].iter().rev().copied().collect(),
+            op: t.op[middle.clone()].iter().rev().copied().collect(),
+            volume: t.volume[middle.clone()].iter().rev().copied().collect(),
+            stream: t.stream[middle.clone()].iter().rev().copied().collect(),
+            volumes: t.volumes.clone(),
+            ..Trace::default()
+        };
+        let mut survey = Survey::new(0);
+        survey.add_in_any_order(&v.rows(8_000..12_000));
+        survey.add_in_any_order(&rows.view());
+        survey.add_in_any_order(&v.rows(0..4_000));
+        assert_eq!(survey.rows(), 12_000);
+        let mut c = Chunked::new(survey, t.volumes.clone(), &opts).unwrap();
+        for cut in [0..4_000, 4_000..8_000, 8_000..12_000] {
+            c.add(&v.rows(cut)).unwrap();
+        }
+        let whole = serde_json::to_value(super::super::characterize(&v, &opts).unwrap()).unwrap();
+        same(&whole, &serde_json::to_value(c.finish()).unwrap(), "profile");
     }
 }
