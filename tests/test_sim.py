@@ -388,3 +388,104 @@ def test_the_device_files_docs_simulate_shows_load_and_run(tmp_path: Path) -> No
         r = run_cli("simulate", str(trace), "--config", str(config), "--json", "-")
         assert r.returncode == 0, (k, r.stderr)
         assert json.loads(r.stdout)["requests"] == n
+
+
+def sketched_alike(whole: dict, pieces: dict, path: str = "") -> None:
+    """Every figure equal but latency percentiles (HDR histograms read in pieces: within 0.1 %)."""
+    assert whole.keys() == pieces.keys(), path
+    for key, value in whole.items():
+        where = f"{path}.{key}"
+        if isinstance(value, dict):
+            sketched_alike(value, pieces[key], where)
+        elif isinstance(value, list):
+            assert len(value) == len(pieces[key]), where
+            for i, (a, b) in enumerate(zip(value, pieces[key])):
+                sketched_alike(a, b, f"{where}[{i}]") if isinstance(a, dict) else None
+                assert isinstance(a, dict) or a == b, where
+        elif path.endswith("latency_us") and key.startswith("p"):
+            assert abs(value - pieces[key]) <= 1e-3 * value + 1e-6, (where, value, pieces[key])
+        elif isinstance(value, float):
+            assert abs(value - pieces[key]) <= 1e-9 * abs(value), (where, value, pieces[key])
+        else:
+            assert value == pieces[key], where
+
+
+def three_volumes(n: int = 20_000, seed: int = 4) -> Trace:
+    rng = np.random.default_rng(seed)
+    return Trace(
+        ts_ns=np.cumsum(rng.exponential(300_000, n)).astype(np.uint64),
+        offset=(rng.integers(0, 1 << 22, n) * 4096).astype(np.uint64),
+        size=rng.choice([4096, 8192, 65536], n).astype(np.uint32),
+        op=rng.choice([0, 0, 1, 2], n).astype(np.uint8),
+        volume=rng.integers(0, 3, n).astype(np.uint32),
+        volumes=["a", "b", "c"],
+        latency_ns=rng.integers(1000, 100_000, n).astype(np.uint64),
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"shared": True}, {}, {"iodepth": 8}, {"map": "b=ssd-sata", "intensity": 0.5}],
+    ids=["one device", "a disk each", "closed loop", "mapped"],
+)
+def test_a_trace_simulated_in_pieces_gives_the_whole_runs_trace_and_figures(
+    tmp_path: Path, options: dict, monkeypatch
+) -> None:
+    """Parquet row groups, chunks of one text file, and text files merged in time order, fed to
+    the simulator a piece at a time: the output trace equal to the whole run's, every figure
+    equal but latency percentiles (within 0.1 %)."""
+    import pyarrow.parquet as pq
+
+    import iomimic.io as io
+    from iomimic.sim import simulate_in_pieces
+
+    t = three_volumes()
+    pq.write_table(t.to_arrow(), tmp_path / "t.parquet", row_group_size=3_000)
+    iomimic.write_trace(t, tmp_path / "t.csv")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for name in t.volumes:  # a file per volume, as MSR ships them
+        iomimic.write_trace(t.select(volumes=[name]), parts / f"{name}.csv")
+    for source in ("t.parquet", "t.csv", "parts"):
+        out, whole = simulate(iomimic.read_trace(tmp_path / source), "hdd-7200", **options)
+        written = tmp_path / f"out-{source}.parquet"
+        monkeypatch.setattr(io, "CHUNK_ROWS", 2_000)
+        figures = simulate_in_pieces(tmp_path / source, "hdd-7200", output=written, **options)
+        monkeypatch.undo()
+        sketched_alike(whole, figures, source)
+        assert iomimic.read_trace(written) == out, source
+
+
+def test_the_cli_simulates_a_trace_past_memory_in_pieces(tmp_path: Path) -> None:
+    t = three_volumes(30_000)
+    path = tmp_path / "t.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(t.to_arrow(), path, row_group_size=5_000)
+    runs = {}
+    for name, memory in (("whole", []), ("pieces", ["--memory", "1M"])):
+        out, figures = tmp_path / f"{name}.csv.gz", tmp_path / f"{name}.json"
+        r = run_cli(
+            "simulate", str(path), "--device", "ssd-sata", "-o", str(out), "--json", str(figures), *memory
+        )
+        assert r.returncode == 0, r.stderr
+        runs[name] = (iomimic.read_trace(out), json.loads(figures.read_text()), r.stderr)
+    assert "simulating it a piece at a time" in runs["pieces"][2]
+    assert "piece" not in runs["whole"][2]
+    assert runs["pieces"][0] == runs["whole"][0]
+    sketched_alike(runs["whole"][1], runs["pieces"][1])
+    # choosing requests needs the trace whole, and says so
+    r = run_cli("simulate", str(path), "--device", "ssd-sata", "--memory", "1M", "--volume", "a")
+    assert r.returncode == 0 and "needs it whole, so it is read whole" in r.stderr, r.stderr
+
+
+def test_a_text_file_out_of_order_past_memory_is_refused_by_simulate(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    ticks = [128166372003061629 + 1_000 * i - (30_000 if i % 50 == 0 else 0) for i in range(5_000)]
+    lines = [f"{t},hm,0,Read,{4096 * i},4096,100" for i, t in enumerate(ticks)]  # MSR, back every 50
+    path.write_text("\n".join(lines) + "\n")
+    r = run_cli(
+        "simulate", str(path), "--device", "ssd-sata", "--memory", "100K", "-o", str(tmp_path / "o.csv")
+    )
+    assert r.returncode == 2 and "not in time order" in r.stderr and "raise --memory" in r.stderr, r.stderr
+    assert not (tmp_path / "o.csv").exists()

@@ -624,11 +624,18 @@ class TextParts:
 
     @classmethod
     def of(
-        cls, path: str | os.PathLike, format: str | None = None, *, volume_names: str = "records", **options
+        cls,
+        path: str | os.PathLike,
+        format: str | None = None,
+        *,
+        volume_names: str = "records",
+        one_file: bool = False,
+        **options,
     ) -> TextParts | None:
-        """The files of a directory or glob; None for one file, or when one of them is Parquet."""
+        """The files of a directory or glob (with ``one_file``, a file alone too); None for one
+        file, or when one of them is Parquet."""
         path = Path(path)
-        files = trace_parts(path)
+        files = trace_parts(path) or ([path] if one_file and path.is_file() else None)
         if files is None or format == "parquet" or (format is None and any(_is_parquet(f) for f in files)):
             return None
         _check_volume_names(volume_names)
@@ -675,6 +682,18 @@ class TextParts:
             self.reports.append(report)
             base += size
 
+    def file_table(self) -> tuple[list[str], list[np.ndarray]]:
+        """The file names of the files read as one, numbered as their merge numbers them, and
+        each file's ids in that table (after :meth:`by_file`)."""
+        files: dict[str, int] = {}
+        file_ids = []
+        for names, columns in zip(self.file_names, self.columns, strict=True):
+            ids = [files.setdefault(n, len(files)) for n in names]
+            if self.has("file") and "file" not in columns:
+                ids = [files.setdefault("", len(files))]  # the name of a file's rows without one
+            file_ids.append(np.asarray(ids, np.uint32))
+        return list(files), file_ids
+
     def summary(self, counted) -> dict[str, Any]:
         """:func:`summary`'s figures from the ``_core.SummaryParts`` of every piece of :meth:`by_file`."""
         report = _merged_report(self.path, self.files, self.reports, sum(r["requests"] for r in self.reports))
@@ -691,15 +710,8 @@ class TextParts:
         :meth:`by_file` went through them. Each file is read a chunk at a time, a chunk of
         each file held at once: every row earlier than the earliest of the files' last rows
         held can go. The files must each be in time order (``in_order``)."""
-
-        files: dict[str, int] = {}  # file names numbered as the merge numbers them
-        file_ids = []
-        for names, columns in zip(self.file_names, self.columns, strict=True):
-            ids = [files.setdefault(n, len(files)) for n in names]
-            if self.has("file") and "file" not in columns:
-                ids = [files.setdefault("", len(files))]  # the name of a file's rows without one
-            file_ids.append(np.asarray(ids, np.uint32))
-        volumes, file_names = list(self.volumes), list(files)
+        file_names, file_ids = self.file_table()
+        volumes = list(self.volumes)
         fill = {"latency_ns": LATENCY_UNKNOWN, "status": STATUS_OK, "file": 0}
         kept = [c for c in ("latency_ns", "file", "status") if self.has(c)]
         step = max(CHUNK_ROWS // len(self.files), 1 << 14)  # a chunk of each file is held
@@ -766,6 +778,66 @@ class TextParts:
             for k in list(live):
                 if held[k]["ts_ns"][-1] == mark:
                     refill(k)
+
+
+def time_ordered_pieces(
+    path: str | os.PathLike,
+    format: str | None = None,
+    *,
+    volume_names: str = "records",
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> tuple[list[str], list[str], Iterator[tuple]]:
+    """A trace read a piece at a time in time order, for work that needs its names before its
+    rows (a simulation): (volume names, file names, the pieces as (columns, volumes, files)).
+    Parquet (a file, or a directory or glob of parts) goes a row group at a time (its names are
+    in its footer; a row group back in time raises :class:`OutOfOrder` on the way); files of
+    other formats are parsed a chunk at a time, twice (the first pass learns the names), and
+    merged in time order when there are several (:class:`TextParts`): each must be in time
+    order, else InputError. ``options`` are :func:`read_trace`'s."""
+    path = Path(path)
+    layouts = None if format not in (None, "parquet") else _parquet_layouts(path)
+    if layouts is not None:
+        if volume_names != "records":
+            raise InputError("`volume_names` file: Parquet parts name their volumes themselves")
+        total = sum(lay["meta"].num_rows for lay in layouts)
+
+        def row_groups():
+            done = 0
+            for t in parquet_traces(path) or ():
+                yield t._core_args()
+                done += len(t)
+                if progress is not None:
+                    progress(done, total)
+
+        return layouts[0]["volumes"], layouts[0]["files"], row_groups()
+    parts = TextParts.of(path, format, volume_names=volume_names, one_file=True, **options)
+    if parts is None:
+        raise InputError(f"{path}: not a trace that can be read in pieces")
+    step = None if progress is None else lambda done, total: progress(done, 2 * total)
+    for _ in parts.by_file(step):
+        pass
+    for file, in_order in zip(parts.files, parts.in_order, strict=True):
+        if not in_order:
+            raise InputError(
+                f"{file}: its requests are not in time order, and the trace is too large to sort "
+                "within --memory: raise --memory (about 100 bytes a request)"
+            )
+    step = None if progress is None else lambda done, total: progress(total + done, 2 * total)
+    return list(parts.volumes), parts.file_table()[0], parts.in_time_order(step)
+
+
+def estimated_requests(path: str | os.PathLike) -> tuple[int, bool]:
+    """(requests, exact): a Parquet trace's from its footers; else the most its files can hold
+    (a request takes at least 20 bytes of a text line, and a compressed file may hold ten times
+    its size), an upper bound to tell whether a trace surely fits in memory."""
+    path = Path(path)
+    layouts = _parquet_layouts(path)
+    if layouts is not None:
+        return sum(lay["meta"].num_rows for lay in layouts), True
+    files = trace_parts(path) or ([path] if path.is_file() else [])
+    packed = (".gz", ".zst", ".zstd")
+    return sum(f.stat().st_size * (10 if f.suffix in packed else 1) for f in files) // 20, False
 
 
 def _columns_of(rows: dict[str, Any], exclude: str) -> dict[str, np.ndarray]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from iomimic import _core
 from iomimic.errors import InputError
@@ -88,6 +90,123 @@ def simulate(
     out = Trace(**cols, volumes=trace.volumes, files=trace.files)
     out.report = {**trace.report, "simulated_on": d["figures"]["device"]}
     return out, d["figures"]
+
+
+def simulate_in_pieces(
+    path: str | os.PathLike,
+    device: str | None = None,
+    *,
+    config: str | os.PathLike | None = None,
+    map: str | dict[str, str] | None = None,
+    shared: bool = False,
+    iodepth: int | None = None,
+    intensity: float = 1.0,
+    scheduler: str | None = None,
+    output: str | os.PathLike | None = None,
+    output_format: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    **read: Any,
+) -> dict[str, Any]:
+    """:func:`simulate` of a trace read a piece at a time (a trace larger than memory): the
+    run holds the requests from the first not yet done to the last read (as many as the devices
+    have queued), and with ``output`` each request is written, with its issue time and latency,
+    once it and every request before it are done. Parquet goes a row group at a time; other
+    formats a chunk of parsed rows at a time, twice (the first pass learns the volumes; each
+    file must be in time order). The figures are :func:`simulate`'s, but for the latency
+    percentiles, taken on HDR histograms (within 0.1 %; the mean and maximum exact); the output
+    holds the trace's requests in trace order (times out of order where a closed loop over
+    several devices issued them so: reading it back sorts them, as :func:`simulate`'s output
+    is). ``read`` holds :func:`iomimic.read_trace`'s options; ``progress(done, total)`` counts
+    the passes' rows or bytes."""
+    from collections import deque
+
+    from iomimic.io import _write_file, time_ordered_pieces
+    from iomimic.io import output_format as format_of
+    from iomimic.trace import DTYPES, _Columns
+
+    volumes, files, pieces = time_ordered_pieces(path, progress=progress, **read)
+    where = _where(volumes, device, config, map, shared)
+    one = isinstance(where, str)
+    run = _core.SimStream(
+        volumes,
+        config_toml=where if one else None,
+        placements=None if one else where,
+        iodepth=iodepth,
+        intensity=float(intensity),
+        scheduler=scheduler,
+    )
+    # a status column only where faults are injected (then requests may fail), as simulate's
+    faulty = any("[faults]" in text for text in ([where] if one else [t for t, _ in where]))
+    held: deque[dict[str, np.ndarray]] = deque()  # rows read, waiting for their outcomes
+    figures: dict[str, Any] = {}
+
+    def outcomes(done: dict[str, np.ndarray]) -> Trace | None:
+        """The first rows held, as many as ``done`` has outcomes for, with them."""
+        n = len(done["issue_ns"])
+        if not n:
+            return None
+        taken, need = [], n
+        while need:
+            cols = held[0]
+            k = min(need, len(cols["offset"]))
+            taken.append({c: v[:k] for c, v in cols.items()})
+            if k == len(cols["offset"]):
+                held.popleft()
+            else:
+                held[0] = {c: v[k:] for c, v in cols.items()}
+            need -= k
+        cols = {c: np.concatenate([t[c] for t in taken]) for c in taken[0]}
+        cols["ts_ns"], cols["latency_ns"] = done["issue_ns"], done["latency_ns"]
+        if faulty:
+            cols["status"] = done["status"]
+        return Trace._from_reader({**cols, "volumes": volumes, "files": files, "report": {}})
+
+    def fed() -> Iterator[dict[str, np.ndarray]]:
+        """The outcomes of each slice of a piece fed: a piece of a million rows fed at once
+        would hold them all in the run until its last arrival (some 200 bytes each)."""
+        for columns, _, _ in pieces:
+            n = len(columns.ts_ns)
+            for lo in range(0, n, FEED_ROWS):
+                present = {c: getattr(columns, c, None) for c in DTYPES}
+                cut = _Columns({c: v[lo : lo + FEED_ROWS] for c, v in present.items() if v is not None})
+                if output is not None:
+                    kept = {c: getattr(cut, c) for c in ("offset", "size", "op", "volume", "stream", "file")}
+                    held.append({c: v for c, v in kept.items() if v is not None})
+                yield run.feed(cut, volumes, files)
+        done, ends = run.finish()
+        figures.update(ends)
+        yield done
+
+    def traced() -> Iterator[Trace]:
+        """The output in parts of a million rows or so (Parquet row groups, not slivers)."""
+        batch: list[Trace] = []
+        for done in fed():
+            if (t := outcomes(done)) is not None:
+                batch.append(t)
+            if sum(len(b) for b in batch) >= 1 << 20:
+                yield _joined(batch, volumes, files)
+                batch = []
+        if batch:
+            yield _joined(batch, volumes, files)
+
+    if output is None:
+        for _ in fed():
+            pass
+    else:
+        _write_file(traced(), output, format_of(output, output_format))
+    return figures
+
+
+#: Rows fed to a simulation in pieces at a time.
+FEED_ROWS = 1 << 16
+
+
+def _joined(parts: list[Trace], volumes: list[str], files: list[str]) -> Trace:
+    """Consecutive parts of a trace as one (their times as they are)."""
+    if len(parts) == 1:
+        return parts[0]
+    cols = {c: np.concatenate([p.columns[c] for p in parts]) for c in parts[0].columns}
+    return Trace._from_reader({**cols, "volumes": volumes, "files": files, "report": {}})
 
 
 def sweep(

@@ -53,6 +53,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache::cache_policies, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate_mapped, m)?)?;
+    m.add_class::<sim::PySimStream>()?;
     m.add_function(wrap_pyfunction!(sim::device_presets, m)?)?;
     m.add_function(wrap_pyfunction!(sim::device_table, m)?)?;
     m.add_function(wrap_pyfunction!(sim::check_device, m)?)?;

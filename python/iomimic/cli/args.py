@@ -279,6 +279,46 @@ def selecting(args: argparse.Namespace) -> bool:
     return any(getattr(args, k, None) is not None for k in ("start", "end", "volume", "op", "stream"))
 
 
+class TooLarge(str):
+    """Why a trace is read in pieces: what it would cost read whole (``exact``: its requests
+    are counted, a Parquet trace's; else its files' size bounds them)."""
+
+    exact: bool
+
+
+def too_large(args: argparse.Namespace, memory: int, needs_whole: str | None = None) -> TooLarge | None:
+    """Why the trace should be read a piece at a time (too large for ``memory`` read whole), or
+    None when it surely fits. A selection (--start, --volume, ...), or the option
+    ``needs_whole`` names, needs it whole: then it is read whole, and that is said."""
+    from iomimic.io import estimated_requests
+    from iomimic.profile import BYTES_PER_REQUEST
+
+    try:
+        requests, exact = estimated_requests(args.trace)
+    except (OSError, InputError):
+        return None  # reading it whole names what is wrong
+    if requests * BYTES_PER_REQUEST <= memory:
+        return None
+    gib = requests * BYTES_PER_REQUEST / 2**30
+    why = TooLarge(
+        f"has {requests:,} requests: about {gib:.1f} GiB read whole"
+        if exact and gib >= 0.1
+        else "is too large for --memory read whole"
+    )
+    why.exact = exact
+    whole = needs_whole or ("choosing requests (--start, --volume, ...)" if selecting(args) else None)
+    if whole:
+        print(f"note: the trace {why}; {whole} needs it whole, so it is read whole", file=sys.stderr)
+        return None
+    return why
+
+
+def read_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :func:`iomimic.read_trace` the command line gives (but the selection and
+    volume names)."""
+    return {k: getattr(args, k) for k in ("format", "skip_bad", "time_unit", "event", "columns", "delimiter")}
+
+
 def select(trace, args: argparse.Namespace):
     """The part of ``trace`` the selection options choose (the whole trace when none is given)."""
     from iomimic.units import parse_time_ns

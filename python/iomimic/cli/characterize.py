@@ -108,50 +108,24 @@ def _characterize_in_pieces(args: argparse.Namespace, memory: int, options: dict
     read in pieces: read it whole as usual."""
     from pathlib import Path
 
-    from iomimic.cli.args import selecting
+    from iomimic.cli.args import read_options, too_large
     from iomimic.cli.progress import working
     from iomimic.io import trace_parts
-    from iomimic.profile import (
-        BYTES_PER_REQUEST,
-        characterize_parquet,
-        characterize_text,
-        characterize_text_parts,
-        parquet_rows,
-    )
+    from iomimic.profile import characterize_parquet, characterize_text, characterize_text_parts
 
-    rows = parquet_rows(args.trace)
-    if rows is None:
-        # one request takes at least 20 bytes of a text line, and a compressed file may
-        # hold ten times its size: files that surely fit are read whole straight away
-        path = Path(args.trace)
-        parts = trace_parts(path)
-        files = parts or ([path] if path.is_file() else [])
-        packed = (".gz", ".zst", ".zstd")
-        size = sum(f.stat().st_size * (10 if f.suffix in packed else 1) for f in files)
-        if size / 20 * BYTES_PER_REQUEST <= memory:
-            return None
-    elif rows * BYTES_PER_REQUEST <= memory:
-        return None
-    why = (
-        "is too large for --memory read whole"
-        if rows is None
-        else (f"has {rows:,} requests: about {rows * BYTES_PER_REQUEST / 2**30:.1f} GiB read whole")
-    )
-    if selecting(args) or args.report:
-        what = "--report" if args.report else "choosing requests (--start, --volume, ...)"
-        print(f"note: the trace {why}; {what} needs it whole, so it is read whole", file=sys.stderr)
+    why = too_large(args, memory, needs_whole="--report" if args.report else None)
+    if why is None:
         return None
     with working("characterizing", share=True) as progress:
-        if rows is not None:
+        if why.exact:
             print(
                 f"note: the trace {why}: reading it a row group at a time, twice, within --memory",
                 file=sys.stderr,
             )
             return characterize_parquet(args.trace, memory=memory, **options, progress=progress)
-        read = {
-            k: getattr(args, k) for k in ("format", "skip_bad", "time_unit", "event", "columns", "delimiter")
-        }
-        if parts is not None:
+        read = read_options(args)
+        path = Path(args.trace)
+        if trace_parts(path) is not None:
             done = characterize_text_parts(
                 path, memory=memory, read=read, volume_names=args.volume_names, **options, progress=progress
             )

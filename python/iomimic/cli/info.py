@@ -58,23 +58,16 @@ def _counted(args: argparse.Namespace):
     """:func:`iomimic.io.text_summary` of the one file named, or
     :func:`iomimic.io.text_parts_summary` of the files of a directory or glob, with a progress
     bar on a terminal; None when they are not files of text or binary formats."""
+    from iomimic.cli.args import read_options
     from iomimic.cli.progress import reading
     from iomimic.io import text_parts_summary, text_summary
 
-    options = dict(
-        skip_bad=args.skip_bad,
-        time_unit=args.time_unit,
-        event=args.event,
-        columns=args.columns,
-        delimiter=args.delimiter,
-    )
+    options = read_options(args)
     progress, close = reading(args.trace)
     try:
-        s = text_summary(args.trace, args.format, progress=progress, **options)
+        s = text_summary(args.trace, progress=progress, **options)
         if s is None:
-            s = text_parts_summary(
-                args.trace, args.format, volume_names=args.volume_names, progress=progress, **options
-            )
+            s = text_parts_summary(args.trace, volume_names=args.volume_names, progress=progress, **options)
         return s
     finally:
         close()

@@ -72,6 +72,15 @@ def register(subparsers) -> None:
         help="write the figures as JSON (- for stdout only); a sweep's are a list, one per run",
     )
     add_ray(p, "run each point of a sweep")
+    p.add_argument(
+        "--memory",
+        metavar="SIZE",
+        help="memory to stay within, e.g. 2G (default: half of this machine's). A trace too large to "
+        "simulate within it read whole (about 100 bytes a request) is fed to the simulator a piece "
+        "at a time: Parquet a row group at a time, other formats a chunk of parsed rows at a time "
+        "(each file in time order); -o is written as requests complete. Figures exact but latency "
+        "percentiles, to 0.1 %% (docs/scale.md)",
+    )
     add_read_options(p)
 
 
@@ -84,41 +93,81 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("simulate: name a preset with --device or a device file with --config")
     levels = intensities(args)
     depths = [None] if args.iodepth is None else [_depth(d) for d in _names(args.iodepth)]
+    too_large = _too_large(args)
     if len(devices) * len(levels) * len(depths) > 1 or args.ray is not None:
         if args.output:
             raise InputError("simulate: -o writes one run's trace; a sweep runs several (drop -o)")
         ray_engine(args)
+        if too_large:
+            print(f"note: the trace {too_large}; a sweep reads it whole", file=sys.stderr)
         return _sweep(args, devices, levels, depths)
     from iomimic.io import write_trace
     from iomimic.sim import _device_or_file, simulate
 
     fmt = output_format(args.output, None) if args.output else None
-    trace = read_reported(args)
     device, config = _device_or_file(devices[0]) if args.config is None else (None, devices[0])
-    with working("simulating") as progress:
-        out, figures = simulate(
-            trace,
-            device,
-            config=config,
-            map=args.map,
-            shared=args.shared,
-            iodepth=depths[0],
-            intensity=levels[0],
-            scheduler=args.scheduler,
-            progress=progress,
-        )
-    if args.output:
-        write_trace(out, args.output, fmt)
+    run = dict(
+        config=config,
+        map=args.map,
+        shared=args.shared,
+        iodepth=depths[0],
+        intensity=levels[0],
+        scheduler=args.scheduler,
+    )
+    figures = _in_pieces(args, device, run, too_large) if too_large else None
+    if figures is None:
+        trace = read_reported(args)
+        volumes = len(trace.volumes)
+        with working("simulating") as progress:
+            out, figures = simulate(trace, device, **run, progress=progress)
+        if args.output:
+            write_trace(out, args.output, fmt)
+    else:
+        volumes = None  # read in pieces: not counted here
     if args.json and write_json(args.json, figures):
         return EXIT_OK
     from iomimic.report import make_console
     from iomimic.report.simulation import render_simulation, saturation_warnings
 
     render_simulation(figures, make_console())
-    _shared_note(args, trace)
+    _shared_note(args, volumes)
     for warning in saturation_warnings(figures):
         print(f"iomimic: warning: {warning}", file=sys.stderr)
     return EXIT_OK
+
+
+def _too_large(args: argparse.Namespace):
+    """Why the trace goes to the simulator a piece at a time, or None (see ``too_large``)."""
+    from iomimic.cli.args import too_large
+    from iomimic.profile import memory_budget
+
+    return too_large(args, memory_budget(args.memory))
+
+
+def _in_pieces(args: argparse.Namespace, device, run: dict, why: str) -> dict | None:
+    """:func:`iomimic.sim.simulate_in_pieces` with the command's options; None when the trace
+    cannot go in pieces after all (Parquet row groups out of time order): read it whole."""
+    from iomimic.cli.args import read_options
+    from iomimic.cli.progress import working
+    from iomimic.io import OutOfOrder
+    from iomimic.sim import simulate_in_pieces
+
+    read = read_options(args)
+    print(f"note: the trace {why}: simulating it a piece at a time", file=sys.stderr)
+    try:
+        with working("simulating", share=True) as progress:
+            return simulate_in_pieces(
+                args.trace,
+                device,
+                **run,
+                output=args.output,
+                progress=progress,
+                volume_names=args.volume_names,
+                **read,
+            )
+    except OutOfOrder:
+        print("note: its row groups go back in time: reading it whole to sort it", file=sys.stderr)
+        return None
 
 
 def _sweep(args: argparse.Namespace, devices: list[str], levels: list[float], depths: list) -> int:
@@ -140,18 +189,18 @@ def _sweep(args: argparse.Namespace, devices: list[str], levels: list[float], de
     from iomimic.report.simulation import render_sweep, sweep_warning
 
     render_sweep(runs, make_console())
-    _shared_note(args, trace)
+    _shared_note(args, len(trace.volumes))
     warning = sweep_warning(runs)
     if warning:
         print(f"iomimic: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 
-def _shared_note(args: argparse.Namespace, trace) -> None:
-    if args.shared and len(trace.volumes) > 1:
+def _shared_note(args: argparse.Namespace, volumes: int | None) -> None:
+    if args.shared and (volumes is None or volumes > 1):
         print(
-            f"note: the trace's {len(trace.volumes)} volumes share this one device, each in an equal "
-            "region of it (without --shared each has its own)",
+            f"note: the trace's {volumes or ''} volumes share this one device, each in an equal "
+            "region of it (without --shared each has its own)".replace("'s  ", "'s "),
             file=sys.stderr,
         )
 

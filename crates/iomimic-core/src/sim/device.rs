@@ -56,7 +56,8 @@ pub struct Report {
 }
 
 /// One simulated device, in whatever state its kind keeps. Times are ns since the run began.
-pub trait Device {
+/// `Send`: a run fed in pieces lives in a Python object, driven from whichever thread calls it.
+pub trait Device: Send {
     /// `io` arrives at `now`. The device starts it and returns when it will be done with it,
     /// or queues it and returns `None` (a disk serves one I/O at a time; an SSD starts all).
     fn submit(&mut self, io: Io, now: f64) -> Option<f64>;

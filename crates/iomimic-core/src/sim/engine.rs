@@ -10,11 +10,11 @@
 //! would borrow the whole of it (the tests live in `tests.rs`).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use super::controller::{cache_block_kib, BlockCache, Streams, DETECT_AFTER};
 use super::device::{Device, Io};
-use super::figures::{self, Member, SimFigures, Tally};
+use super::figures::{self, Member, Requests, SimFigures, Sketched, Tally};
 use super::raid::{DevIo, Layout};
 use super::window::Window;
 use super::{Config, Controller, Faults, Scheduler};
@@ -28,6 +28,9 @@ const PROGRESS_UNIT: usize = 4096;
 
 /// The granule of injected sector faults.
 const FAULT_BLOCK: u64 = 4096;
+
+/// Request ids from here on are the controller's prefetches; trace rows lie below.
+const PREFETCH_IDS: usize = 1 << 62;
 
 #[derive(Debug, Clone)]
 pub struct SimOptions {
@@ -79,8 +82,8 @@ struct Req {
     ahead: Option<(u64, u64)>,
 }
 
-/// The requests in flight by id: trace rows below `n`, the controller's prefetches from `n`
-/// on. Each kind starts in id order and mostly ends in it, so each is a [`Window`]: an
+/// The requests in flight by id: trace rows below `n` ([`PREFETCH_IDS`]), the controller's
+/// prefetches from `n` on. Each kind starts in id order and mostly ends in it, so each is a [`Window`]: an
 /// overloaded device's queue of a million requests stays in order in memory, where a hash map
 /// scattered it (the time per request grew 1.7x from 100 k to 1 M requests).
 struct InFlight {
@@ -166,9 +169,117 @@ struct Slot {
     wake: Option<(u64, f64)>,
 }
 
+/// The trace rows a run reads, by row id: a whole trace lent to it, or the rows fed to it a
+/// piece at a time that it still holds (from the first not yet done on).
+enum Rows<'t, 'v> {
+    Lent(&'t TraceView<'v>),
+    Fed(FedRows),
+}
+
+#[derive(Default)]
+struct FedRows {
+    /// Id of the first row held.
+    base: usize,
+    ts: VecDeque<u64>,
+    offset: VecDeque<u64>,
+    size: VecDeque<u32>,
+    op: VecDeque<u8>,
+    volume: VecDeque<u32>,
+}
+
+impl Rows<'_, '_> {
+    /// Rows given so far: ids below this exist.
+    fn len(&self) -> usize {
+        match self {
+            Rows::Lent(t) => t.len(),
+            Rows::Fed(f) => f.base + f.ts.len(),
+        }
+    }
+
+    fn ts(&self, i: usize) -> u64 {
+        match self {
+            Rows::Lent(t) => t.ts_ns[i],
+            Rows::Fed(f) => f.ts[i - f.base],
+        }
+    }
+
+    /// (offset, size, op, volume) of row `i`.
+    fn request(&self, i: usize) -> (u64, u32, u8, u32) {
+        match self {
+            Rows::Lent(t) => (t.offset[i], t.size[i], t.op[i], t.volume[i]),
+            Rows::Fed(f) => {
+                let k = i - f.base;
+                (f.offset[k], f.size[k], f.op[k], f.volume[k])
+            }
+        }
+    }
+}
+
+/// Each trace request's outcome by row id, from the first not yet handed on.
+#[derive(Default)]
+pub(super) struct Outcomes {
+    base: usize,
+    /// when it arrived (ns of simulated time; for its latency)
+    arrival: VecDeque<f64>,
+    pub issue_ns: VecDeque<u64>,
+    pub latency_ns: VecDeque<u64>,
+    pub status: VecDeque<u8>,
+    done: VecDeque<bool>,
+}
+
+impl Outcomes {
+    /// Room for the outcomes of rows below `rows`.
+    fn grow(&mut self, rows: usize) {
+        let more = (self.base + self.done.len()..rows).len();
+        self.arrival.extend(std::iter::repeat_n(0.0, more));
+        self.issue_ns.extend(std::iter::repeat_n(0, more));
+        self.latency_ns.extend(std::iter::repeat_n(0, more));
+        self.status.extend(std::iter::repeat_n(STATUS_OK, more));
+        self.done.extend(std::iter::repeat_n(false, more));
+    }
+
+    /// The outcomes of the first rows, up to the first not done, taken out with the rows' ops
+    /// (the rows go too: nothing reads a row once it is done).
+    fn take_done(&mut self, rows: &mut Rows<'_, '_>) -> (Done, Vec<u8>) {
+        let k = self.done.iter().position(|&d| !d).unwrap_or(self.done.len());
+        self.base += k;
+        self.arrival.drain(..k);
+        self.done.drain(..k);
+        let mut ops = Vec::new();
+        if let Rows::Fed(f) = rows {
+            f.base += k;
+            f.ts.drain(..k);
+            f.offset.drain(..k);
+            f.size.drain(..k);
+            ops.extend(f.op.drain(..k));
+            f.volume.drain(..k);
+        }
+        let done = Done {
+            issue_ns: self.issue_ns.drain(..k).collect(),
+            latency_ns: self.latency_ns.drain(..k).collect(),
+            status: self.status.drain(..k).collect(),
+        };
+        (done, ops)
+    }
+}
+
+/// Where a replay stands between the pieces of a trace fed to it.
+#[derive(Default)]
+struct Progressed {
+    /// the next row to issue
+    next: usize,
+    done: usize,
+    last_done: f64,
+    now: f64,
+    /// the first row's trace time
+    start_ts: Option<u64>,
+    /// closed loop: a completion at this time found no row yet to issue in its place
+    owed: Option<f64>,
+}
+
 /// One run's moving parts: devices, requests in flight, the controller, the event queue.
 struct Run<'t, 'v> {
-    t: &'t TraceView<'v>,
+    rows: Rows<'t, 'v>,
     layout: Layout,
     /// bytes of the array's address space
     capacity: u64,
@@ -194,8 +305,6 @@ struct Run<'t, 'v> {
     reqs: InFlight,
     /// the id the next prefetch gets
     next_prefetch: usize,
-    /// when each trace request arrived
-    arrival: Vec<f64>,
     /// device I/Os in flight by id: (request, I/O, when it was submitted)
     ios: Window<(usize, DevIo, f64)>,
     /// device I/Os submitted and not yet completed
@@ -207,9 +316,8 @@ struct Run<'t, 'v> {
     events: Events,
     seq: u64,
     turn: usize,
-    issue_ns: Vec<u64>,
-    latency_ns: Vec<u64>,
-    status: Vec<u8>,
+    out: Outcomes,
+    replay: Progressed,
     service_sum: f64,
     device_ios: u64,
     cache_hits: u64,
@@ -218,8 +326,9 @@ struct Run<'t, 'v> {
 }
 
 impl<'t, 'v> Run<'t, 'v> {
-    fn new(t: &'t TraceView<'v>, config: &Config, scheduler: Scheduler) -> Self {
-        let n = t.len();
+    /// A run of `rows` on the device or array of `config`, its volumes (`volumes` of them)
+    /// each in its own equal region of it.
+    fn new(rows: Rows<'t, 'v>, volumes: usize, config: &Config, scheduler: Scheduler) -> Self {
         let (count, unit) = config
             .array
             .as_ref()
@@ -232,9 +341,11 @@ impl<'t, 'v> Run<'t, 'v> {
         let spec = config.device.spec();
         // offsets past the array fold into it
         let capacity = (spec.capacity_bytes() / unit).max(1) * unit * layout.data_devices() as u64;
-        let region = (capacity / t.volumes.len().max(1) as u64 / unit).max(1) * unit;
+        let region = (capacity / volumes.max(1) as u64 / unit).max(1) * unit;
+        let mut out = Outcomes::default();
+        out.grow(rows.len());
         Run {
-            t,
+            rows,
             layout,
             capacity,
             region,
@@ -259,9 +370,8 @@ impl<'t, 'v> Run<'t, 'v> {
                     wake: None,
                 })
                 .collect(),
-            reqs: InFlight::new(n),
-            next_prefetch: n,
-            arrival: vec![0.0; n],
+            reqs: InFlight::new(PREFETCH_IDS),
+            next_prefetch: PREFETCH_IDS,
             ios: Window::default(),
             inflight: 0,
             next_arrival: f64::INFINITY,
@@ -269,9 +379,8 @@ impl<'t, 'v> Run<'t, 'v> {
             events: BinaryHeap::new(),
             seq: 0,
             turn: 0,
-            issue_ns: vec![0; n],
-            latency_ns: vec![0; n],
-            status: vec![STATUS_OK; n],
+            out,
+            replay: Progressed::default(),
             service_sum: 0.0,
             device_ios: 0,
             cache_hits: 0,
@@ -397,8 +506,8 @@ impl<'t, 'v> Run<'t, 'v> {
     fn started(&mut self, device: usize, io: &Io, now: f64, served: f64) {
         let (delay, failed) = self.fault(device, io);
         let r = self.ios[io.id].0;
-        if failed && r < self.status.len() {
-            self.status[r] = EIO;
+        if failed && r < PREFETCH_IDS {
+            self.out.status[r - self.out.base] = EIO;
         }
         let done = self.on_bus(served + delay, io.size);
         self.slots[device].busy_ns += done - now;
@@ -434,8 +543,8 @@ impl<'t, 'v> Run<'t, 'v> {
         background: bool,
         fill: Option<(u64, u64)>,
     ) {
-        if let Some(a) = self.arrival.get_mut(r) {
-            *a = now;
+        if r < PREFETCH_IDS {
+            self.out.arrival[r - self.out.base] = now;
         }
         self.reqs.insert(
             r,
@@ -459,17 +568,17 @@ impl<'t, 'v> Run<'t, 'v> {
     fn issue(&mut self, i: usize, now: f64) {
         // reads completed since the last arrival enter the cache first
         self.fill_cache();
-        let t = self.t;
-        let op = t.op[i];
+        let (offset, size, op, volume) = self.rows.request(i);
         let write = op == Op::Write as u8;
-        let size = t.size[i].max(1);
+        let size = size.max(1);
         // offsets past a volume's region fold into it
         let offset = if op == Op::Flush as u8 {
             0
         } else {
-            self.region * u64::from(t.volume[i]) + t.offset[i] % self.region
+            self.region * u64::from(volume) + offset % self.region
         };
-        self.issue_ns[i] = now as u64;
+        let k = i - self.out.base;
+        self.out.issue_ns[k] = now as u64;
         let mut fill = None;
         let mut prefetch = None;
         let mut with_read = 0;
@@ -478,7 +587,7 @@ impl<'t, 'v> Run<'t, 'v> {
         if let (Some(c), Some(cache)) = (self.controller, self.cache.as_mut()) {
             if !write && cache.hit(offset, size) {
                 self.cache_hits += 1;
-                self.arrival[i] = now;
+                self.out.arrival[k] = now;
                 // the controller moves a hit's data out of its cache itself, one at a time
                 let done = ready.max(self.controller_free) + c.hit_us * 1e3;
                 self.controller_free = done;
@@ -494,7 +603,7 @@ impl<'t, 'v> Run<'t, 'v> {
             {
                 // its data is on its way from the disks: served as a hit once it is in
                 p.3.push(i);
-                self.arrival[i] = now;
+                self.out.arrival[k] = now;
                 self.keep_ahead(end, now, ready);
                 return;
             }
@@ -595,8 +704,9 @@ impl<'t, 'v> Run<'t, 'v> {
         let hit = self.controller.map_or(0.0, |c| c.hit_us * 1e3);
         for i in waiting {
             // the read used what was read ahead for it (after the prefetch's own fill)
-            let offset = self.region * u64::from(self.t.volume[i]) + self.t.offset[i] % self.region;
-            let size = u64::from(self.t.size[i].max(1));
+            let (offset, size, _, volume) = self.rows.request(i);
+            let offset = self.region * u64::from(volume) + offset % self.region;
+            let size = u64::from(size.max(1));
             self.fills.push((offset, size, Fill::Used));
             self.cache_hits += 1;
             let done = now.max(self.controller_free) + hit;
@@ -658,36 +768,63 @@ impl<'t, 'v> Run<'t, 'v> {
         (!background).then_some(r)
     }
 
-    /// Runs the trace through: every request issued (at its arrival, or as others complete in
-    /// a closed loop of depth `closed`) and completed. Returns the simulated span (ns).
-    fn replay(&mut self, closed: Option<usize>, intensity: f64, progress: &Progress) -> Result<f64> {
-        let t = self.t;
-        let n = t.len();
-        let start_ts = t.ts_ns.first().copied().unwrap_or(0);
-        let arrival_of = |i: usize| (t.ts_ns[i] - start_ts) as f64 / intensity;
-        let mut done_count = 0usize;
-        let mut next = 0usize;
-        let mut last_done = 0.0f64;
-        let mut now = 0.0f64;
+    /// Runs the rows given so far through: every request issued (at its arrival, or as others
+    /// complete in a closed loop of depth `closed`) and completed. With `end` false more rows
+    /// may come, so it stops where it would need one (the next arrival, or a closed loop's next
+    /// request) and goes on from there when called again; with `end`, it runs to the last
+    /// completion and returns the simulated span (ns).
+    fn advance(
+        &mut self,
+        closed: Option<usize>,
+        intensity: f64,
+        progress: &Progress,
+        end: bool,
+    ) -> Result<Option<f64>> {
+        let fed = self.rows.len();
+        self.out.grow(fed);
+        if fed > 0 && self.replay.start_ts.is_none() {
+            self.replay.start_ts = Some(self.rows.ts(0));
+        }
+        let start_ts = self.replay.start_ts.unwrap_or(0);
         if let Some(depth) = closed {
-            while next < n.min(depth) {
-                self.issue(next, 0.0);
-                next += 1;
+            // the first `depth` requests go out together at the start
+            while self.replay.next < fed.min(depth) {
+                self.issue(self.replay.next, 0.0);
+                self.replay.next += 1;
+            }
+            if self.replay.next < depth && !end {
+                return Ok(None);
+            }
+            if let Some(at) = self.replay.owed {
+                if self.replay.next < fed {
+                    self.replay.owed = None;
+                    self.issue(self.replay.next, at);
+                    self.replay.next += 1;
+                } else if end {
+                    self.replay.owed = None;
+                } else {
+                    return Ok(None);
+                }
             }
         }
         loop {
-            let next_arrival = (closed.is_none() && next < n).then(|| arrival_of(next));
+            let next = self.replay.next;
+            if closed.is_none() && next == fed && !end {
+                return Ok(None); // the next arrival is in a piece not given yet
+            }
+            let next_arrival =
+                (closed.is_none() && next < fed).then(|| (self.rows.ts(next) - start_ts) as f64 / intensity);
             self.next_arrival = next_arrival.unwrap_or(f64::INFINITY);
-            if next_arrival.is_none() && done_count == n && self.inflight == 0 {
+            if next_arrival.is_none() && self.replay.done == fed && self.inflight == 0 {
                 // all that is left is devices' own work after the run (wake-ups)
                 break;
             }
             let next_event = self.events.peek().map(|Reverse((time, _, _))| *time as f64);
             match (next_arrival, next_event) {
                 (Some(a), e) if e.is_none_or(|e| a <= e) => {
-                    now = a;
-                    self.issue(next, now);
-                    next += 1;
+                    self.replay.now = a;
+                    self.issue(next, a);
+                    self.replay.next += 1;
                 }
                 (_, Some(_)) => {
                     let Reverse((time, _, event)) = self.events.pop().expect("peeked");
@@ -704,26 +841,73 @@ impl<'t, 'v> Run<'t, 'v> {
                         Event::Finish(r) => Some(r),
                         Event::Done(device, id) => self.device_done(device, id, time as f64),
                     };
-                    now = time as f64;
-                    last_done = last_done.max(now);
+                    let now = time as f64;
+                    self.replay.now = now;
+                    self.replay.last_done = self.replay.last_done.max(now);
                     let Some(r) = finished else { continue };
-                    self.latency_ns[r] = (now - self.arrival[r]).max(0.0) as u64;
-                    done_count += 1;
-                    if done_count.is_multiple_of(PROGRESS_UNIT) {
+                    let k = r - self.out.base;
+                    self.out.latency_ns[k] = (now - self.out.arrival[k]).max(0.0) as u64;
+                    self.out.done[k] = true;
+                    self.replay.done += 1;
+                    if self.replay.done.is_multiple_of(PROGRESS_UNIT) {
                         progress.advance(PROGRESS_UNIT as u64);
                         progress.check()?;
                     }
-                    if closed.is_some() && next < n {
-                        self.issue(next, now);
-                        next += 1;
+                    if closed.is_some() {
+                        if self.replay.next < fed {
+                            self.issue(self.replay.next, now);
+                            self.replay.next += 1;
+                        } else if !end {
+                            self.replay.owed = Some(now);
+                            return Ok(None);
+                        }
                     }
                 }
                 _ => break,
             }
         }
-        debug_assert_eq!(done_count, n);
-        progress.advance((done_count % PROGRESS_UNIT) as u64);
-        Ok(last_done.max(now))
+        debug_assert_eq!(self.replay.done, fed);
+        progress.advance((self.replay.done % PROGRESS_UNIT) as u64);
+        Ok(Some(self.replay.last_done.max(self.replay.now)))
+    }
+
+    /// The devices' figures at the end of a run of `span` ns.
+    fn members(&mut self, span: f64) -> Vec<Member> {
+        self.slots
+            .iter_mut()
+            .map(|s| Member {
+                ios: s.ios,
+                busy_ns: s.busy_ns,
+                report: s.device.finish(span),
+            })
+            .collect()
+    }
+
+    /// The figures of a run of `span` ns whose requests' latencies and bytes `requests` gives.
+    fn figures(&mut self, device: &str, closed: Option<usize>, span: f64, requests: Requests) -> SimFigures {
+        let members = self.members(span);
+        let tally = Tally {
+            device,
+            closed,
+            span,
+            requests,
+            service_sum: self.service_sum,
+            device_ios: self.device_ios,
+            cache_hits: self.cache_hits,
+            slow_ios: self.slow_ios,
+            failed_ios: self.failed_ios,
+        };
+        let mut figures = figures::summarise(&tally, members);
+        self.fill_cache();
+        if let Some(cache) = self.cache.as_ref().filter(|c| c.prefetched > 0) {
+            // what prefetch read, and how much of it no request read (wasted disk and bus time)
+            let kib = cache_block_kib();
+            figures.counters.insert("prefetched_kib", cache.prefetched * kib);
+            figures
+                .counters
+                .insert("prefetch_unused_kib", cache.unused() * kib);
+        }
+        figures
     }
 }
 
@@ -742,47 +926,121 @@ pub fn simulate_watched(
 ) -> Result<SimResult> {
     let span = t.ts_ns.last().map_or(0, |last| last - t.ts_ns[0]);
     crate::trace::check_time_scale(span, opts.intensity)?;
+    check_depth(opts)?;
+    let mut run = Run::new(
+        Rows::Lent(t),
+        t.volumes.len(),
+        config,
+        opts.scheduler.unwrap_or(config.scheduler),
+    );
+    let span = run
+        .advance(opts.iodepth, opts.intensity, progress, true)?
+        .expect("a run to the end ends");
+    let out = std::mem::take(&mut run.out);
+    let (issue_ns, latency_ns, status) = (
+        Vec::from(out.issue_ns),
+        Vec::from(out.latency_ns),
+        Vec::from(out.status),
+    );
+    let requests = Requests::exact(t, &latency_ns);
+    let figures = run.figures(&config.name, opts.iodepth, span, requests);
+    Ok(SimResult {
+        issue_ns,
+        latency_ns,
+        status,
+        figures,
+    })
+}
+
+fn check_depth(opts: &SimOptions) -> Result<()> {
     if opts.iodepth == Some(0) {
         return Err(Error::Usage("`iodepth` must be at least 1".into()));
     }
-    let mut run = Run::new(t, config, opts.scheduler.unwrap_or(config.scheduler));
-    let span = run.replay(opts.iodepth, opts.intensity, progress)?;
-    // only the per-request results are needed from here on
-    run.arrival = Vec::new();
-    let members = run
-        .slots
-        .iter_mut()
-        .map(|s| Member {
-            ios: s.ios,
-            busy_ns: s.busy_ns,
-            report: s.device.finish(span),
+    Ok(())
+}
+
+/// A run fed a trace a piece at a time, in time order, for a trace larger than memory: it
+/// holds the requests from the first not yet done to the last given (as many as the devices
+/// have queued), and hands back each request's outcome in trace order once it and every
+/// request before it are done. Its figures are those of the whole trace simulated at once,
+/// but for the latency percentiles, taken on HDR histograms (within 0.1 %, the mean and the
+/// maximum exact).
+pub struct SimStream {
+    run: Run<'static, 'static>,
+    config: Config,
+    opts: SimOptions,
+    requests: Sketched,
+    last_ts: Option<u64>,
+}
+
+/// What came out of a piece: the outcomes of requests done (in trace order, from where the
+/// last piece's left off).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Done {
+    pub issue_ns: Vec<u64>,
+    pub latency_ns: Vec<u64>,
+    pub status: Vec<u8>,
+}
+
+impl SimStream {
+    /// A run on `config` of a trace of `volumes` volumes (each gets its own equal region of
+    /// the device, as [`simulate`] gives them).
+    pub fn new(config: &Config, opts: &SimOptions, volumes: usize) -> Result<Self> {
+        check_depth(opts)?;
+        let scheduler = opts.scheduler.unwrap_or(config.scheduler);
+        Ok(Self {
+            run: Run::new(Rows::Fed(FedRows::default()), volumes, config, scheduler),
+            config: config.clone(),
+            opts: opts.clone(),
+            requests: Sketched::default(),
+            last_ts: None,
         })
-        .collect();
-    let tally = Tally {
-        device: &config.name,
-        closed: opts.iodepth,
-        span,
-        latency_ns: &run.latency_ns,
-        service_sum: run.service_sum,
-        device_ios: run.device_ios,
-        cache_hits: run.cache_hits,
-        slow_ios: run.slow_ios,
-        failed_ios: run.failed_ios,
-    };
-    let mut figures = figures::summarise(t, &tally, members);
-    run.fill_cache();
-    if let Some(cache) = run.cache.as_ref().filter(|c| c.prefetched > 0) {
-        // what prefetch read, and how much of it no request read (wasted disk and bus time)
-        let kib = cache_block_kib();
-        figures.counters.insert("prefetched_kib", cache.prefetched * kib);
-        figures
-            .counters
-            .insert("prefetch_unused_kib", cache.unused() * kib);
     }
-    Ok(SimResult {
-        issue_ns: run.issue_ns,
-        latency_ns: run.latency_ns,
-        status: run.status,
-        figures,
-    })
+
+    /// Runs the next piece's rows (after the last piece's in time) as far as they go.
+    pub fn feed(&mut self, piece: &TraceView<'_>, progress: &Progress) -> Result<Done> {
+        if let Some(&first) = piece.ts_ns.first() {
+            if self.last_ts.is_some_and(|last| first < last) || piece.ts_ns.windows(2).any(|w| w[1] < w[0]) {
+                return Err(Error::Usage(
+                    "a piece of the trace goes back in time: pieces must come in time order".into(),
+                ));
+            }
+            let start = self.run.replay.start_ts.unwrap_or(first);
+            let last = *piece.ts_ns.last().expect("not empty");
+            crate::trace::check_time_scale(last - start, self.opts.intensity)?;
+            self.last_ts = Some(last);
+        }
+        let Rows::Fed(rows) = &mut self.run.rows else {
+            unreachable!("a stream's rows are fed")
+        };
+        rows.ts.extend(piece.ts_ns);
+        rows.offset.extend(piece.offset);
+        rows.size.extend(piece.size);
+        rows.op.extend(piece.op);
+        rows.volume.extend(piece.volume);
+        self.requests.fed(piece);
+        self.run
+            .advance(self.opts.iodepth, self.opts.intensity, progress, false)?;
+        Ok(self.take_done())
+    }
+
+    /// Runs to the end of the trace: the outcomes of the last requests and the run's figures.
+    pub fn finish(mut self, progress: &Progress) -> Result<(Done, SimFigures)> {
+        let span = self
+            .run
+            .advance(self.opts.iodepth, self.opts.intensity, progress, true)?
+            .expect("a run to the end ends");
+        let done = self.take_done();
+        let requests = std::mem::take(&mut self.requests).finish();
+        let figures = self
+            .run
+            .figures(&self.config.name, self.opts.iodepth, span, requests);
+        Ok((done, figures))
+    }
+
+    fn take_done(&mut self) -> Done {
+        let (done, ops) = self.run.out.take_done(&mut self.run.rows);
+        self.requests.done(&done.latency_ns, &ops);
+        done
+    }
 }

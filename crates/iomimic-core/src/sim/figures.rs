@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use super::device::{Counters, Gauges, Report};
 use crate::latency::{self, LatencyUs, OpLatency};
-use crate::trace::TraceView;
+use crate::stats::Sketch;
+use crate::trace::{Op, TraceView};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceFigures {
@@ -79,7 +80,7 @@ pub(super) struct Tally<'a> {
     pub closed: Option<usize>,
     /// Simulated time from the first arrival to the last completion (ns).
     pub span: f64,
-    pub latency_ns: &'a [u64],
+    pub requests: Requests,
     /// Sum of device I/Os' times from start to completion (ns).
     pub service_sum: f64,
     pub device_ios: u64,
@@ -95,11 +96,76 @@ pub(super) struct Member {
     pub report: Report,
 }
 
-pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>) -> SimFigures {
-    let (n, span) = (run.latency_ns.len(), run.span);
-    let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
-    // a copy to take percentiles from, freed before the per-op copies are made
-    let latency_us = LatencyUs::from_ns(&mut run.latency_ns.to_vec());
+/// The requests' side of a run's figures: how many, their bytes, their latencies whole and
+/// by operation.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Requests {
+    pub count: u64,
+    pub bytes: u64,
+    pub latency_us: Option<LatencyUs>,
+    pub by_op: BTreeMap<&'static str, OpLatency>,
+}
+
+impl Requests {
+    /// The figures of every latency of `t`'s requests (`latency_ns`, in trace order): exact.
+    pub fn exact(t: &TraceView<'_>, latency_ns: &[u64]) -> Self {
+        Self {
+            count: t.len() as u64,
+            bytes: t.size.iter().map(|&s| u64::from(s)).sum(),
+            // a copy to take percentiles from, freed before the per-op copies are made
+            latency_us: LatencyUs::from_ns(&mut latency_ns.to_vec()),
+            by_op: by_op(t, latency_ns),
+        }
+    }
+}
+
+/// Requests counted as they are given and done, for a trace fed in pieces: latencies in
+/// sketches (percentiles within 0.1 %, mean and maximum exact).
+#[derive(Debug, Default)]
+pub(super) struct Sketched {
+    count: u64,
+    bytes: u64,
+    all: Sketch,
+    by_op: [Sketch; 4],
+}
+
+impl Sketched {
+    pub fn fed(&mut self, piece: &TraceView<'_>) {
+        self.count += piece.len() as u64;
+        self.bytes += piece.size.iter().map(|&s| u64::from(s)).sum::<u64>();
+    }
+
+    /// Requests done, their latencies and operations.
+    pub fn done(&mut self, latency_ns: &[u64], ops: &[u8]) {
+        for (&l, &op) in latency_ns.iter().zip(ops) {
+            self.all.record(l);
+            self.by_op[usize::from(op).min(3)].record(l);
+        }
+    }
+
+    pub fn finish(self) -> Requests {
+        Requests {
+            count: self.count,
+            bytes: self.bytes,
+            latency_us: LatencyUs::from_sketch(&self.all),
+            by_op: [Op::Read, Op::Write, Op::Trim, Op::Flush]
+                .into_iter()
+                .zip(&self.by_op)
+                .filter_map(|(op, s)| {
+                    Some((
+                        op.name(),
+                        OpLatency {
+                            latency_us: LatencyUs::from_sketch(s)?,
+                        },
+                    ))
+                })
+                .collect(),
+        }
+    }
+}
+
+pub(super) fn summarise(run: &Tally<'_>, members: Vec<Member>) -> SimFigures {
+    let (n, span, bytes) = (run.requests.count, run.span, run.requests.bytes);
     let mut energy = None;
     let mut counters = Counters::new();
     let mut gauges = Gauges::new();
@@ -135,7 +201,7 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
         mode: run
             .closed
             .map_or_else(|| "open loop".to_string(), |d| format!("closed loop, depth {d}")),
-        requests: n as u64,
+        requests: n,
         duration_s: span / 1e9,
         iops: if span > 0.0 { n as f64 / (span / 1e9) } else { 0.0 },
         mb_per_s: if span > 0.0 {
@@ -143,7 +209,7 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
         } else {
             0.0
         },
-        latency_us,
+        latency_us: run.requests.latency_us,
         mean_service_us: if run.device_ios == 0 {
             0.0
         } else {
@@ -157,7 +223,7 @@ pub(super) fn summarise(t: &TraceView<'_>, run: &Tally<'_>, members: Vec<Member>
         failed_ios: run.failed_ios,
         counters,
         gauges,
-        by_op: by_op(t, run.latency_ns),
+        by_op: run.requests.by_op.clone(),
     }
 }
 

@@ -3,15 +3,15 @@
 //! queueing at one. The devices share nothing, so each runs alone on its volumes' requests
 //! and the results are put back in trace order on one clock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use super::engine::{simulate_watched, SimOptions, SimResult};
-use super::figures::SimFigures;
+use super::engine::{simulate_watched, Done, SimOptions, SimResult, SimStream};
+use super::figures::{Requests, SimFigures, Sketched};
 use super::Config;
 use crate::error::{Error, Result};
-use crate::latency::{self, LatencyUs, OpLatency};
+use crate::latency::{LatencyUs, OpLatency};
 use crate::progress::Progress;
 use crate::trace::{Trace, TraceView};
 
@@ -90,7 +90,7 @@ pub fn simulate_mapped(
             figures: r.figures,
         });
     }
-    let figures = summarise(t, &latency_ns, span_ns, placed, opts);
+    let figures = summarise(Requests::exact(t, &latency_ns), span_ns, placed, opts);
     Ok(MappedResult {
         issue_ns,
         latency_ns,
@@ -148,19 +148,8 @@ fn rows_of(t: &TraceView<'_>, rows: &[usize], volumes: &[u32]) -> Trace {
     }
 }
 
-fn summarise(
-    t: &TraceView<'_>,
-    latency_ns: &[u64],
-    span_ns: f64,
-    placed: Vec<Placed>,
-    opts: &SimOptions,
-) -> MappedFigures {
+fn summarise(requests: Requests, span_ns: f64, placed: Vec<Placed>, opts: &SimOptions) -> MappedFigures {
     let per_s = |x: f64| if span_ns > 0.0 { x / (span_ns / 1e9) } else { 0.0 };
-    let bytes: u64 = t.size.iter().map(|&s| u64::from(s)).sum();
-    let mut per_op: [Vec<u64>; 4] = Default::default();
-    for (&l, &op) in latency_ns.iter().zip(t.op) {
-        per_op[usize::from(op).min(3)].push(l);
-    }
     let energy = placed
         .iter()
         .filter_map(|p| p.figures.energy_j)
@@ -175,14 +164,139 @@ fn summarise(
             || "open loop".to_string(),
             |d| format!("closed loop, depth {d} per device"),
         ),
-        requests: t.len() as u64,
+        requests: requests.count,
         duration_s: span_ns / 1e9,
-        iops: per_s(t.len() as f64),
-        mb_per_s: per_s(bytes as f64 / 1e6),
-        latency_us: LatencyUs::from_ns(&mut latency_ns.to_vec()),
-        by_op: latency::by_op(&mut per_op),
+        iops: per_s(requests.count as f64),
+        mb_per_s: per_s(requests.bytes as f64 / 1e6),
+        latency_us: requests.latency_us,
+        by_op: requests.by_op,
         energy_j: energy,
         placements: placed,
+    }
+}
+
+/// [`simulate_mapped`] of a trace fed a piece at a time, in time order: each device a
+/// [`SimStream`] of its volumes' requests, all fed together, and the requests' outcomes handed
+/// back in trace order once they and every request before them are done.
+pub struct MappedStream {
+    /// each device's run and its volumes (ids)
+    placements: Vec<(SimStream, Vec<u32>)>,
+    /// each volume's device
+    owner: Vec<usize>,
+    volumes: Vec<String>,
+    opts: SimOptions,
+    /// the trace's first time, and where each device's clock starts on the run's (open loop)
+    start_ts: Option<u64>,
+    offsets: Vec<Option<u64>>,
+    /// (device, op) of each request given and not yet handed back, in trace order
+    pending: VecDeque<(usize, u8)>,
+    /// each device's outcomes not yet handed back
+    queues: Vec<VecDeque<(u64, u64, u8)>>,
+    requests: Sketched,
+}
+
+impl MappedStream {
+    /// Every volume of `volumes` (the trace's names) must be in exactly one placement.
+    pub fn new(volumes: &[String], placements: &[Placement], opts: &SimOptions) -> Result<Self> {
+        let owner = owners(volumes, placements)?;
+        Ok(Self {
+            placements: placements
+                .iter()
+                .map(|p| {
+                    Ok((
+                        SimStream::new(&p.config, opts, p.volumes.len())?,
+                        p.volumes.clone(),
+                    ))
+                })
+                .collect::<Result<_>>()?,
+            owner,
+            volumes: volumes.to_vec(),
+            opts: opts.clone(),
+            start_ts: None,
+            offsets: vec![None; placements.len()],
+            pending: VecDeque::new(),
+            queues: vec![VecDeque::new(); placements.len()],
+            requests: Sketched::default(),
+        })
+    }
+
+    /// Runs the next piece (its volume ids the trace's), as far as it goes.
+    pub fn feed(&mut self, piece: &TraceView<'_>, progress: &Progress) -> Result<Done> {
+        if let Some(v) = piece.volume.iter().find(|&&v| v as usize >= self.owner.len()) {
+            return Err(Error::Usage(format!("volume {v} is not in the trace's names")));
+        }
+        // the trace's names (a piece of a text file may name only the volumes seen so far)
+        let names = self.volumes.clone();
+        let piece = TraceView {
+            volumes: &names,
+            ..*piece
+        };
+        let start = *self
+            .start_ts
+            .get_or_insert(piece.ts_ns.first().copied().unwrap_or(0));
+        self.requests.fed(&piece);
+        let mut rows: Vec<Vec<usize>> = vec![Vec::new(); self.placements.len()];
+        for i in 0..piece.len() {
+            let p = self.owner[piece.volume[i] as usize];
+            rows[p].push(i);
+            self.pending.push_back((p, piece.op[i]));
+        }
+        for (p, rows) in rows.iter().enumerate() {
+            let Some(&first) = rows.first() else { continue };
+            if self.opts.iodepth.is_none() && self.offsets[p].is_none() {
+                let at = piece.ts_ns[first].saturating_sub(start);
+                self.offsets[p] = Some((at as f64 / self.opts.intensity) as u64);
+            }
+            let part = rows_of(&piece, rows, &self.placements[p].1);
+            let done = self.placements[p].0.feed(&part.view(), progress)?;
+            self.queue(p, done);
+        }
+        Ok(self.take_done())
+    }
+
+    /// Runs every device to the end: the last outcomes and the run's figures.
+    pub fn finish(mut self, progress: &Progress) -> Result<(Done, MappedFigures)> {
+        let mut span_ns = 0.0f64;
+        let mut placed = Vec::with_capacity(self.placements.len());
+        for (p, (stream, ids)) in std::mem::take(&mut self.placements).into_iter().enumerate() {
+            let (done, figures) = stream.finish(progress)?;
+            self.queue(p, done);
+            span_ns = span_ns.max(self.offsets[p].unwrap_or(0) as f64 + figures.duration_s * 1e9);
+            let volumes = ids.iter().map(|&v| self.volumes[v as usize].clone()).collect();
+            placed.push(Placed { volumes, figures });
+        }
+        let done = self.take_done();
+        let requests = std::mem::take(&mut self.requests).finish();
+        Ok((done, summarise(requests, span_ns, placed, &self.opts)))
+    }
+
+    fn queue(&mut self, p: usize, done: Done) {
+        let offset = self.offsets[p].unwrap_or(0);
+        self.queues[p].extend(
+            done.issue_ns
+                .into_iter()
+                .zip(done.latency_ns)
+                .zip(done.status)
+                .map(|((issue, latency), status)| (issue + offset, latency, status)),
+        );
+    }
+
+    /// The outcomes of the first requests given whose devices are done with them, in trace order.
+    fn take_done(&mut self) -> Done {
+        let mut done = Done::default();
+        let mut ops = Vec::new();
+        while let Some(&(p, op)) = self.pending.front() {
+            let Some((issue, latency, status)) = self.queues[p].pop_front() else {
+                break;
+            };
+            self.pending.pop_front();
+            done.issue_ns.push(issue);
+            done.latency_ns.push(latency);
+            done.status.push(status);
+            ops.push(op);
+        }
+        self.requests.done(&done.latency_ns, &ops);
+        done
     }
 }
 

@@ -30,10 +30,10 @@ mod window;
 use serde::{Deserialize, Serialize};
 
 pub use device::{read_table, Counters, Device, DeviceConfig, DeviceKind, DeviceSpec, Gauges, Io, Report};
-pub use engine::{simulate, simulate_watched, SimOptions, SimResult, EIO};
+pub use engine::{simulate, simulate_watched, Done, SimOptions, SimResult, SimStream, EIO};
 pub use figures::{DeviceFigures, SimFigures};
 pub use hdd::HddParams;
-pub use mapped::{simulate_mapped, MappedFigures, MappedResult, Placed, Placement};
+pub use mapped::{simulate_mapped, MappedFigures, MappedResult, MappedStream, Placed, Placement};
 pub use raid::Level;
 pub use ssd::{HostInterface, SsdParams, SsdPower};
 

@@ -648,3 +648,204 @@ fn progress_counts_every_request_and_a_stop_interrupts() {
     assert!(matches!(e, Err(crate::error::Error::Interrupted)));
     assert_eq!(stopped.get().0, 4096);
 }
+
+/// Reads and writes of mixed sizes over three volumes, sequential runs among random ones,
+/// trims and flushes, from a seeded generator: for runs fed in pieces.
+fn mixed_requests(n: usize, mean_gap_ns: u64, seed: u64) -> Trace {
+    let mut rng = crate::random::Prng::new(seed);
+    let mut t = Trace {
+        volumes: vec!["a".into(), "b".into(), "c".into()],
+        ..Trace::default()
+    };
+    let (mut ts, mut end) = (0u64, 0u64);
+    for _ in 0..n {
+        ts += rng.below(2 * mean_gap_ns);
+        let size = [4096u32, 8192, 65536, 262_144][rng.below(4) as usize];
+        let offset = if rng.below(3) == 0 {
+            end
+        } else {
+            rng.below(1 << 22) * 4096
+        };
+        end = offset + u64::from(size);
+        t.ts_ns.push(ts);
+        t.offset.push(offset);
+        t.size.push(size);
+        t.op.push([0u8, 0, 0, 1, 1, 2, 3][rng.below(7) as usize]);
+        t.volume.push(rng.below(3) as u32);
+        t.stream.push(0);
+    }
+    t
+}
+
+/// Every figure alike but the latency percentiles, which a stream takes on HDR histograms.
+fn same_but_sketched(want: &serde_json::Value, got: &serde_json::Value, path: &str) {
+    use serde_json::Value;
+    match (want, got) {
+        (Value::Object(wants), Value::Object(gots)) => {
+            assert_eq!(
+                wants.keys().collect::<Vec<_>>(),
+                gots.keys().collect::<Vec<_>>(),
+                "{path}"
+            );
+            for (k, v) in wants {
+                let p = format!("{path}.{k}");
+                let sketched = ["p50", "p90", "p95", "p99", "p999"].contains(&k.as_str());
+                if path.ends_with("latency_us") && sketched {
+                    let (exact, taken) = (v.as_f64().unwrap(), gots[k].as_f64().unwrap());
+                    let bound = 1e-3 * exact.abs().max(taken.abs()) + 1e-6;
+                    assert!((exact - taken).abs() <= bound, "{p}: {exact} vs {taken}");
+                } else {
+                    same_but_sketched(v, &gots[k], &p);
+                }
+            }
+        }
+        (Value::Array(wants), Value::Array(gots)) => {
+            assert_eq!(wants.len(), gots.len(), "{path}");
+            for (i, (one, other)) in wants.iter().zip(gots).enumerate() {
+                same_but_sketched(one, other, &format!("{path}[{i}]"));
+            }
+        }
+        (Value::Number(one), Value::Number(other)) => {
+            let (exact, taken) = (one.as_f64().unwrap(), other.as_f64().unwrap());
+            assert!(
+                (exact - taken).abs() <= 1e-9 * exact.abs().max(taken.abs()),
+                "{path}: {exact} vs {taken}"
+            );
+        }
+        _ => assert_eq!(want, got, "{path}"),
+    }
+}
+
+/// The outcomes of pieces fed in turn, joined.
+fn joined(mut outcomes: Vec<Done>) -> Done {
+    let mut all = Done::default();
+    for d in &mut outcomes {
+        all.issue_ns.append(&mut d.issue_ns);
+        all.latency_ns.append(&mut d.latency_ns);
+        all.status.append(&mut d.status);
+    }
+    all
+}
+
+#[test]
+fn a_trace_fed_in_pieces_runs_as_the_whole_trace() {
+    let progress = crate::progress::Progress::default();
+    // an idle disk, an overloaded one, an SSD, an array with a controller's cache and
+    // prefetch, a closed loop, a faster replay, and faults
+    let mut faulty = Config::preset("hdd-7200").unwrap();
+    faulty.faults = Some(Faults {
+        failed_sector_rate: 0.01,
+        slow_sector_rate: 0.02,
+        slow_ms: 50.0,
+        fail_ms: 1000.0,
+        slow_write_rate: 0.05,
+        slow_write_ms: 30.0,
+        seed: 3,
+    });
+    let cases: Vec<(Config, SimOptions, u64)> = vec![
+        (
+            Config::preset("hdd-7200").unwrap(),
+            SimOptions::default(),
+            40_000_000,
+        ),
+        (
+            Config::preset("hdd-7200").unwrap(),
+            SimOptions::default(),
+            200_000,
+        ),
+        (Config::preset("ssd-sata").unwrap(), SimOptions::default(), 20_000),
+        (
+            Config::preset("fc60-r5-4disk").unwrap(),
+            SimOptions::default(),
+            2_000_000,
+        ),
+        (
+            Config::preset("tpc-raid10-28disk").unwrap(),
+            SimOptions {
+                iodepth: Some(16),
+                ..SimOptions::default()
+            },
+            1_000,
+        ),
+        (
+            Config::preset("mqsim-default").unwrap(),
+            SimOptions {
+                intensity: 4.0,
+                ..SimOptions::default()
+            },
+            50_000,
+        ),
+        (faulty, SimOptions::default(), 10_000_000),
+    ];
+    for (config, opts, gap) in cases {
+        let t = mixed_requests(3_000, gap, 11);
+        let whole = simulate(&t.view(), &config, &opts).unwrap();
+        for cuts in [
+            vec![0, 3_000],
+            vec![0, 1, 2, 999, 1_000, 2_998, 3_000],
+            vec![0, 700, 701, 3_000],
+        ] {
+            let mut s = SimStream::new(&config, &opts, t.volumes.len()).unwrap();
+            let mut outcomes: Vec<Done> = cuts
+                .windows(2)
+                .map(|w| s.feed(&t.view().rows(w[0]..w[1]), &progress).unwrap())
+                .collect();
+            let (last, figures) = s.finish(&progress).unwrap();
+            outcomes.push(last);
+            let name = format!("{} {:?} {cuts:?}", config.name, opts);
+            let all = joined(outcomes);
+            assert_eq!(all.issue_ns, whole.issue_ns, "{name}");
+            assert_eq!(all.latency_ns, whole.latency_ns, "{name}");
+            assert_eq!(all.status, whole.status, "{name}");
+            same_but_sketched(
+                &serde_json::to_value(&whole.figures).unwrap(),
+                &serde_json::to_value(&figures).unwrap(),
+                &name,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_trace_fed_in_pieces_runs_with_each_volume_on_its_device_as_the_whole() {
+    let progress = crate::progress::Progress::default();
+    let t = mixed_requests(4_000, 300_000, 5);
+    let place = |name: &str, volumes: &[u32]| Placement {
+        config: Config::preset(name).unwrap(),
+        volumes: volumes.to_vec(),
+    };
+    let placements = [place("hdd-7200", &[1]), place("ssd-sata", &[0, 2])];
+    for opts in [
+        SimOptions::default(),
+        SimOptions {
+            iodepth: Some(4),
+            ..SimOptions::default()
+        },
+    ] {
+        let whole = simulate_mapped(&t.view(), &placements, &opts, &progress).unwrap();
+        let mut s = MappedStream::new(&t.volumes, &placements, &opts).unwrap();
+        let mut outcomes: Vec<Done> = [0, 3, 1_500, 1_501, 4_000]
+            .windows(2)
+            .map(|w| s.feed(&t.view().rows(w[0]..w[1]), &progress).unwrap())
+            .collect();
+        let (last, figures) = s.finish(&progress).unwrap();
+        outcomes.push(last);
+        let all = joined(outcomes);
+        assert_eq!(all.issue_ns, whole.issue_ns, "{opts:?}");
+        assert_eq!(all.latency_ns, whole.latency_ns, "{opts:?}");
+        same_but_sketched(
+            &serde_json::to_value(&whole.figures).unwrap(),
+            &serde_json::to_value(&figures).unwrap(),
+            "mapped",
+        );
+    }
+}
+
+#[test]
+fn pieces_back_in_time_are_refused() {
+    let t = mixed_requests(100, 1_000, 2);
+    let progress = crate::progress::Progress::default();
+    let mut s = SimStream::new(&Config::preset("ssd-sata").unwrap(), &SimOptions::default(), 3).unwrap();
+    s.feed(&t.view().rows(50..100), &progress).unwrap();
+    assert!(s.feed(&t.view().rows(0..50), &progress).is_err());
+}
