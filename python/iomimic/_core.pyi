@@ -563,6 +563,7 @@ def simulate_mapped(
     scheduler: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> MappedSimResult: ...
+
 class SimStream:
     """A simulation fed a trace a piece at a time, in time order (one device or placements)."""
     def __init__(
