@@ -73,6 +73,7 @@ bench: install
 	$(PY) benches/model.py
 	$(PY) benches/generate_scale.py
 	$(PY) benches/simulate.py
+	$(PY) benches/simulate_scale.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
 	$(PY) benches/openloop.py --neighbour --seconds 15

@@ -635,7 +635,9 @@ class TextParts:
         """The files of a directory or glob (with ``one_file``, a file alone too); None for one
         file, or when one of them is Parquet."""
         path = Path(path)
-        files = trace_parts(path) or ([path] if one_file and path.is_file() else None)
+        files = trace_parts(path)
+        if files is None and one_file and path.is_file():
+            files, volume_names = [path], "records"  # a file alone is named by its records
         if files is None or format == "parquet" or (format is None and any(_is_parquet(f) for f in files)):
             return None
         _check_volume_names(volume_names)

@@ -124,6 +124,8 @@ def simulate_in_pieces(
     from iomimic.io import output_format as format_of
     from iomimic.trace import DTYPES, _Columns
 
+    if device is not None or config is not None:
+        device_config(device, config)  # a bad device is said before the trace is read
     volumes, files, pieces = time_ordered_pieces(path, progress=progress, **read)
     where = _where(volumes, device, config, map, shared)
     one = isinstance(where, str)

@@ -1,0 +1,98 @@
+"""Simulation past memory: a trace fed to the simulator a piece at a time holds memory flat
+however long the trace (issue 19), at a speed near the whole run's.
+
+Writes a realistic trace (`msr_synth.realistic_trace`: 16 volumes, 64 streams, re-use, mixed
+sizes) repeated end to end into two Parquet files of --small and --large requests (default 6 M
+and 24 M), then, as whole processes measuring their own peak resident memory and wall time:
+`iomimic simulate SMALL --device ssd-nvme` read whole (the reference) and with `--memory 256M`
+(in pieces), as interleaved pairs (medians of --pairs), and the large file in pieces, without
+and with `-o`. Each volume is on an SSD of its own. Prints the speed ratio (pieces over whole,
+same run), each run's peak and the memory growth per request from the small file to the large
+one. The files are deleted.
+
+    python benches/simulate_scale.py [--small 6000000] [--large 24000000] [--pairs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def repeated(trace, times: int, path: Path) -> None:
+    """``trace`` written ``times`` times end to end (each copy after the last in time)."""
+    import pyarrow.parquet as pq
+
+    table = trace.to_arrow()
+    gap = int(trace.ts_ns[-1]) + 1_000
+    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
+        for k in range(times):
+            ts = table.column("ts_ns").to_numpy() + k * gap
+            writer.write_table(table.set_column(0, "ts_ns", [ts]), row_group_size=1 << 20)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--small", type=int, default=6_000_000)
+    p.add_argument("--large", type=int, default=24_000_000)
+    p.add_argument("--pairs", type=int, default=3)
+    args = p.parse_args()
+    sys.path.insert(0, str(HERE))
+    from bench_common import OUT
+    from generate_scale import run
+    from msr_synth import realistic_trace
+
+    OUT.mkdir(exist_ok=True)
+    unit = 2_000_000
+    base = realistic_trace(unit)
+    files = {}
+    for name, n in (("small", args.small), ("large", args.large)):
+        files[name] = OUT / f"sim-scale-{name}.parquet"
+        print(f"writing {n // unit * unit:,} requests to {files[name]} ...", flush=True)
+        repeated(base, max(1, n // unit), files[name])
+    small_n = max(1, args.small // unit) * unit
+    large_n = max(1, args.large // unit) * unit
+    figures = OUT / "sim-scale.json"
+    device = ["--device", "ssd-nvme", "--json", str(figures)]
+    whole, pieces = [], []
+    try:
+        for _ in range(args.pairs):
+            whole.append(run(["simulate", str(files["small"]), *device], quiet=True))
+            want = json.loads(figures.read_text())
+            pieces.append(run(["simulate", str(files["small"]), *device, "--memory", "256M"], quiet=True))
+            got = json.loads(figures.read_text())
+            assert got["requests"] == want["requests"] == small_n and got["iops"] == want["iops"]
+        large = run(["simulate", str(files["large"]), *device, "--memory", "256M"], quiet=True)
+        out = OUT / "sim-scale-out.parquet"
+        written = run(
+            ["simulate", str(files["large"]), *device, "--memory", "256M", "-o", str(out)], quiet=True
+        )
+        out.unlink()
+    finally:
+        for f in (*files.values(), figures):
+            f.unlink(missing_ok=True)
+    t_whole = statistics.median(w for w, _ in whole)
+    t_pieces = statistics.median(w for w, _ in pieces)
+    peak_whole = statistics.median(m for _, m in whole)
+    peak_small = statistics.median(m for _, m in pieces)
+    print(f"\n{'run':<34}{'requests':>13}{'seconds':>9}{'peak RSS':>11}")
+    for label, n, (t, m) in (
+        ("whole (reference)", small_n, (t_whole, peak_whole)),
+        ("in pieces", small_n, (t_pieces, peak_small)),
+        ("in pieces", large_n, large),
+        ("in pieces, -o Parquet", large_n, written),
+    ):
+        print(f"{label:<34}{n:>13,}{t:>9.1f}{m / 2**20:>9.0f} M")
+    print(f"speed in pieces / whole (medians of {args.pairs} interleaved pairs): {t_whole / t_pieces:.2f}x")
+    growth = (large[1] - peak_small) / (large_n - small_n)
+    print(f"memory growth in pieces from {small_n:,} to {large_n:,} requests: {growth:.2f} B a request")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
