@@ -711,7 +711,14 @@ class TextParts:
         read whole places them; equal times in file order), a piece at a time, after
         :meth:`by_file` went through them. Each file is read a chunk at a time, a chunk of
         each file held at once: every row earlier than the earliest of the files' last rows
-        held can go. The files must each be in time order (``in_order``)."""
+        held can go. The files must each be in time order: InputError names one that is not
+        (sorting it would take the whole of it)."""
+        for file, in_order in zip(self.files, self.in_order, strict=True):
+            if not in_order:
+                raise InputError(
+                    f"{file}: its requests are not in time order, and the trace is too large to sort "
+                    "within --memory: raise --memory (about 100 bytes a request)"
+                )
         file_names, file_ids = self.file_table()
         volumes = list(self.volumes)
         fill = {"latency_ns": LATENCY_UNKNOWN, "status": STATUS_OK, "file": 0}
@@ -819,12 +826,6 @@ def time_ordered_pieces(
     step = None if progress is None else lambda done, total: progress(done, 2 * total)
     for _ in parts.by_file(step):
         pass
-    for file, in_order in zip(parts.files, parts.in_order, strict=True):
-        if not in_order:
-            raise InputError(
-                f"{file}: its requests are not in time order, and the trace is too large to sort "
-                "within --memory: raise --memory (about 100 bytes a request)"
-            )
     step = None if progress is None else lambda done, total: progress(total + done, 2 * total)
     return list(parts.volumes), parts.file_table()[0], parts.in_time_order(step)
 

@@ -259,7 +259,6 @@ def characterize_text_parts(
     ``read`` holds :func:`iomimic.read_trace`'s options; ``options`` characterize's. The files
     must each be in time order (a file that is not cannot be sorted within ``memory``:
     InputError)."""
-    from iomimic.errors import InputError
     from iomimic.io import TextParts
 
     reading = dict(read)
@@ -277,12 +276,6 @@ def characterize_text_parts(
             yield piece
 
     def counting():
-        for file, in_order in zip(parts.files, parts.in_order, strict=True):
-            if not in_order:
-                raise InputError(
-                    f"{file}: its requests are not in time order, and the files are too large to "
-                    "sort within --memory: raise --memory (about 100 bytes a request)"
-                )
         step = None if progress is None else lambda done, total: progress(total + done, 2 * total)
         return parts.in_time_order(step)
 
