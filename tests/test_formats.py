@@ -311,6 +311,7 @@ def test_files_of_a_directory_counted_in_chunks_give_the_summary_of_them_read_wh
     name counted as one, stream ids shared across files, a file with response times and one
     with them all 0, out-of-order and malformed lines, and gzip."""
     import iomimic.io as io
+    from iomimic.pieces import text_parts_summary
 
     rng = np.random.default_rng(8)
     d = tmp_path / "corpus"
@@ -333,7 +334,7 @@ def test_files_of_a_directory_counted_in_chunks_give_the_summary_of_them_read_wh
     for source in (tmp_path / "corpus" / "*", d):
         whole = io.summary(iomimic.read_trace(source, skip_bad=True, volume_names=volume_names))
         monkeypatch.setattr(io, "CHUNK_ROWS", 1_000)
-        counted = io.text_parts_summary(source, skip_bad=True, volume_names=volume_names)
+        counted = text_parts_summary(source, skip_bad=True, volume_names=volume_names)
         monkeypatch.undo()
         assert counted == whole
     assert counted["requests"] == len(iomimic.read_trace(d, skip_bad=True)) and counted["skipped"] == 2
@@ -342,6 +343,6 @@ def test_files_of_a_directory_counted_in_chunks_give_the_summary_of_them_read_wh
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == json.loads(json.dumps(whole))
     # one file, or Parquet among them, is not for this path
-    assert io.text_parts_summary(d / "hm_0.csv") is None
+    assert text_parts_summary(d / "hm_0.csv") is None
     iomimic.write_trace(iomimic.read_trace(d / "hm_0.csv"), d / "more.parquet")
-    assert io.text_parts_summary(d) is None
+    assert text_parts_summary(d) is None

@@ -259,7 +259,7 @@ def characterize_text_parts(
     ``read`` holds :func:`iomimic.read_trace`'s options; ``options`` characterize's. The files
     must each be in time order (a file that is not cannot be sorted within ``memory``:
     InputError)."""
-    from iomimic.io import TextParts
+    from iomimic.pieces import TextParts
 
     reading = dict(read)
     format = reading.pop("format", None)

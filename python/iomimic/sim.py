@@ -120,8 +120,9 @@ def simulate_in_pieces(
     the passes' rows or bytes."""
     from collections import deque
 
-    from iomimic.io import _write_file, time_ordered_pieces
+    from iomimic.io import _write_file
     from iomimic.io import output_format as format_of
+    from iomimic.pieces import time_ordered_pieces
     from iomimic.trace import DTYPES, _Columns
 
     if device is not None or config is not None:

@@ -290,7 +290,7 @@ def too_large(args: argparse.Namespace, memory: int, needs_whole: str | None = N
     """Why the trace should be read a piece at a time (too large for ``memory`` read whole), or
     None when it surely fits. A selection (--start, --volume, ...), or the option
     ``needs_whole`` names, needs it whole: then it is read whole, and that is said."""
-    from iomimic.io import estimated_requests
+    from iomimic.pieces import estimated_requests
     from iomimic.profile import BYTES_PER_REQUEST
 
     try:

@@ -56,11 +56,12 @@ def handle(args: argparse.Namespace) -> int:
 
 def _counted(args: argparse.Namespace):
     """:func:`iomimic.io.text_summary` of the one file named, or
-    :func:`iomimic.io.text_parts_summary` of the files of a directory or glob, with a progress
+    :func:`iomimic.pieces.text_parts_summary` of the files of a directory or glob, with a progress
     bar on a terminal; None when they are not files of text or binary formats."""
     from iomimic.cli.args import read_options
     from iomimic.cli.progress import reading
-    from iomimic.io import text_parts_summary, text_summary
+    from iomimic.io import text_summary
+    from iomimic.pieces import text_parts_summary
 
     options = read_options(args)
     progress, close = reading(args.trace)
