@@ -489,3 +489,22 @@ def test_a_text_file_out_of_order_past_memory_is_refused_by_simulate(tmp_path: P
     )
     assert r.returncode == 2 and "not in time order" in r.stderr and "raise --memory" in r.stderr, r.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_faulty_device_in_pieces_gives_every_request_a_status(tmp_path: Path) -> None:
+    """With faults injected the output of a run in pieces has a status column (its first rows
+    are written before later ones may fail); the failures are the whole run's."""
+    from iomimic.sim import simulate_in_pieces
+
+    text = iomimic.sim.device_presets()["hdd-7200"] + "\n[faults]\nfailed_sector_rate = 0.02\nseed = 5\n"
+    config = tmp_path / "failing.toml"
+    config.write_text(text)
+    t = three_volumes(3_000)
+    iomimic.write_trace(t, tmp_path / "t.parquet")
+    out, whole = simulate(t, config=config, shared=True, intensity=0.05)
+    figures = simulate_in_pieces(
+        tmp_path / "t.parquet", config=config, shared=True, intensity=0.05, output=tmp_path / "o.parquet"
+    )
+    back = iomimic.read_trace(tmp_path / "o.parquet")
+    assert whole["failed_ios"] == figures["failed_ios"] > 0
+    assert np.array_equal(back.status, out.status) and np.array_equal(back.latency_ns, out.latency_ns)

@@ -138,8 +138,10 @@ def simulate_in_pieces(
         intensity=float(intensity),
         scheduler=scheduler,
     )
-    # a status column only where faults are injected (then requests may fail), as simulate's
-    faulty = any("[faults]" in text for text in ([where] if one else [t for t, _ in where]))
+    # a status column where faults are injected, whether or not a request fails (simulate's has
+    # one only when some did: the outcomes come after the first rows are written)
+    texts = [where] if one else [text for text, _ in where]
+    faulty = any(_core.check_device(text)["faults"] is not None for text in texts)
     held: deque[dict[str, np.ndarray]] = deque()  # rows read, waiting for their outcomes
     figures: dict[str, Any] = {}
 
