@@ -29,9 +29,10 @@ def run(args: list[str], quiet: bool = False) -> tuple[float, int]:
     output shown unless `quiet`)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "iomimic.cli", *args], stdout=subprocess.PIPE)
+    # read before waiting: output past the pipe's 64 KiB would block the child for ever
+    out = proc.stdout.read().decode().strip() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    out = proc.stdout.read().decode().strip() if proc.stdout else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"iomimic {' '.join(args)} failed")
     if not quiet:
