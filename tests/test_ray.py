@@ -244,6 +244,20 @@ def test_a_simulation_sweep_as_ray_tasks_gives_the_local_figures(local_ray, tmp_
     assert json.loads((tmp_path / "ray.json").read_text()) == plain
 
 
+def test_a_sweep_in_pieces_as_ray_tasks_gives_the_local_figures(local_ray, tmp_path):
+    import pyarrow.parquet as pq
+
+    from iomimic.sim import sweep_in_pieces
+
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(volumes_and_streams(3_000, seed=9).to_arrow(), path, row_group_size=700)
+    options = dict(intensities=[1.0, 3.0], map="log=ssd-sata")
+    local = sweep_in_pieces(path, ["hdd-7200", "ssd-nvme"], **options)
+    on_ray = sweep_in_pieces(path, ["hdd-7200", "ssd-nvme"], ray=True, **options)
+    assert [f["sweep"]["device"] for f in on_ray] == ["hdd-7200"] * 2 + ["ssd-nvme"] * 2
+    assert on_ray == local
+
+
 def test_a_study_that_runs_as_one_piece_is_refused_on_ray(local_ray):
     from iomimic.study import run
 

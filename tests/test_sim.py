@@ -508,3 +508,23 @@ def test_a_faulty_device_in_pieces_gives_every_request_a_status(tmp_path: Path) 
     back = iomimic.read_trace(tmp_path / "o.parquet")
     assert whole["failed_ios"] == figures["failed_ios"] > 0
     assert np.array_equal(back.status, out.status) and np.array_equal(back.latency_ns, out.latency_ns)
+
+
+def test_a_sweep_past_memory_reads_the_trace_in_pieces_for_each_run(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    t = three_volumes(12_000)
+    path = tmp_path / "t.parquet"
+    pq.write_table(t.to_arrow(), path, row_group_size=2_000)
+    sweep = ["--device", "ssd-sata,hdd-7200", "--intensity", "1,0.25", "--shared"]
+    runs, notes = {}, {}
+    for name, memory in (("whole", []), ("pieces", ["--memory", "100K"])):
+        out = tmp_path / f"{name}.json"
+        r = run_cli("simulate", str(path), *sweep, "--json", str(out), *memory)
+        assert r.returncode == 0, r.stderr
+        runs[name], notes[name] = json.loads(out.read_text()), r.stderr
+    assert "each run reads it a piece at a time" in notes["pieces"]
+    assert "piece" not in notes["whole"]
+    assert [f["sweep"] for f in runs["pieces"]] == [f["sweep"] for f in runs["whole"]]
+    for whole, pieces in zip(runs["whole"], runs["pieces"]):
+        sketched_alike(whole, pieces, str(whole["sweep"]))

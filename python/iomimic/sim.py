@@ -274,6 +274,53 @@ def sweep(
     return figures
 
 
+def sweep_in_pieces(
+    path: str | os.PathLike,
+    devices: list[str],
+    *,
+    intensities: list[float] = (1.0,),
+    iodepths: list[int | None] = (None,),
+    map: str | dict[str, str] | None = None,
+    shared: bool = False,
+    scheduler: str | None = None,
+    ray: bool | str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    **read: Any,
+) -> list[dict[str, Any]]:
+    """:func:`sweep` of a trace too large for memory: each run reads it a piece at a time
+    (:func:`simulate_in_pieces`), one after another here (memory is one run's), or with ``ray``
+    each as a Ray task reading ``path`` where it runs (shared storage). The runs' figures as
+    :func:`sweep` gives them, latency percentiles taken on HDR histograms. ``progress`` counts
+    runs; ``read`` holds :func:`iomimic.read_trace`'s options."""
+    if not devices:
+        raise InputError("a sweep needs at least one device")
+    for name in devices:
+        device_text(name)  # a bad device is said before any run
+    points = [(name, float(k), depth) for name in devices for k in intensities for depth in iodepths]
+    shared_data = (os.fspath(path), {"map": map, "shared": shared, "scheduler": scheduler, **read})
+    if ray is not None and ray is not False:
+        from iomimic import cluster
+
+        return cluster.run_tasks(cluster.connect(ray), _piece_point, shared_data, points)
+    runs = []
+    for point in points:
+        if progress is not None:
+            progress(len(runs), len(points))
+        runs.append(_piece_point(shared_data, point))
+    if progress is not None:
+        progress(len(runs), len(points))
+    return runs
+
+
+def _piece_point(shared: tuple[str, dict[str, Any]], point: tuple[str, float, int | None]) -> dict[str, Any]:
+    """One run of a sweep in pieces (a Ray task, or a step here): its figures."""
+    path, options = shared
+    name, intensity, iodepth = point
+    device, config = _device_or_file(name)
+    figures = simulate_in_pieces(path, device, config=config, intensity=intensity, iodepth=iodepth, **options)
+    return {**figures, "sweep": {"device": name, "intensity": intensity, "iodepth": iodepth}}
+
+
 def _sweep_point(shared: tuple[dict[str, Any], list[str], list[str]], point: tuple) -> dict[str, Any]:
     """A Ray task: one point of a sweep, its figures."""
     from iomimic.trace import _Columns

@@ -78,8 +78,8 @@ def register(subparsers) -> None:
         help="memory to stay within, e.g. 2G (default: half of this machine's). A trace too large to "
         "simulate within it read whole (about 100 bytes a request) is fed to the simulator a piece "
         "at a time: Parquet a row group at a time, other formats a chunk of parsed rows at a time "
-        "(each file in time order); -o is written as requests complete. Figures exact but latency "
-        "percentiles, to 0.1 %% (docs/scale.md)",
+        "(each file in time order), by each run of a sweep in turn; -o is written as requests "
+        "complete. Figures exact but latency percentiles, to 0.1 %% (docs/simulate.md)",
     )
     add_read_options(p)
 
@@ -98,9 +98,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.output:
             raise InputError("simulate: -o writes one run's trace; a sweep runs several (drop -o)")
         ray_engine(args)
-        if too_large:
-            print(f"note: the trace {too_large}; a sweep reads it whole", file=sys.stderr)
-        return _sweep(args, devices, levels, depths)
+        return _sweep(args, devices, levels, depths, too_large)
     from iomimic.io import write_trace
     from iomimic.sim import _device_or_file, simulate
 
@@ -170,26 +168,35 @@ def _in_pieces(args: argparse.Namespace, device, run: dict, why: str) -> dict | 
         return None
 
 
-def _sweep(args: argparse.Namespace, devices: list[str], levels: list[float], depths: list) -> int:
-    """Every device × intensity × depth: a table of runs."""
+def _sweep(args: argparse.Namespace, devices: list[str], levels: list[float], depths: list, too_large) -> int:
+    """Every device × intensity × depth: a table of runs. A trace too large for --memory is
+    read a piece at a time by each run."""
+    from iomimic.cli.args import read_options
     from iomimic.cli.progress import working
-    from iomimic.sim import sweep
+    from iomimic.sim import sweep, sweep_in_pieces
 
-    trace = read_reported(args)
     options = {"map": args.map, "shared": args.shared, "scheduler": args.scheduler, "ray": args.ray}
+    if too_large:
+        print(f"note: the trace {too_large}: each run reads it a piece at a time", file=sys.stderr)
+        trace, volumes = args.trace, None
+        options |= {**read_options(args), "volume_names": args.volume_names}
+        each = sweep_in_pieces
+    else:
+        trace = read_reported(args)
+        volumes, each = len(trace.volumes), sweep
     if args.ray is not None:
         # the runs are Ray tasks: there is nothing here to count
-        runs = sweep(trace, devices, intensities=levels, iodepths=depths, **options)
+        runs = each(trace, devices, intensities=levels, iodepths=depths, **options)
     else:
         with working("simulating") as progress:
-            runs = sweep(trace, devices, intensities=levels, iodepths=depths, progress=progress, **options)
+            runs = each(trace, devices, intensities=levels, iodepths=depths, progress=progress, **options)
     if args.json and write_json(args.json, runs):
         return EXIT_OK
     from iomimic.report import make_console
     from iomimic.report.simulation import render_sweep, sweep_warning
 
     render_sweep(runs, make_console())
-    _shared_note(args, len(trace.volumes))
+    _shared_note(args, volumes)
     warning = sweep_warning(runs)
     if warning:
         print(f"iomimic: warning: {warning}", file=sys.stderr)
