@@ -284,3 +284,22 @@ def test_the_cli_characterizes_a_glob_of_text_files_past_memory_in_chunks(tmp_pa
     assert "a chunk at a time, twice" in pieces.stderr and "3 files read as one trace" in pieces.stderr
     a, b = json.loads(out_whole.read_text()), json.loads(out_pieces.read_text())
     assert exact_differences(a, b, skip=ESTIMATED | {"options"}) == []
+
+
+def test_parquet_parts_named_by_file_past_memory_are_read_whole(tmp_path: Path) -> None:
+    """--volume-names file prefixes each part's volumes as the parts are merged whole: past
+    --memory the parts are then read whole, saying so, rather than in pieces under other names."""
+    d = tmp_path / "parts"
+    d.mkdir()
+    for k in range(2):
+        write_in_row_groups(mixed_trace(2_000, seed=k), d / f"p{k}.parquet", rows=500)
+    for command in (["characterize", "--mrc", "none"], ["simulate", "--device", "ssd-sata"]):
+        r = run_cli(
+            *command[:1], str(d), *command[1:], "--volume-names", "file", "--memory", "10K", "--json", "-"
+        )
+        assert r.returncode == 0, r.stderr
+        assert "--volume-names file of Parquet parts needs it whole" in r.stderr, r.stderr
+        if command[0] == "characterize":
+            assert (
+                "p0:sda" in json.loads(r.stdout)["volumes"] and "p1:nvme0" in json.loads(r.stdout)["volumes"]
+            )

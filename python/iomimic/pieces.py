@@ -250,8 +250,8 @@ def time_ordered_pieces(
     path = Path(path)
     layouts = None if format not in (None, "parquet") else io._parquet_layouts(path)
     if layouts is not None:
-        if volume_names != "records":
-            raise InputError("`volume_names` file: Parquet parts name their volumes themselves")
+        if volume_names != "records" and io.trace_parts(path) is not None:
+            raise InputError("`volume_names` file: Parquet parts in pieces keep their volumes' names")
         total = sum(lay["meta"].num_rows for lay in layouts)
 
         def row_groups():

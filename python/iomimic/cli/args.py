@@ -306,6 +306,8 @@ def too_large(args: argparse.Namespace, memory: int, needs_whole: str | None = N
         else "is too large for --memory read whole"
     )
     why.exact = exact
+    if exact and getattr(args, "volume_names", "records") != "records":
+        needs_whole = needs_whole or "--volume-names file of Parquet parts"  # named in the merge
     whole = needs_whole or ("choosing requests (--start, --volume, ...)" if selecting(args) else None)
     if whole:
         print(f"note: the trace {why}; {whole} needs it whole, so it is read whole", file=sys.stderr)
