@@ -86,6 +86,23 @@ pub fn by_op(per_op: &mut [Vec<u64>; 4]) -> BTreeMap<&'static str, OpLatency> {
         .collect()
 }
 
+/// Each operation's response times from its sketch (`sketches` by op: read, write, trim,
+/// flush); operations without any are left out.
+pub fn by_op_sketched(sketches: &[stats::Sketch; 4]) -> BTreeMap<&'static str, OpLatency> {
+    [Op::Read, Op::Write, Op::Trim, Op::Flush]
+        .into_iter()
+        .zip(sketches)
+        .filter_map(|(op, s)| {
+            Some((
+                op.name(),
+                OpLatency {
+                    latency_us: LatencyUs::from_sketch(s)?,
+                },
+            ))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

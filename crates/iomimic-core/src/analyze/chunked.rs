@@ -26,9 +26,9 @@ use super::sequentiality::KeyState;
 use super::stats::Sketch;
 use super::{check_counters, distfit, window_for, Grouped, MrcScope, Options, Profile, MAX_RANGES};
 use crate::error::{Error, Result};
-use crate::latency::{LatencyUs, OpLatency};
+use crate::latency::{self, LatencyUs};
 use crate::progress::Progress;
-use crate::trace::{Op, TraceView, LATENCY_UNKNOWN};
+use crate::trace::{TraceView, LATENCY_UNKNOWN};
 
 /// Bytes a curve spends on each block it tracks (its LRU stack's map, marks and tree).
 pub const BYTES_PER_TRACKED_BLOCK: u64 = 64;
@@ -223,18 +223,7 @@ impl Group {
             return Latencies::default();
         }
         let by_op = if self.latency.iter().filter(|s| s.count > 0).count() > 1 {
-            [Op::Read, Op::Write, Op::Trim, Op::Flush]
-                .into_iter()
-                .zip(&self.latency)
-                .filter_map(|(op, s)| {
-                    Some((
-                        op.name(),
-                        OpLatency {
-                            latency_us: LatencyUs::from_sketch(s)?,
-                        },
-                    ))
-                })
-                .collect()
+            latency::by_op_sketched(&self.latency)
         } else {
             BTreeMap::new()
         };

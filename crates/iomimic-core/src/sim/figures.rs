@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::device::{Counters, Gauges, Report};
 use crate::latency::{self, LatencyUs, OpLatency};
 use crate::stats::Sketch;
-use crate::trace::{Op, TraceView};
+use crate::trace::TraceView;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceFigures {
@@ -148,18 +148,7 @@ impl Sketched {
             count: self.count,
             bytes: self.bytes,
             latency_us: LatencyUs::from_sketch(&self.all),
-            by_op: [Op::Read, Op::Write, Op::Trim, Op::Flush]
-                .into_iter()
-                .zip(&self.by_op)
-                .filter_map(|(op, s)| {
-                    Some((
-                        op.name(),
-                        OpLatency {
-                            latency_us: LatencyUs::from_sketch(s)?,
-                        },
-                    ))
-                })
-                .collect(),
+            by_op: latency::by_op_sketched(&self.by_op),
         }
     }
 }

@@ -180,15 +180,9 @@ impl Study for Defrag {
     /// The runs of every point in order; the rest (the workload before any relayout) is every
     /// point's.
     fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
-        let expected = self.points(options)?.map_or(0, |p| p.len());
-        let mut points = super::point_reports::<Report>(self.name(), expected, reports)?.into_iter();
-        let mut whole = points
-            .next()
-            .ok_or_else(|| Error::Usage("study defrag: no policies".into()))?;
-        for point in points {
+        super::join_runs(self, options, reports, |whole: &mut Report, point: Report| {
             whole.runs.extend(point.runs);
-        }
-        serde_json::to_value(whole).map_err(|e| Error::Usage(format!("study defrag: {e}")))
+        })
     }
 }
 

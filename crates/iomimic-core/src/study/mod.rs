@@ -78,6 +78,25 @@ pub(crate) fn each_of<T: Serialize>(
         .collect()
 }
 
+/// The report of the whole from its points' reports, in their order: the first point's, with
+/// each later one's runs added by `extend` (the rest of a point's report is every point's).
+pub(crate) fn join_runs<R: DeserializeOwned + Serialize>(
+    study: &dyn Study,
+    options: &serde_json::Value,
+    reports: &[serde_json::Value],
+    extend: impl Fn(&mut R, R),
+) -> Result<serde_json::Value> {
+    let expected = study.points(options)?.map_or(0, |p| p.len());
+    let mut points = point_reports::<R>(study.name(), expected, reports)?.into_iter();
+    let mut whole = points
+        .next()
+        .ok_or_else(|| Error::Usage(format!("study {}: no points", study.name())))?;
+    for point in points {
+        extend(&mut whole, point);
+    }
+    serde_json::to_value(whole).map_err(|e| Error::Usage(format!("study {}: {e}", study.name())))
+}
+
 /// The reports of a study's `expected` points, read back.
 pub(crate) fn point_reports<R: DeserializeOwned>(
     study: &str,

@@ -137,15 +137,9 @@ impl Study for EarlyErrors {
 
     /// The outcomes of every point in order; the rest (fleet, faults, rule) is every point's.
     fn join(&self, options: &serde_json::Value, reports: &[serde_json::Value]) -> Result<serde_json::Value> {
-        let expected = self.points(options)?.map_or(0, |p| p.len());
-        let mut points = super::point_reports::<Report>(self.name(), expected, reports)?.into_iter();
-        let mut whole = points
-            .next()
-            .ok_or_else(|| Error::Usage("study early-errors: no intensities".into()))?;
-        for point in points {
+        super::join_runs(self, options, reports, |whole: &mut Report, point: Report| {
             whole.intensities.extend(point.intensities);
-        }
-        serde_json::to_value(whole).map_err(|e| Error::Usage(format!("study early-errors: {e}")))
+        })
     }
 }
 
