@@ -72,34 +72,20 @@ pub struct OpLatency {
 /// Each operation's response times apart, from times in ns per operation (read, write, trim,
 /// flush, as [`Op`] numbers them); operations with none are left out. Reorders the times.
 pub fn by_op(per_op: &mut [Vec<u64>; 4]) -> BTreeMap<&'static str, OpLatency> {
-    [Op::Read, Op::Write, Op::Trim, Op::Flush]
-        .into_iter()
-        .zip(per_op.iter_mut())
-        .filter_map(|(op, times)| {
-            Some((
-                op.name(),
-                OpLatency {
-                    latency_us: LatencyUs::from_ns(times)?,
-                },
-            ))
-        })
-        .collect()
+    named(per_op.iter_mut().map(|times| LatencyUs::from_ns(times)))
 }
 
-/// Each operation's response times from its sketch (`sketches` by op: read, write, trim,
-/// flush); operations without any are left out.
+/// [`by_op`] from each operation's sketch instead.
 pub fn by_op_sketched(sketches: &[stats::Sketch; 4]) -> BTreeMap<&'static str, OpLatency> {
+    named(sketches.iter().map(LatencyUs::from_sketch))
+}
+
+/// Read, write, trim and flush figures (in that order) by operation name, the missing left out.
+fn named(figures: impl Iterator<Item = Option<LatencyUs>>) -> BTreeMap<&'static str, OpLatency> {
     [Op::Read, Op::Write, Op::Trim, Op::Flush]
         .into_iter()
-        .zip(sketches)
-        .filter_map(|(op, s)| {
-            Some((
-                op.name(),
-                OpLatency {
-                    latency_us: LatencyUs::from_sketch(s)?,
-                },
-            ))
-        })
+        .zip(figures)
+        .filter_map(|(op, latency)| Some((op.name(), OpLatency { latency_us: latency? })))
         .collect()
 }
 
