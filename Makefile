@@ -74,6 +74,7 @@ bench: install
 	$(PY) benches/generate_scale.py
 	$(PY) benches/simulate.py
 	$(PY) benches/simulate_scale.py
+	$(PY) benches/train_scale.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
 	$(PY) benches/openloop.py --neighbour --seconds 15

@@ -11,6 +11,16 @@ import iomimic
 from .conftest import run_cli
 
 
+def split_by_device(trace: Path, folder: Path) -> Path:
+    """``folder`` holding the MQSim trace's lines of each device as a file of their own (as MSR
+    ships its volumes)."""
+    folder.mkdir()
+    lines = trace.read_text().splitlines(keepends=True)
+    for device in sorted({line.split()[1] for line in lines}):
+        (folder / f"dev{device}.trace").write_text("".join(x for x in lines if x.split()[1] == device))
+    return folder
+
+
 def test_wsrch_small_reads_as_mqsim(wsrch_small: Path) -> None:
     t = iomimic.read_trace(wsrch_small, format="mqsim")
     assert len(t) == 24_783
@@ -61,11 +71,7 @@ def test_wsrch_small_split_by_device_is_characterized_in_chunks_as_the_one_file(
 
     from .test_characterize_pieces import ESTIMATED, exact_differences
 
-    d = tmp_path / "by-device"
-    d.mkdir()
-    lines = wsrch_small.read_text().splitlines(keepends=True)
-    for device in sorted({line.split()[1] for line in lines}):
-        (d / f"dev{device}.trace").write_text("".join(x for x in lines if x.split()[1] == device))
+    d = split_by_device(wsrch_small, tmp_path / "by-device")
     read = {"format": "mqsim"}
     whole = iomimic.read_trace(d, **read)
     monkeypatch.setattr(io, "CHUNK_ROWS", 1_000)
@@ -99,3 +105,22 @@ def test_wsrch_small_simulated_in_pieces_as_read_whole(
     sketched_alike(whole, figures)
     assert figures["requests"] == 24_783 and len(figures["placements"]) == 6
     assert iomimic.read_trace(written) == out
+
+
+def test_wsrch_small_trained_in_pieces_as_read_whole(wsrch_small: Path, tmp_path: Path, monkeypatch) -> None:
+    """The real trace, as one file and as one MQSim file per device merged in time order, trained
+    1,500 parsed rows at a time (levels chosen, with the simulations of the default rule): the
+    model of the trace read whole, field by field."""
+    import json
+
+    import iomimic.io as io
+    from iomimic.model import train, train_in_pieces
+
+    d = split_by_device(wsrch_small, tmp_path / "by-device")
+    for path in (wsrch_small, d):
+        whole = train(iomimic.read_trace(path, format="mqsim"))
+        monkeypatch.setattr(io, "CHUNK_ROWS", 1_500)
+        pieces = train_in_pieces(path, format="mqsim")
+        monkeypatch.undo()
+        assert json.loads(pieces.to_json()) == json.loads(whole.to_json())
+        assert pieces.data["requests"] == 24_783

@@ -247,20 +247,8 @@ def train(
     threads trained on the cluster and the model put together here; the model is the one a
     local run gives. Needs ``pip install 'iomimic[ray]'``.
     """
-    if by not in (None, "stream", "none"):
-        raise InputError(f"`by` must be stream or none, found {by!r}")
-    seed = parse_seed(seed)
     source = trace.report.get("path")
-    options = dict(
-        levels=levels,
-        states=states,
-        by_stream=None if by is None else by == "stream",
-        reuse=reuse,
-        name=name or (Path(source).name if source else "model"),
-        source=source,
-        seed=seed,
-        simulate_on=None if select_device is None else (select_device, select_depth),
-    )
+    options = _train_options(by, levels, states, reuse, name, source, seed, select_device, select_depth)
     if ray is None or ray is False:
         return Model._wrap(_core.train_model(*trace._core_args(), options, progress=progress))
     from iomimic import cluster
@@ -268,6 +256,69 @@ def train(
     engine = cluster.connect(ray)
     plan = _core.train_plan(*trace._core_args(), options, progress=progress)
     return Model._wrap(plan.assemble(cluster.train_threads(engine, trace, plan)))
+
+
+def train_in_pieces(
+    path: str | os.PathLike,
+    *,
+    levels: int | None = None,
+    states: int | None = None,
+    by: str | None = None,
+    reuse: bool = True,
+    name: str | None = None,
+    seed: int = 1,
+    select_device: str | None = "hdd-7200",
+    select_depth: int = 8,
+    progress: Callable[[int, int], None] | None = None,
+    **read: Any,
+) -> Model:
+    """:func:`train` of a trace read a piece at a time, never whole (a trace larger than
+    memory): the same model, from three passes over the trace in time order (its outline and
+    first requests, on which levels are chosen; its requests per window; the threads).
+    Parquet goes a row group at a time; other formats a chunk of parsed rows at a time (each
+    file in time order), parsed once more first to learn the names. What training keeps grows
+    with the places (volume and start offset) each thread touches, not with its requests
+    (``docs/scale.md``). ``read`` holds :func:`iomimic.read_trace`'s options;
+    ``progress(done, total)`` counts the passes' rows or bytes."""
+    from iomimic.pieces import time_ordered_passes
+    from iomimic.remote import origin
+
+    source = origin(path) or str(path)
+    options = _train_options(by, levels, states, reuse, name, source, seed, select_device, select_depth)
+    passes = _core.TrainStream.PASSES
+    volumes, files, pieces = time_ordered_passes(path, passes, progress=progress, **read)
+    run = _core.TrainStream(volumes, files, options)
+    for k in range(passes):
+        for piece in pieces(k):
+            run.feed(*piece)
+        model = run.end_pass()
+    return Model._wrap(model)
+
+
+def _train_options(
+    by: str | None,
+    levels: int | None,
+    states: int | None,
+    reuse: bool,
+    name: str | None,
+    source: str | None,
+    seed: int,
+    select_device: str | None,
+    select_depth: int,
+) -> dict[str, Any]:
+    """The core's training options."""
+    if by not in (None, "stream", "none"):
+        raise InputError(f"`by` must be stream or none, found {by!r}")
+    return dict(
+        levels=levels,
+        states=states,
+        by_stream=None if by is None else by == "stream",
+        reuse=reuse,
+        name=name or (Path(source).name if source else "model"),
+        source=source,
+        seed=parse_seed(seed),
+        simulate_on=None if select_device is None else (select_device, select_depth),
+    )
 
 
 def mix(parts: list[tuple[Model, float]], name: str = "mix") -> Model:

@@ -1,12 +1,13 @@
 """Traces read a piece at a time, never held whole: files of text formats read as one trace
 (a directory or glob, as :func:`iomimic.read_trace` reads them) counted file by file or merged
-in time order a chunk of each at a time; the time-ordered pieces a simulation takes; and the
-estimate that tells whether a trace surely fits in memory read whole (docs/scale.md)."""
+in time order a chunk of each at a time; the time-ordered pieces a simulation takes, and the
+passes over them training takes; and the estimate that tells whether a trace surely fits in
+memory read whole (docs/scale.md)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,25 @@ def time_ordered_pieces(
     other formats are parsed a chunk at a time, twice (the first pass learns the names), and
     merged in time order when there are several (:class:`TextParts`): each must be in time
     order, else InputError. ``options`` are :func:`iomimic.read_trace`'s."""
+    volumes, files, passes = time_ordered_passes(
+        path, 1, format, volume_names=volume_names, progress=progress, **options
+    )
+    return volumes, files, passes(0)
+
+
+def time_ordered_passes(
+    path: str | os.PathLike,
+    passes: int,
+    format: str | None = None,
+    *,
+    volume_names: str = "records",
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> tuple[list[str], list[str], Callable[[int], Iterator[tuple]]]:
+    """:func:`time_ordered_pieces` for work that goes over the trace ``passes`` times (training):
+    (volume names, file names, a function giving pass k's pieces, k from 0). Files of other
+    formats than Parquet are parsed once more than that (the first learns the names);
+    ``progress(done, total)`` counts over all of them."""
     path = Path(path)
     layouts = None if format not in (None, "parquet") else io._parquet_layouts(path)
     if layouts is not None:
@@ -254,23 +274,28 @@ def time_ordered_pieces(
             raise InputError("`volume_names` file: Parquet parts in pieces keep their volumes' names")
         total = sum(lay["meta"].num_rows for lay in layouts)
 
-        def row_groups():
+        def row_groups(k: int) -> Iterator[tuple]:
             done = 0
             for t in io.parquet_traces(path) or ():
                 yield t._core_args()
                 done += len(t)
                 if progress is not None:
-                    progress(done, total)
+                    progress(k * total + done, passes * total)
 
-        return layouts[0]["volumes"], layouts[0]["files"], row_groups()
+        return layouts[0]["volumes"], layouts[0]["files"], row_groups
     parts = TextParts.of(path, format, volume_names=volume_names, one_file=True, **options)
     if parts is None:
         raise InputError(f"{path}: not a trace that can be read in pieces")
-    step = None if progress is None else lambda done, total: progress(done, 2 * total)
-    for _ in parts.by_file(step):
+
+    def after(k: int) -> ProgressCallback | None:
+        """Progress of parse k (the learning one first) of the passes + 1."""
+        if progress is None:
+            return None
+        return lambda done, total: progress(k * total + done, (passes + 1) * total)
+
+    for _ in parts.by_file(after(0)):
         pass
-    step = None if progress is None else lambda done, total: progress(total + done, 2 * total)
-    return list(parts.volumes), parts.file_table()[0], parts.in_time_order(step)
+    return list(parts.volumes), parts.file_table()[0], lambda k: parts.in_time_order(after(k + 1))
 
 
 def estimated_requests(path: str | os.PathLike) -> tuple[int, bool]:

@@ -133,6 +133,26 @@ impl Trace {
         }
     }
 
+    /// Appends the rows of `v` (whose names are this trace's), with the optional columns this
+    /// trace has.
+    pub fn extend_from(&mut self, v: &TraceView<'_>) {
+        self.ts_ns.extend_from_slice(v.ts_ns);
+        self.offset.extend_from_slice(v.offset);
+        self.size.extend_from_slice(v.size);
+        self.op.extend_from_slice(v.op);
+        self.volume.extend_from_slice(v.volume);
+        self.stream.extend_from_slice(v.stream);
+        if let (Some(to), Some(from)) = (&mut self.latency_ns, v.latency_ns) {
+            to.extend_from_slice(from);
+        }
+        if let (Some(to), Some(from)) = (&mut self.file, v.file) {
+            to.extend_from_slice(from);
+        }
+        if let (Some(to), Some(from)) = (&mut self.status, v.status) {
+            to.extend_from_slice(from);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.ts_ns.len()
     }

@@ -39,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::PyGeneration>()?;
     m.add_function(wrap_pyfunction!(model::train_model, m)?)?;
     m.add_class::<model::PyTrainPlan>()?;
+    m.add_class::<model::PyTrainStream>()?;
     m.add_function(wrap_pyfunction!(model::train_plan, m)?)?;
     m.add_function(wrap_pyfunction!(model::train_part, m)?)?;
     m.add_function(wrap_pyfunction!(model::mix_models, m)?)?;

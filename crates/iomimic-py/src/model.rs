@@ -215,6 +215,66 @@ pub fn train_model(
     })
 }
 
+/// Training fed a trace a piece at a time, in time order (a trace larger than memory): each
+/// of its passes feeds every piece, then `end_pass`, which gives the model after the last.
+#[pyclass(name = "TrainStream", module = "iomimic._core", frozen)]
+pub struct PyTrainStream {
+    inner: std::sync::Mutex<model::TrainStream>,
+}
+
+#[pymethods]
+impl PyTrainStream {
+    #[new]
+    fn new(volumes: Vec<String>, files: Vec<String>, options: TrainArgs) -> Self {
+        Self {
+            inner: std::sync::Mutex::new(model::TrainStream::new(volumes, files, options.into())),
+        }
+    }
+
+    /// Passes over the trace training needs.
+    #[classattr]
+    const PASSES: usize = model::TrainStream::PASSES;
+
+    /// The pass the next piece belongs to (from 1; past the last once trained).
+    #[getter]
+    fn current_pass(&self) -> usize {
+        self.lock().pass()
+    }
+
+    /// The next piece of the pass.
+    fn feed(
+        &self,
+        py: Python<'_>,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+    ) -> PyResult<()> {
+        let mut guard = self.lock();
+        let inner: &mut model::TrainStream = &mut guard;
+        with_view(&columns, &volumes, &files, |view| {
+            py.detach(|| inner.feed(view)).map_err(err_to_py)
+        })
+    }
+
+    /// Ends the pass: None while another is needed, then the model. Level selection, at the
+    /// end of the first pass, reports the models it tries to `progress(done, total)`.
+    #[pyo3(signature = (progress=None))]
+    fn end_pass(&self, py: Python<'_>, progress: Option<Bound<'_, PyAny>>) -> PyResult<Option<PyModel>> {
+        let mut guard = self.lock();
+        let inner: &mut model::TrainStream = &mut guard;
+        let model = watched(py, progress.as_ref(), |p| inner.end_pass(p))?;
+        Ok(model.map(PyModel::wrap))
+    }
+}
+
+impl PyTrainStream {
+    fn lock(&self) -> std::sync::MutexGuard<'_, model::TrainStream> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Training's shared steps, done by the caller (a cluster's driver): levels and states, the
 /// model times, the spans and the threads, each trained by [`train_part`] wherever it runs and
 /// put together by `assemble`.

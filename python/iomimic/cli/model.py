@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
@@ -37,7 +38,8 @@ def register(subparsers) -> None:
         "Train a model of a trace (levels and states chosen automatically unless given).",
         "  iomimic model train trace.csv -o model.json\n"
         "  iomimic model train trace.csv -o model.json --levels 2 --states 4 --by stream\n"
-        "  iomimic model train 'msr/*.csv.gz' -o model.json --ray head-node:6379\n",
+        "  iomimic model train 'msr/*.csv.gz' -o model.json --ray head-node:6379\n"
+        "  iomimic model train big.parquet -o model.json --memory 2G\n",
     )
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
@@ -69,6 +71,15 @@ def register(subparsers) -> None:
         help="requests outstanding per device in that simulation (closed loop; default 8)",
     )
     add_ray(p, "train the threads")
+    p.add_argument(
+        "--memory",
+        metavar="SIZE",
+        help="memory to stay within, e.g. 2G (default: half of this machine's). A trace too large to "
+        "train on within it read whole (about 100 bytes a request) is read in pieces, three times: "
+        "Parquet a row group at a time, files of other formats (one, or a directory or glob) a chunk "
+        "of parsed rows at a time, each file in time order. The model is the one the whole trace "
+        "gives; what training holds grows with the places each thread touches (docs/scale.md)",
+    )
     add_read_options(p)
 
     p = subcommand(
@@ -118,23 +129,47 @@ def handle_train(args: argparse.Namespace) -> int:
 
     # Ray is connected (or its absence reported) before the trace is read
     ray_engine(args)
-    trace = read_reported(args)
-    with working("training (models tried)") as progress:
-        model = train(
-            trace,
-            levels=args.levels,
-            states=args.states,
-            by=args.by,
-            reuse=not args.no_reuse,
-            name=args.name,
-            seed=args.seed,
-            select_device=None if args.select_device == "none" else args.select_device,
-            select_depth=args.select_depth,
-            progress=progress,
-            ray=args.ray,
-        )
+    options = dict(
+        levels=args.levels,
+        states=args.states,
+        by=args.by,
+        reuse=not args.no_reuse,
+        name=args.name,
+        seed=args.seed,
+        select_device=None if args.select_device == "none" else args.select_device,
+        select_depth=args.select_depth,
+    )
+    model = _train_in_pieces(args, options)
+    if model is None:
+        trace = read_reported(args)
+        with working("training (models tried)") as progress:
+            model = train(trace, **options, progress=progress, ray=args.ray)
     _save(model, args.output)
     return EXIT_OK
+
+
+def _train_in_pieces(args: argparse.Namespace, options: dict):
+    """The model of a trace too large for --memory read whole, trained a piece at a time; None
+    when it fits, or cannot go in pieces after all (Parquet row groups out of time order, or
+    --ray, whose driver holds it whole)."""
+    from iomimic.cli.args import read_options, too_large
+    from iomimic.cli.progress import working
+    from iomimic.io import OutOfOrder
+    from iomimic.model import train_in_pieces
+    from iomimic.profile import memory_budget
+
+    why = too_large(args, memory_budget(args.memory), "--ray" if args.ray is not None else None)
+    if why is None:
+        return None
+    print(f"note: the trace {why}: training on it a piece at a time (three passes)", file=sys.stderr)
+    try:
+        with working("training (three passes)", share=True) as progress:
+            return train_in_pieces(
+                args.trace, **options, progress=progress, volume_names=args.volume_names, **read_options(args)
+            )
+    except OutOfOrder:
+        print("note: its row groups go back in time: reading it whole to sort it", file=sys.stderr)
+        return None
 
 
 def handle_show(args: argparse.Namespace) -> int:

@@ -111,7 +111,7 @@ impl Survey {
 }
 
 /// Fails unless the piece's times ascend from `after` (the previous piece's last).
-fn in_order(t: &TraceView<'_>, after: Option<u64>) -> Result<()> {
+pub(crate) fn in_order(t: &TraceView<'_>, after: Option<u64>) -> Result<()> {
     let back = t.ts_ns.windows(2).position(|w| w[1] < w[0]);
     let before = after.is_some_and(|last| t.ts_ns.first().is_some_and(|&f| f < last));
     if back.is_some() || before {

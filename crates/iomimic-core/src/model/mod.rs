@@ -31,7 +31,9 @@ use serde::{Deserialize, Serialize};
 pub use generate::{generate, generate_watched, GenerateOptions, Generation, SLICE_REQUESTS};
 pub use mix::mix;
 pub use preset::Preset;
-pub use train::{plan_watched, train, train_part, train_watched, Group, Part, Plan, Shared, TrainOptions};
+pub use train::{
+    plan_watched, train, train_part, train_watched, Group, Part, Plan, Shared, TrainOptions, TrainStream,
+};
 pub use train::{HEADS, NEAR_GAP};
 
 use crate::error::{Error, Result};

@@ -44,28 +44,70 @@ pub const PERIOD_ACF: f64 = 0.3;
 /// The arrival process of `t` (at least two requests), whose coarse profile has windows of
 /// `coarse_ns`; `None` when the trace is too short or too sparse to say more than the profile.
 pub(super) fn learn(t: &TraceView<'_>, coarse_ns: u64) -> Option<Arrivals> {
-    let n = t.len() as u64;
     let start = t.ts_ns[0];
-    let span = t.ts_ns[t.len() - 1] - start;
-    if n < 64 || span == 0 {
-        return None;
-    }
-    let window_ns = fine_window(n, span, coarse_ns);
-    let m = (coarse_ns / window_ns).max(1);
-    let w = usize::try_from(span / window_ns + 1).ok()?;
-    let mut counts = vec![0u32; w];
+    let mut fine = Fine::new(t.len() as u64, start, t.ts_ns[t.len() - 1] - start, coarse_ns)?;
     for &ts in t.ts_ns {
-        counts[((ts - start) / window_ns) as usize] += 1;
+        fine.count(ts);
     }
-    let classes = rate_classes(t, window_ns, &counts);
-    let period_blocks = period(&counts, m as usize);
-    Some(Arrivals {
-        window_ns,
-        counts,
-        block: u32::try_from(m).unwrap_or(u32::MAX),
-        period_blocks,
-        classes,
-    })
+    let mut classes = Classes::default();
+    let mut i = 0;
+    while i < t.len() {
+        let c = fine.counts[fine.index(t.ts_ns[i])] as usize;
+        classes.window(&t.ts_ns[i..i + c], fine.window_ns);
+        i += c;
+    }
+    Some(fine.finish(classes))
+}
+
+/// A trace's requests counted by fine window.
+pub(super) struct Fine {
+    start: u64,
+    pub window_ns: u64,
+    /// fine windows per coarse one
+    m: u64,
+    counts: Vec<u32>,
+}
+
+impl Fine {
+    /// The fine windows of `n` requests over `[start, start + span]`, none counted yet; `None`
+    /// when the trace is too short or too sparse to say more than the coarse profile.
+    pub fn new(n: u64, start: u64, span: u64, coarse_ns: u64) -> Option<Self> {
+        if n < 64 || span == 0 {
+            return None;
+        }
+        let window_ns = fine_window(n, span, coarse_ns);
+        let w = usize::try_from(span / window_ns + 1).ok()?;
+        Some(Self {
+            start,
+            window_ns,
+            m: (coarse_ns / window_ns).max(1),
+            counts: vec![0u32; w],
+        })
+    }
+
+    /// The window of a request issued at `ts`.
+    #[inline]
+    pub fn index(&self, ts: u64) -> usize {
+        ((ts - self.start) / self.window_ns) as usize
+    }
+
+    #[inline]
+    pub fn count(&mut self, ts: u64) {
+        let w = self.index(ts);
+        self.counts[w] += 1;
+    }
+
+    /// The arrival process, from these counts and the rate classes of every window.
+    pub fn finish(self, classes: Classes) -> Arrivals {
+        let period_blocks = period(&self.counts, self.m as usize);
+        Arrivals {
+            window_ns: self.window_ns,
+            counts: self.counts,
+            block: u32::try_from(self.m).unwrap_or(u32::MAX),
+            period_blocks,
+            classes: classes.finish(),
+        }
+    }
 }
 
 /// Fine windows are round lengths (1, 2, 5 × a power of ten ns): one-second bins, and any
@@ -100,56 +142,71 @@ struct ClassAcc {
     gaps: u64,
 }
 
-/// The rate classes of the windows with their gap chains and spreads.
-fn rate_classes(t: &TraceView<'_>, window_ns: u64, counts: &[u32]) -> Vec<RateClass> {
-    let start = t.ts_ns[0];
-    let mut accs: Vec<ClassAcc> = (0..32).map(|_| ClassAcc::default()).collect();
-    let mut i = 0;
-    while i < t.len() {
-        let w = ((t.ts_ns[i] - start) / window_ns) as usize;
-        let c = counts[w] as usize;
-        let (first, last) = (t.ts_ns[i], t.ts_ns[i + c - 1]);
-        let acc = &mut accs[c.ilog2() as usize];
+/// The rate classes' accumulators, given the windows one at a time.
+pub(super) struct Classes {
+    accs: Vec<ClassAcc>,
+}
+
+impl Default for Classes {
+    fn default() -> Self {
+        Self {
+            accs: (0..32).map(|_| ClassAcc::default()).collect(),
+        }
+    }
+}
+
+impl Classes {
+    /// One fine window of `window_ns`: the issue times of all its requests.
+    pub fn window(&mut self, ts: &[u64], window_ns: u64) {
+        let c = ts.len();
+        if c == 0 {
+            return;
+        }
+        let (first, last) = (ts[0], ts[c - 1]);
+        let acc = &mut self.accs[c.ilog2() as usize];
         if c >= 2 {
             acc.spreads
                 .push(((last - first) as f64 / window_ns as f64) as f32);
             let mean = (last - first) as f64 / (c - 1) as f64;
             let mut from = GAP_CLASSES;
-            for j in i + 1..i + c {
-                let gap = (t.ts_ns[j] - t.ts_ns[j - 1]) as f64;
+            for j in 1..c {
+                let gap = (ts[j] - ts[j - 1]) as f64;
                 let to = if mean > 0.0 { gap_class(gap / mean) } else { 0 };
                 *acc.transitions.entry((from, to)).or_default() += 1;
                 acc.gaps += 1;
                 from = to;
             }
         }
-        i += c;
     }
-    merge(accs)
-        .into_iter()
-        .map(|(min_count, mut acc)| {
-            acc.spreads.sort_by(f32::total_cmp);
-            let spread = if acc.spreads.is_empty() {
-                vec![1.0]
-            } else {
-                let last = acc.spreads.len() - 1;
-                (0..SPREAD_QUANTILES)
-                    .map(|q| f64::from(acc.spreads[q * last / (SPREAD_QUANTILES - 1)]).clamp(0.0, 1.0))
-                    .collect()
-            };
-            let mut transitions: Vec<[u32; 3]> = acc
-                .transitions
-                .into_iter()
-                .map(|((from, to), count)| [from, to, count])
-                .collect();
-            transitions.sort_unstable();
-            RateClass {
-                min_count,
-                spread,
-                transitions,
-            }
-        })
-        .collect()
+
+    /// The rate classes with their gap chains and spreads.
+    fn finish(self) -> Vec<RateClass> {
+        merge(self.accs)
+            .into_iter()
+            .map(|(min_count, mut acc)| {
+                acc.spreads.sort_by(f32::total_cmp);
+                let spread = if acc.spreads.is_empty() {
+                    vec![1.0]
+                } else {
+                    let last = acc.spreads.len() - 1;
+                    (0..SPREAD_QUANTILES)
+                        .map(|q| f64::from(acc.spreads[q * last / (SPREAD_QUANTILES - 1)]).clamp(0.0, 1.0))
+                        .collect()
+                };
+                let mut transitions: Vec<[u32; 3]> = acc
+                    .transitions
+                    .into_iter()
+                    .map(|((from, to), count)| [from, to, count])
+                    .collect();
+                transitions.sort_unstable();
+                RateClass {
+                    min_count,
+                    spread,
+                    transitions,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Rate classes with fewer than [`MIN_CLASS_GAPS`] gaps merged into the next busier one (the

@@ -8,7 +8,6 @@ use super::normalise;
 use super::placement::Kind;
 use super::stats::{differs, StatsAcc, MIN_STATS};
 use crate::model::{Chain, Edge, State, Stats};
-use crate::trace::TraceView;
 
 /// Sub-ranges per volume that fresh placements are counted over, spread over its leaves (a
 /// leaf gets this many divided by the leaves a volume has, when that is more than one).
@@ -172,14 +171,10 @@ impl Hierarchy {
         }
     }
 
-    /// Top-level starts follow occupancy, not just the first request.
-    pub fn start_by_occupancy(&mut self, t: &TraceView<'_>, rows: &[usize]) {
-        let top = &mut self.chains[0];
-        let mut occ = vec![0u64; top.states.len()];
-        for &i in rows {
-            occ[locate(&top.states, t.volume[i], t.offset[i])] += 1;
-        }
-        top.initial = occ;
+    /// Top-level starts follow occupancy (each top-level state's requests), not just the first
+    /// request.
+    pub fn start_by_occupancy(&mut self, occupancy: Vec<u64>) {
+        self.chains[0].initial = occupancy;
     }
 
     /// The finished chains. An edge has stats of its own from [`MIN_STATS`] requests, where

@@ -40,6 +40,7 @@
 
 mod arrivals;
 mod chain;
+mod pieces;
 mod placement;
 mod rate;
 mod reuse;
@@ -51,6 +52,7 @@ mod thread;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+pub use pieces::TrainStream;
 pub use placement::{HEADS, NEAR_GAP};
 pub use thread::Part;
 
@@ -60,6 +62,12 @@ use crate::progress::Progress;
 use crate::trace::{Trace, TraceView};
 
 pub const MAX_THREADS: usize = 256;
+/// Gaps all threads' gap fits are given at most (a thread keeps at most
+/// [`GAPS_KEPT_THREAD`], at least [`GAPS_KEPT_MIN`]): beyond, every k-th gap, which fits the
+/// same families and bounds training in pieces.
+pub const GAPS_KEPT: usize = 1 << 24;
+pub const GAPS_KEPT_THREAD: usize = 1 << 20;
+pub const GAPS_KEPT_MIN: usize = 1 << 16;
 
 #[derive(Debug, Clone)]
 pub struct TrainOptions {
@@ -120,7 +128,27 @@ pub fn train_watched(t: &TraceView<'_>, opts: &TrainOptions, progress: &Progress
 /// choosing; the threads are then trained by [`train_part`], here or elsewhere, and put
 /// together by [`Plan::assemble`].
 pub fn plan_watched(t: &TraceView<'_>, opts: &TrainOptions, progress: &Progress) -> Result<Plan> {
-    if t.len() < 2 {
+    let (levels, states, selection) = choose(
+        t.len() as u64,
+        &selection::head(t, selection::SELECTION_SAMPLE),
+        opts,
+        progress,
+    )?;
+    let mut plan = Plan::of(t, levels, states, opts);
+    plan.selection = Some(serde_json::Value::Object(selection));
+    Ok(plan)
+}
+
+/// Checks the options for a trace of `n` requests and chooses levels and states on `head`
+/// (its first [`selection::SELECTION_SAMPLE`] requests): levels, states and how they were
+/// chosen.
+fn choose(
+    n: u64,
+    head: &TraceView<'_>,
+    opts: &TrainOptions,
+    progress: &Progress,
+) -> Result<(u32, u32, serde_json::Map<String, serde_json::Value>)> {
+    if n < 2 {
         return Err(Error::Usage("training needs at least two requests".into()));
     }
     if let Some(l) = opts.levels.filter(|l| !(1..=8).contains(l)) {
@@ -132,11 +160,9 @@ pub fn plan_watched(t: &TraceView<'_>, opts: &TrainOptions, progress: &Progress)
     if opts.levels.is_none() {
         progress.add_total(u64::from(selection::MAX_LEVELS));
     }
-    let (levels, states, selection) = selection::select(t, opts, progress)?;
+    let chosen = selection::select(head, opts, progress)?;
     progress.check()?;
-    let mut plan = Plan::of(t, levels, states, opts);
-    plan.selection = Some(serde_json::Value::Object(selection));
-    Ok(plan)
+    Ok(chosen)
 }
 
 /// Trains with the given levels and states (a model not yet validated).
@@ -156,6 +182,18 @@ pub struct Shared {
     pub reuse: bool,
     /// Each volume's span in bytes, by volume id (the whole trace's).
     pub spans: Vec<u64>,
+    /// The most gaps each thread's gap fit is given ([`gaps_kept`]).
+    #[serde(default = "whole_thread_gaps")]
+    pub gaps_kept: usize,
+}
+
+fn whole_thread_gaps() -> usize {
+    GAPS_KEPT_THREAD
+}
+
+/// The most gaps each of `threads` threads keeps for its gap fit.
+pub fn gaps_kept(threads: usize) -> usize {
+    (GAPS_KEPT / threads.max(1)).clamp(GAPS_KEPT_MIN, GAPS_KEPT_THREAD)
 }
 
 /// One thread to train: its name and stream in the model, and its rows of the trace.
@@ -163,8 +201,10 @@ pub struct Shared {
 pub struct Group {
     pub name: String,
     pub stream: u32,
-    /// Its requests' rows, in time order.
+    /// Its requests' rows, in time order (none kept when trained a piece at a time).
     pub rows: Vec<usize>,
+    /// How many requests it has.
+    pub requests: u64,
     /// Its share of its requests in each rate window (`None` when it is the only thread).
     activity: Option<Vec<f64>>,
 }
@@ -208,6 +248,7 @@ impl Plan {
                     activity: several.then(|| windows.activity(t, &rows)),
                     name,
                     stream,
+                    requests: rows.len() as u64,
                     rows,
                 })
                 .collect();
@@ -235,6 +276,7 @@ impl Plan {
                 states,
                 reuse: opts.reuse,
                 spans,
+                gaps_kept: gaps_kept(groups.len()),
             },
             u,
             groups,
@@ -297,7 +339,7 @@ impl Plan {
             .map(|(g, p)| Thread {
                 name: g.name.clone(),
                 stream: g.stream,
-                weight: g.rows.len() as f64 / self.requests as f64,
+                weight: g.requests as f64 / self.requests as f64,
                 alignment: p.alignment,
                 defaults: p.defaults,
                 volumes: p.volumes,
@@ -343,31 +385,42 @@ pub fn train_part(t: &TraceView<'_>, rows: &[usize], u: &[f64], shared: &Shared)
         shared.states,
         shared.reuse,
         &bounds,
+        shared.gaps_kept,
     )
 }
 
 /// The threads to train, each as (name, stream, rows): one per stream when `by_stream` (by
 /// default when the trace has 2 to [`MAX_THREADS`] streams), else one for the whole trace.
 fn thread_groups(t: &TraceView<'_>, by_stream: Option<bool>) -> Vec<(String, u32, Vec<usize>)> {
-    let n = t.len();
     let mut streams: Vec<u32> = t.stream.to_vec();
     streams.sort_unstable();
     streams.dedup();
-    let by_stream = by_stream.unwrap_or(streams.len() > 1 && streams.len() <= MAX_THREADS);
-    if by_stream {
+    let threads = threads_of(&streams, by_stream);
+    let mut rows = vec![Vec::new(); threads.len()];
+    if threads.len() > 1 {
         let index: FxHashMap<u32, usize> = streams.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-        let mut rows = vec![Vec::new(); streams.len()];
-        for i in 0..n {
-            rows[index[&t.stream[i]]].push(i);
+        for (i, &s) in t.stream.iter().enumerate() {
+            rows[index[&s]].push(i);
         }
-        streams
-            .iter()
-            .zip(rows)
-            .map(|(&s, r)| (format!("stream {s}"), s, r))
-            .collect()
+    } else {
+        rows[0] = (0..t.len()).collect();
+    }
+    threads
+        .into_iter()
+        .zip(rows)
+        .map(|((name, s), r)| (name, s, r))
+        .collect()
+}
+
+/// The threads of a trace whose distinct streams, sorted, are `streams`: (name, stream) one
+/// per stream when `by_stream` (by default when there are 2 to [`MAX_THREADS`]), else one.
+fn threads_of(streams: &[u32], by_stream: Option<bool>) -> Vec<(String, u32)> {
+    let by_stream = by_stream.unwrap_or(streams.len() > 1 && streams.len() <= MAX_THREADS);
+    if by_stream && !streams.is_empty() {
+        streams.iter().map(|&s| (format!("stream {s}"), s)).collect()
     } else {
         let stream = if streams.len() == 1 { streams[0] } else { 0 };
-        vec![("all".to_string(), stream, (0..n).collect())]
+        vec![("all".to_string(), stream)]
     }
 }
 

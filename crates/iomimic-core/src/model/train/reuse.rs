@@ -77,62 +77,94 @@ pub(super) struct Visit {
     pub place: u32,
 }
 
-/// Each request's [`Visit`], in row order: one LRU stack per top-level state of `top` and class,
-/// a request moving to the stack of its new class when touched again. Stacks are kept per
+/// `f` given each of the `rows` of `t` (in order) and its [`Visit`] by `stacks`: one LRU stack
+/// per top-level state and class, a request moving to the stack of its new class when touched again. Stacks are kept per
 /// state so that a re-use, generated where the chain is, re-uses what that state re-used (a
 /// journal never re-read stays so beside a hot set re-read often). The stacks are the costliest
-/// part of training and need nothing else, so they run on a core of their own, a chunk ahead of
-/// the loop that reads them.
-pub(super) fn reuse_depths<'scope>(
-    scope: &'scope std::thread::Scope<'scope, '_>,
-    t: &'scope TraceView<'_>,
-    rows: &'scope [usize],
-    top: &'scope [(u32, u64, u64)],
-) -> impl Iterator<Item = Visit> + 'scope {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Visit>>(8);
-    scope.spawn(move || {
-        use crate::analyze::lru_stack::Stack;
-        let mut stacks: Vec<Option<Stack>> = (0..top.len() * CLASSES).map(|_| None).collect();
-        // each place's class and number
-        let mut class: FxHashMap<(u32, u64), (u8, u32)> = FxHashMap::default();
-        class.reserve(rows.len().min(1 << 24));
-        for chunk in rows.chunks(DEPTH_CHUNK) {
-            let depths = chunk
-                .iter()
-                .map(|&i| {
-                    let key = (t.volume[i], t.offset[i]);
-                    let group = state_of(top, key.0, key.1) * CLASSES;
-                    let places = class.len() as u32;
-                    let entry = class.entry(key);
-                    let again = matches!(entry, std::collections::hash_map::Entry::Occupied(_));
-                    let now = class_of(t.op[i], t.size[i], again);
-                    let slot = entry.or_insert((now, places));
-                    let (was, place) = *slot;
-                    slot.0 = now;
-                    let seen = again.then(|| {
-                        let stack = stacks[group + usize::from(was)]
-                            .as_mut()
-                            .expect("a classed key is stacked");
-                        let held = stack.keys() as u64;
-                        let depth = stack.remove(key).expect("a classed key is stacked");
-                        Touch {
-                            depth,
-                            class: was,
-                            held,
-                        }
-                    });
-                    stacks[group + usize::from(now)]
-                        .get_or_insert_with(|| Stack::new(0))
-                        .touch(key);
-                    Visit { seen, place }
-                })
-                .collect();
-            if tx.send(depths).is_err() {
-                break;
+/// part of training and need nothing else, so on many rows they run on a core of their own, a
+/// chunk ahead of `f`.
+pub(super) fn each_visit(
+    stacks: &mut Stacks,
+    t: &TraceView<'_>,
+    rows: &[usize],
+    mut f: impl FnMut(usize, Visit),
+) {
+    let visit = |stacks: &mut Stacks, i: usize| stacks.visit(t.volume[i], t.offset[i], t.op[i], t.size[i]);
+    if rows.len() < DEPTH_CHUNK {
+        for &i in rows {
+            f(i, visit(stacks, i));
+        }
+        return;
+    }
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Visit>>(8);
+        scope.spawn(move || {
+            for chunk in rows.chunks(DEPTH_CHUNK) {
+                if tx
+                    .send(chunk.iter().map(|&i| visit(stacks, i)).collect())
+                    .is_err()
+                {
+                    break;
+                }
             }
+        });
+        for (&i, v) in rows.iter().zip(rx.into_iter().flatten()) {
+            f(i, v);
         }
     });
-    rx.into_iter().flatten()
+}
+
+/// The LRU stacks [`each_visit`] keeps, one request at a time (a thread trained a piece of its
+/// trace at a time keeps them between pieces).
+pub(super) struct Stacks {
+    top: Vec<(u32, u64, u64)>,
+    /// one per top-level state and class
+    by_state: Vec<Option<crate::analyze::lru_stack::Stack>>,
+    /// each place's class and number
+    class: FxHashMap<(u32, u64), (u8, u32)>,
+}
+
+impl Stacks {
+    /// Stacks per top-level state of `top` and class, room made for `expected` places.
+    pub fn new(top: Vec<(u32, u64, u64)>, expected: usize) -> Self {
+        let mut class = FxHashMap::default();
+        class.reserve(expected.min(1 << 24));
+        Self {
+            by_state: (0..top.len() * CLASSES).map(|_| None).collect(),
+            top,
+            class,
+        }
+    }
+
+    /// The next request's [`Visit`].
+    #[inline]
+    pub fn visit(&mut self, volume: u32, offset: u64, op: u8, size: u32) -> Visit {
+        let key = (volume, offset);
+        let group = state_of(&self.top, volume, offset) * CLASSES;
+        let places = self.class.len() as u32;
+        let entry = self.class.entry(key);
+        let again = matches!(entry, std::collections::hash_map::Entry::Occupied(_));
+        let now = class_of(op, size, again);
+        let slot = entry.or_insert((now, places));
+        let (was, place) = *slot;
+        slot.0 = now;
+        let seen = again.then(|| {
+            let stack = self.by_state[group + usize::from(was)]
+                .as_mut()
+                .expect("a classed key is stacked");
+            let held = stack.keys() as u64;
+            let depth = stack.remove(key).expect("a classed key is stacked");
+            Touch {
+                depth,
+                class: was,
+                held,
+            }
+        });
+        self.by_state[group + usize::from(now)]
+            .get_or_insert_with(|| crate::analyze::lru_stack::Stack::new(0))
+            .touch(key);
+        Visit { seen, place }
+    }
 }
 
 /// A re-used request's rank by touches among the requests of its top-level state and class
@@ -285,8 +317,8 @@ const EM_ROUNDS: usize = 32;
 const MIN_RANK_SHARE: f64 = 0.02;
 
 /// Re-uses counted by the bucket of their depth, overall and by kind; and fresh touches.
-pub(super) struct ReuseAcc<'b> {
-    bounds: &'b [u64],
+pub(super) struct ReuseAcc {
+    bounds: Vec<u64>,
     counts: Vec<u64>,
     kinds: FxHashMap<ReuseKey, u64>,
     /// Requests, and those touching no earlier request, in the whole thread and its last
@@ -304,11 +336,11 @@ struct ClassFit {
     ranks: Vec<f64>,
 }
 
-impl<'b> ReuseAcc<'b> {
+impl ReuseAcc {
     /// Buckets between consecutive `bounds` (from [`reuse_bounds`]).
-    pub fn new(bounds: &'b [u64]) -> Self {
+    pub fn new(bounds: &[u64]) -> Self {
         Self {
-            bounds,
+            bounds: bounds.to_vec(),
             counts: vec![0u64; bounds.len()],
             kinds: FxHashMap::default(),
             touches: [0; 2],

@@ -105,7 +105,7 @@ fn relative_transition_probability(t: &TraceView<'_>, k: u32, spans: &[u64]) -> 
 }
 
 /// The first `n` requests of a trace (choices are made on a sample of a large trace).
-fn head<'a>(t: &TraceView<'a>, n: usize) -> TraceView<'a> {
+pub(super) fn head<'a>(t: &TraceView<'a>, n: usize) -> TraceView<'a> {
     t.rows(0..t.len().min(n))
 }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chain::{Fallback, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
-use super::reuse::{reuse_depths, state_of, ReuseAcc, Seen, TouchCounts, Visit};
+use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
 use super::stats::{gap_dist, StatsAcc};
 use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats};
 use crate::trace::TraceView;
@@ -29,7 +29,15 @@ pub struct Part {
     pub alignment: u64,
 }
 
-/// Trains the thread of requests `rows` (in time order) with model times `u`.
+/// The most gaps of a thread's requests its gap fit is given: past that many, every k-th
+/// gap, so that a thread trained a piece at a time keeps a bounded number.
+pub(super) fn gap_stride(requests: usize, kept: usize) -> usize {
+    requests.saturating_sub(1).div_ceil(kept.max(1)).max(1)
+}
+
+/// Trains the thread of requests `rows` (in time order) with model times `u`, keeping at most
+/// about `gaps_kept` of their gaps for the fit.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn train_thread(
     t: &TraceView<'_>,
     rows: &[usize],
@@ -39,48 +47,62 @@ pub(super) fn train_thread(
     k: u32,
     reuse_on: bool,
     bounds: &[u64],
+    gaps_kept: usize,
 ) -> Part {
     let mut volumes: Vec<u32> = rows.iter().map(|&i| t.volume[i]).collect();
     volumes.sort_unstable();
     volumes.dedup();
-    let mut pass = ThreadPass {
-        hierarchy: Hierarchy::new(&volumes, spans, levels, k),
-        stats: StatsAcc::with_gaps(),
-        by_volume: FxHashMap::default(),
-        heads: FxHashMap::default(),
-        streams: StreamsAcc::new(),
-        reuse: ReuseAcc::new(bounds),
-        counts: TouchCounts::default(),
-        top: Vec::new(),
-        alignment: AlignmentAcc::default(),
-        prev: Vec::new(),
-        cur: Vec::new(),
-    };
-    let tail_from = rows.len() - rows.len() / 4;
-    let top = pass.hierarchy.top_states();
-    if reuse_on {
-        pass.counts = TouchCounts::new(top.len());
-        pass.top.clone_from(&top);
-    }
-    std::thread::scope(|scope| {
-        // with reuse off no depth is needed: an endless run of `None`
-        let mut depths: Box<dyn Iterator<Item = Visit>> = if reuse_on {
-            Box::new(reuse_depths(scope, t, rows, &top))
-        } else {
-            Box::new(std::iter::repeat(Visit { seen: None, place: 0 }))
-        };
-        for (j, &i) in rows.iter().enumerate() {
-            let visit = depths.next().expect("a depth for every row");
-            let gap = (j > 0).then(|| u[i] - u[rows[j - 1]]);
-            pass.reuse.touch(j >= tail_from, visit.seen.is_none());
-            pass.observe(t.volume[i], t.offset[i], t.size[i], t.op[i], gap, visit, j);
-        }
-    });
-    pass.finish(t, rows, reuse_on)
+    let pass = ThreadPass::new(
+        &volumes,
+        spans,
+        levels,
+        k,
+        reuse_on,
+        bounds,
+        rows.len(),
+        gaps_kept,
+    );
+    let mut thread = ThreadTrainer::new(pass, reuse_on, rows.len());
+    thread.feed(t, rows, u);
+    thread.finish()
 }
 
-/// What is counted over one thread's requests.
-struct ThreadPass<'b> {
+/// A thread's pass with the re-use stacks beside it, fed its requests in order, all at once or
+/// a piece at a time.
+pub(super) struct ThreadTrainer {
+    pass: ThreadPass,
+    stacks: Option<Stacks>,
+}
+
+impl ThreadTrainer {
+    /// Room is made for `places` places in the stacks at first.
+    pub fn new(pass: ThreadPass, reuse_on: bool, places: usize) -> Self {
+        let stacks = reuse_on.then(|| Stacks::new(pass.hierarchy.top_states(), places));
+        Self { pass, stacks }
+    }
+
+    /// The thread's next requests: `rows` of `t`, with model times `u` (indexed like `t`).
+    pub fn feed(&mut self, t: &TraceView<'_>, rows: &[usize], u: &[f64]) {
+        let pass = &mut self.pass;
+        let mut request = |i: usize, visit: Visit| {
+            pass.request(t.volume[i], t.offset[i], t.size[i], t.op[i], u[i], visit);
+        };
+        match &mut self.stacks {
+            Some(stacks) => each_visit(stacks, t, rows, request),
+            None => rows.iter().for_each(|&i| request(i, NO_VISIT)),
+        }
+    }
+
+    pub fn finish(self) -> Part {
+        self.pass.finish()
+    }
+}
+
+/// What a request is told of its place with reuse off.
+pub(super) const NO_VISIT: Visit = Visit { seen: None, place: 0 };
+
+/// What is counted over one thread's requests, one at a time.
+pub(super) struct ThreadPass {
     hierarchy: Hierarchy,
     /// All of the thread's requests, for its default stats (with their gaps).
     stats: StatsAcc,
@@ -89,18 +111,79 @@ struct ThreadPass<'b> {
     /// Per volume: recent request ends, which continuations and near requests follow.
     heads: FxHashMap<u32, Heads>,
     streams: StreamsAcc,
-    reuse: ReuseAcc<'b>,
+    reuse: ReuseAcc,
+    reuse_on: bool,
     /// requests' touch counts, as the generator keeps them (with reuse on)
     counts: TouchCounts,
     /// the top-level states, which the counts are kept per
     top: Vec<(u32, u64, u64)>,
+    /// requests in each top-level state (where the thread starts)
+    occupancy: Vec<u64>,
     alignment: AlignmentAcc,
     /// The previous request's path of (chain, state), and this one's.
     prev: Vec<(usize, usize)>,
     cur: Vec<(usize, usize)>,
+    /// requests counted so far; the first of the thread's last quarter; every how many gaps
+    /// one is kept for the fit; the previous request's model time
+    seen: usize,
+    tail_from: usize,
+    gap_stride: usize,
+    prev_u: f64,
 }
 
-impl ThreadPass<'_> {
+impl ThreadPass {
+    /// A pass over a thread of `requests` requests on `volumes` (sorted, distinct).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        volumes: &[u32],
+        spans: &[u64],
+        levels: u32,
+        k: u32,
+        reuse_on: bool,
+        bounds: &[u64],
+        requests: usize,
+        gaps_kept: usize,
+    ) -> Self {
+        let hierarchy = Hierarchy::new(volumes, spans, levels, k);
+        let top = hierarchy.top_states();
+        Self {
+            occupancy: vec![0; top.len()],
+            counts: if reuse_on {
+                TouchCounts::new(top.len())
+            } else {
+                TouchCounts::default()
+            },
+            top: if reuse_on { top } else { Vec::new() },
+            hierarchy,
+            stats: StatsAcc::with_gaps(),
+            by_volume: FxHashMap::default(),
+            heads: FxHashMap::default(),
+            streams: StreamsAcc::new(),
+            reuse: ReuseAcc::new(bounds),
+            reuse_on,
+            alignment: AlignmentAcc::default(),
+            prev: Vec::new(),
+            cur: Vec::new(),
+            seen: 0,
+            tail_from: requests - requests / 4,
+            gap_stride: gap_stride(requests, gaps_kept),
+            prev_u: 0.0,
+        }
+    }
+
+    /// Counts the thread's next request, at model time `u`, told its place by the stacks.
+    #[inline]
+    pub fn request(&mut self, volume: u32, offset: u64, size: u32, op: u8, u: f64, visit: Visit) {
+        let j = self.seen;
+        self.seen += 1;
+        let gap = (j > 0).then_some(u - self.prev_u);
+        self.prev_u = u;
+        self.reuse.touch(j >= self.tail_from, visit.seen.is_none());
+        self.observe(volume, offset, size, op, gap, visit, j);
+    }
+}
+
+impl ThreadPass {
     /// Counts the next request; `gap` is its model-time gap (`None` for the thread's first),
     /// `before` the depth and class of the request it touches again (`None` on a first touch or
     /// with reuse off).
@@ -138,7 +221,9 @@ impl ThreadPass<'_> {
                 self.reuse.add(op, &touch, rank);
             }
         }
-        self.stats.add(op, size, kind, gap);
+        let kept = gap.filter(|_| (row - 1).is_multiple_of(self.gap_stride));
+        self.stats.add(op, size, kind, kept);
+        self.occupancy[self.cur[0].1] += 1;
         self.by_volume
             .entry(volume)
             .or_default()
@@ -151,8 +236,10 @@ impl ThreadPass<'_> {
         std::mem::swap(&mut self.prev, &mut self.cur);
     }
 
-    fn finish(mut self, t: &TraceView<'_>, rows: &[usize], reuse_on: bool) -> Part {
-        self.hierarchy.start_by_occupancy(t, rows);
+    pub fn finish(mut self) -> Part {
+        let reuse_on = self.reuse_on;
+        self.hierarchy
+            .start_by_occupancy(std::mem::take(&mut self.occupancy));
         let gaps = self.stats.gaps.as_deref().unwrap_or(&[]);
         let overall_gap = if gaps.is_empty() {
             Dist::Fixed { value_ns: 0.0 }
@@ -185,5 +272,32 @@ impl ThreadPass<'_> {
             streams: self.streams.finish(),
             alignment: self.alignment.finish(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gap_stride_keeps_at_most_the_gaps_asked() {
+        // 999 gaps, 100 kept at most: every 10th (0, 10, ..., 990)
+        assert_eq!(gap_stride(1000, 100), 10);
+        assert_eq!(gap_stride(1001, 100), 10);
+        assert_eq!(gap_stride(1002, 100), 11);
+        assert_eq!(gap_stride(5, 100), 1);
+        assert_eq!(gap_stride(0, 100), 1);
+        let bounds = super::super::reuse::reuse_bounds();
+        let mut pass = ThreadPass::new(&[0], &[1 << 30], 1, 4, false, &bounds, 1000, 100);
+        for i in 0..1000u64 {
+            pass.request(0, i * 4096, 4096, 0, i as f64 * (1.0 + (i % 3) as f64), NO_VISIT);
+        }
+        let gaps = pass.stats.gaps.as_deref().unwrap();
+        assert_eq!(gaps.len(), 100);
+        // the kept gaps are those into requests 1, 11, 21, ...: (j·(1 + j%3)) − ((j−1)·(1 + (j−1)%3))
+        let gap = |j: f64| j * (1.0 + j % 3.0) - (j - 1.0) * (1.0 + (j - 1.0) % 3.0);
+        assert_eq!(gaps[0], gap(1.0));
+        assert_eq!(gaps[1], gap(11.0));
+        assert_eq!(gaps[99], gap(991.0));
     }
 }

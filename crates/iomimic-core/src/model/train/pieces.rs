@@ -1,0 +1,587 @@
+//! Training on a trace given a piece at a time, in time order (a trace larger than memory):
+//! the model [`super::train`] makes of the whole trace, from three passes over it.
+//!
+//! 1. *Outline*: the requests, their times, each volume's span, the streams (with each one's
+//!    requests and volumes) and the first [`SELECTION_SAMPLE`] requests, on which levels and
+//!    states are chosen exactly as for the whole trace (which chooses on them too).
+//! 2. *Clock*: the requests per coarse (rate profile) and fine (arrival process) window, which
+//!    model times and the arrival classes need before any request is counted.
+//! 3. *Threads*: each thread's pass fed its requests with their model times, the re-use stacks
+//!    beside it, the threads on all cores; each fine window's times given to the arrival
+//!    classes once whole; each thread's activity counted.
+//!
+//! Nothing is kept per request but a bounded sample of each thread's gaps
+//! ([`super::GAPS_KEPT`], the same sample the whole trace's training fits): the threads' stacks,
+//! touch counts and heads grow with the places (volume and start offset) a thread touches, the
+//! chains with the states it visits.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
+
+use super::arrivals::{Classes, Fine};
+use super::rate::{Clock, Windows};
+use super::selection::SELECTION_SAMPLE;
+use super::thread::{ThreadPass, ThreadTrainer};
+use super::{
+    choose, gaps_kept, normalise, reuse, threads_of, Group, Plan, Shared, TrainOptions, MAX_THREADS,
+};
+use crate::analyze::chunked::in_order;
+use crate::error::{Error, Result};
+use crate::model::{Model, RateProfile, Volume};
+use crate::progress::Progress;
+use crate::trace::{Trace, TraceView};
+
+/// Places each thread's re-use stacks make room for at first: they grow past it as needed (room
+/// for a thread's requests, as training on the whole trace makes, would hold memory per request).
+const PLACES_RESERVED: usize = 1 << 16;
+
+/// Training fed a trace a piece at a time: [`TrainStream::feed`] each piece of a pass in time
+/// order, then [`TrainStream::end_pass`]; after the third pass that gives the model.
+pub struct TrainStream {
+    opts: TrainOptions,
+    volumes: Vec<String>,
+    files: Vec<String>,
+    pass: Pass,
+    /// the last time fed in this pass, and the rows fed
+    last: Option<u64>,
+    rows: u64,
+}
+
+enum Pass {
+    Outline(Box<Outline>),
+    Clock(Box<Clocking>),
+    Threads(Box<Threads>),
+    Done,
+}
+
+impl TrainStream {
+    /// Passes over the trace it needs.
+    pub const PASSES: usize = 3;
+
+    /// Training with `opts` on a trace whose names are `volumes` and `files` (all of them: the
+    /// pieces' ids index these).
+    pub fn new(volumes: Vec<String>, files: Vec<String>, opts: TrainOptions) -> Self {
+        let n = volumes.len();
+        Self {
+            opts,
+            pass: Pass::Outline(Box::new(Outline {
+                spans: vec![0; n],
+                touched: vec![false; n],
+                streams: Some(BTreeMap::new()),
+                start: None,
+                head: None,
+            })),
+            volumes,
+            files,
+            last: None,
+            rows: 0,
+        }
+    }
+
+    /// The pass the next piece belongs to (1 to [`Self::PASSES`]; past it once done).
+    pub fn pass(&self) -> usize {
+        match self.pass {
+            Pass::Outline(_) => 1,
+            Pass::Clock(_) => 2,
+            Pass::Threads(_) => 3,
+            Pass::Done => 4,
+        }
+    }
+
+    /// The next piece of the pass (its times at or after the last piece's).
+    pub fn feed(&mut self, t: &TraceView<'_>) -> Result<()> {
+        if t.is_empty() {
+            return Ok(());
+        }
+        in_order(t, self.last)?;
+        if let Some(v) = t.volume.iter().find(|&&v| v as usize >= self.volumes.len()) {
+            return Err(Error::Usage(format!(
+                "a piece names volume {v} of a trace of {} volumes",
+                self.volumes.len()
+            )));
+        }
+        self.last = t.ts_ns.last().copied();
+        self.rows += t.len() as u64;
+        match &mut self.pass {
+            Pass::Outline(o) => o.add(t, &self.volumes, &self.files),
+            Pass::Clock(c) => c.add(t),
+            Pass::Threads(th) => th.add(t)?,
+            Pass::Done => return Err(Error::Usage("training has finished".into())),
+        }
+        Ok(())
+    }
+
+    /// Ends the pass: `None` while another pass over the trace is needed, then the model.
+    /// Level selection (on the first requests, at the end of the first pass) counts the
+    /// models it tries in `progress`.
+    pub fn end_pass(&mut self, progress: &Progress) -> Result<Option<Model>> {
+        let (rows, last) = (self.rows, self.last);
+        (self.rows, self.last) = (0, None);
+        match std::mem::replace(&mut self.pass, Pass::Done) {
+            Pass::Outline(o) => {
+                let clock = o.finish(rows, last.unwrap_or(0), self, progress)?;
+                self.pass = Pass::Clock(Box::new(clock));
+                Ok(None)
+            }
+            Pass::Clock(c) => {
+                c.check(rows)?;
+                self.pass = Pass::Threads(Box::new(c.finish(&self.opts)));
+                Ok(None)
+            }
+            Pass::Threads(th) => {
+                th.plan.check(rows)?;
+                let model = th.finish(&self.volumes)?;
+                model.validate()?;
+                Ok(Some(model))
+            }
+            Pass::Done => Err(Error::Usage("training has finished".into())),
+        }
+    }
+}
+
+/// The first pass: what the trace's plan needs but the counts by window.
+struct Outline {
+    /// each volume's farthest end
+    spans: Vec<u64>,
+    touched: Vec<bool>,
+    /// per stream: requests and volumes touched (`None` past [`MAX_THREADS`] streams, where
+    /// one thread trains on all)
+    streams: Option<BTreeMap<u32, (u64, BTreeSet<u32>)>>,
+    start: Option<u64>,
+    /// the first requests, for level selection
+    head: Option<Trace>,
+}
+
+impl Outline {
+    fn add(&mut self, t: &TraceView<'_>, volumes: &[String], files: &[String]) {
+        self.start.get_or_insert(t.ts_ns[0]);
+        let head = self.head.get_or_insert_with(|| Trace {
+            latency_ns: t.latency_ns.map(|_| Vec::new()),
+            file: t.file.map(|_| Vec::new()),
+            status: t.status.map(|_| Vec::new()),
+            volumes: volumes.to_vec(),
+            files: files.to_vec(),
+            ..Trace::default()
+        });
+        let room = SELECTION_SAMPLE.saturating_sub(head.len()).min(t.len());
+        if room > 0 {
+            head.extend_from(&t.rows(0..room));
+        }
+        for i in 0..t.len() {
+            let v = t.volume[i] as usize;
+            self.spans[v] = self.spans[v].max(t.offset[i] + u64::from(t.size[i]));
+            self.touched[v] = true;
+        }
+        if let Some(streams) = &mut self.streams {
+            for (&s, &v) in t.stream.iter().zip(t.volume) {
+                let (count, volumes) = streams.entry(s).or_default();
+                *count += 1;
+                volumes.insert(v);
+            }
+        }
+    }
+
+    /// The plan but for what the counts by window give; levels and states chosen.
+    fn finish(self, n: u64, last: u64, on: &TrainStream, progress: &Progress) -> Result<Clocking> {
+        let opts = &on.opts;
+        let mut head = self.head.unwrap_or_default();
+        // a column some piece lacked is left out, as a trace read whole would have none
+        let len = head.len();
+        head.latency_ns = head.latency_ns.filter(|c| c.len() == len);
+        head.file = head.file.filter(|c| c.len() == len);
+        head.status = head.status.filter(|c| c.len() == len);
+        let (levels, states, selection) = choose(n, &head.view(), opts, progress)?;
+        let start = self.start.unwrap_or(0);
+        let span = last - start;
+        // past MAX_THREADS streams one thread trains on all, as `threads_of` decides
+        let streams = self
+            .streams
+            .filter(|s| opts.by_stream == Some(true) || s.len() <= MAX_THREADS)
+            .unwrap_or_default();
+        let keys: Vec<u32> = streams.keys().copied().collect();
+        let named = if keys.is_empty() {
+            threads_of(&[0, 1], Some(false))
+        } else {
+            threads_of(&keys, opts.by_stream)
+        };
+        let threads: Vec<(String, u32, u64, Vec<u32>)> = if named.len() > 1 {
+            named
+                .into_iter()
+                .map(|(name, s)| {
+                    let (count, volumes) = &streams[&s];
+                    (name, s, *count, volumes.iter().copied().collect())
+                })
+                .collect()
+        } else {
+            let all: Vec<u32> = (0..self.touched.len() as u32)
+                .filter(|&v| self.touched[v as usize])
+                .collect();
+            named
+                .into_iter()
+                .map(|(name, s)| (name, s, n, all.clone()))
+                .collect()
+        };
+        let windows = Windows::empty(start, span);
+        let fine = Fine::new(n, start, span, windows.window_ns);
+        Ok(Clocking {
+            plan: Outlined {
+                n,
+                span,
+                levels,
+                states,
+                selection,
+                spans: self.spans.iter().map(|&s| s.max(1)).collect(),
+                threads,
+            },
+            windows,
+            fine,
+        })
+    }
+}
+
+/// What the first pass found, for the passes after it.
+struct Outlined {
+    n: u64,
+    span: u64,
+    levels: u32,
+    states: u32,
+    selection: serde_json::Map<String, serde_json::Value>,
+    spans: Vec<u64>,
+    /// (name, stream, requests, volumes) of each thread, in the model's order
+    threads: Vec<(String, u32, u64, Vec<u32>)>,
+}
+
+impl Outlined {
+    /// Fails unless a pass read as many requests as the first.
+    fn check(&self, rows: u64) -> Result<()> {
+        if rows == self.n {
+            Ok(())
+        } else {
+            Err(Error::Usage(format!(
+                "the trace changed between passes: {} requests, then {rows}",
+                self.n
+            )))
+        }
+    }
+}
+
+/// The second pass: requests by coarse and fine window.
+struct Clocking {
+    plan: Outlined,
+    windows: Windows,
+    fine: Option<Fine>,
+}
+
+impl Clocking {
+    fn add(&mut self, t: &TraceView<'_>) {
+        for &ts in t.ts_ns {
+            self.windows.count(ts);
+            if let Some(fine) = &mut self.fine {
+                fine.count(ts);
+            }
+        }
+    }
+
+    fn check(&self, rows: u64) -> Result<()> {
+        self.plan.check(rows)
+    }
+
+    fn finish(self, opts: &TrainOptions) -> Threads {
+        let plan = self.plan;
+        let bounds = reuse::reuse_bounds();
+        let kept = gaps_kept(plan.threads.len());
+        let trainers = plan
+            .threads
+            .iter()
+            .map(|(_, _, requests, volumes)| {
+                let requests = *requests as usize;
+                let pass = ThreadPass::new(
+                    volumes,
+                    &plan.spans,
+                    plan.levels,
+                    plan.states,
+                    opts.reuse,
+                    &bounds,
+                    requests,
+                    kept,
+                );
+                ThreadTrainer::new(pass, opts.reuse, requests.min(PLACES_RESERVED))
+            })
+            .collect();
+        let several = plan.threads.len() > 1;
+        Threads {
+            index: several.then(|| {
+                plan.threads
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (_, s, _, _))| (*s, k))
+                    .collect()
+            }),
+            activity: several.then(|| vec![vec![0u64; self.windows.counts.len()]; plan.threads.len()]),
+            clock: self.windows.clock(),
+            windows: self.windows,
+            fine: self.fine,
+            classes: Classes::default(),
+            window: Vec::new(),
+            trainers,
+            shared: Shared {
+                levels: plan.levels,
+                states: plan.states,
+                reuse: opts.reuse,
+                spans: plan.spans.clone(),
+                gaps_kept: kept,
+            },
+            name: opts.name.clone(),
+            source: opts.source.clone(),
+            plan,
+        }
+    }
+}
+
+/// The third pass: the threads trained, the arrival classes and activities counted.
+struct Threads {
+    plan: Outlined,
+    shared: Shared,
+    name: String,
+    source: Option<String>,
+    windows: Windows,
+    clock: Clock,
+    fine: Option<Fine>,
+    classes: Classes,
+    /// the times of the fine window not yet whole
+    window: Vec<u64>,
+    trainers: Vec<ThreadTrainer>,
+    /// each stream's thread (with several threads)
+    index: Option<FxHashMap<u32, usize>>,
+    /// each thread's requests by coarse window (with several threads)
+    activity: Option<Vec<Vec<u64>>>,
+}
+
+impl Threads {
+    fn add(&mut self, t: &TraceView<'_>) -> Result<()> {
+        if let Some(fine) = &self.fine {
+            for &ts in t.ts_ns {
+                if self
+                    .window
+                    .last()
+                    .is_some_and(|&w| fine.index(w) != fine.index(ts))
+                {
+                    self.classes.window(&self.window, fine.window_ns);
+                    self.window.clear();
+                }
+                self.window.push(ts);
+            }
+        }
+        let u: Vec<f64> = t.ts_ns.iter().map(|&ts| self.clock.time(ts)).collect();
+        let mut rows: Vec<Vec<usize>> = vec![Vec::new(); self.trainers.len()];
+        match (&self.index, &mut self.activity) {
+            (Some(index), Some(activity)) => {
+                for (i, s) in t.stream.iter().enumerate() {
+                    let k = *index.get(s).ok_or_else(|| {
+                        Error::Usage(format!("the trace changed between passes: stream {s} is new"))
+                    })?;
+                    rows[k].push(i);
+                    activity[k][self.windows.index(t.ts_ns[i])] += 1;
+                }
+            }
+            _ => rows[0] = (0..t.len()).collect(),
+        }
+        let tasks: Vec<(&mut ThreadTrainer, Vec<usize>)> = self
+            .trainers
+            .iter_mut()
+            .zip(rows)
+            .filter(|(_, r)| !r.is_empty())
+            .collect();
+        crate::parallel::on_all_cores(tasks, |(trainer, rows)| trainer.feed(t, &rows, &u));
+        Ok(())
+    }
+
+    fn finish(mut self, volumes: &[String]) -> Result<Model> {
+        let arrivals = self.fine.take().map(|fine| {
+            self.classes.window(&self.window, fine.window_ns);
+            fine.finish(std::mem::take(&mut self.classes))
+        });
+        let parts = crate::parallel::on_all_cores(self.trainers, ThreadTrainer::finish);
+        let activity = self.activity.take();
+        let plan = Plan {
+            u: Vec::new(),
+            groups: self
+                .plan
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(k, (name, stream, requests, _))| Group {
+                    name: name.clone(),
+                    stream: *stream,
+                    rows: Vec::new(),
+                    requests: *requests,
+                    activity: activity.as_ref().map(|a| normalise(&a[k])),
+                })
+                .collect(),
+            requests: self.plan.n,
+            duration_ns: self.plan.span.max(1),
+            volumes: volumes
+                .iter()
+                .zip(&self.shared.spans)
+                .map(|(name, &span_bytes)| Volume {
+                    name: name.clone(),
+                    span_bytes,
+                })
+                .collect(),
+            rate: RateProfile {
+                arrivals,
+                ..self.windows.profile()
+            },
+            shared: self.shared,
+            name: self.name,
+            source: self.source,
+            selection: Some(serde_json::Value::Object(self.plan.selection)),
+        };
+        plan.assemble(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` requests of `streams` streams over three volumes, in bursts, with sequential runs, a
+    /// hot set re-used often and a wide cold range, mixed sizes and ops, and latencies.
+    fn mixed(n: u64, streams: u64, seed: u64) -> Trace {
+        let mut x = seed;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut t = Trace {
+            volumes: vec!["a".into(), "b".into(), "c".into()],
+            latency_ns: Some(Vec::new()),
+            ..Trace::default()
+        };
+        let (mut ts, mut run) = (0u64, 0u64);
+        for _ in 0..n {
+            ts += if next() % 50 == 0 {
+                2_000_000
+            } else {
+                next() % 20_000
+            };
+            let offset = match next() % 4 {
+                0 => {
+                    run += 8192;
+                    run
+                }
+                1 => next() % 64 * 4096,
+                _ => next() % 200_000 * 4096,
+            };
+            t.ts_ns.push(ts);
+            t.offset.push(offset);
+            t.size.push(4096 << (next() % 3));
+            t.op.push(u8::from(next() % 4 == 0));
+            t.volume.push((next() % 3) as u32);
+            t.stream.push((next() % streams) as u32);
+            t.latency_ns.as_mut().unwrap().push(50_000 + next() % 1_000_000);
+        }
+        t
+    }
+
+    /// `t` trained a piece at a time, each pass cut before the rows `cuts`.
+    fn in_pieces(t: &Trace, opts: &TrainOptions, cuts: &[usize]) -> Result<Model> {
+        let mut stream = TrainStream::new(t.volumes.clone(), t.files.clone(), opts.clone());
+        loop {
+            let mut from = 0;
+            for &to in cuts.iter().chain([t.len()].iter()) {
+                stream.feed(&t.view().rows(from..to))?;
+                from = to;
+            }
+            if let Some(model) = stream.end_pass(&Progress::default())? {
+                assert_eq!(stream.pass(), TrainStream::PASSES + 1);
+                return Ok(model);
+            }
+        }
+    }
+
+    fn same(t: &Trace, opts: &TrainOptions, cuts: &[usize]) {
+        let whole = super::super::train(&t.view(), opts).unwrap();
+        let pieces = in_pieces(t, opts, cuts).unwrap();
+        assert_eq!(pieces.to_json(), whole.to_json());
+    }
+
+    #[test]
+    fn several_streams_in_pieces_train_the_whole_traces_model() {
+        // levels and states chosen; single rows and a cut inside a burst
+        let t = mixed(20_000, 4, 3);
+        same(&t, &TrainOptions::default(), &[1, 2, 777, 778, 9_000, 19_999]);
+    }
+
+    #[test]
+    fn one_stream_with_reuse_in_many_small_pieces() {
+        let t = mixed(30_000, 1, 5);
+        let opts = TrainOptions {
+            levels: Some(2),
+            states: Some(4),
+            ..TrainOptions::default()
+        };
+        let cuts: Vec<usize> = (997..t.len()).step_by(997).collect();
+        same(&t, &opts, &cuts);
+        // and without re-use, one thread forced per stream
+        let opts = TrainOptions {
+            reuse: false,
+            by_stream: Some(true),
+            ..opts
+        };
+        same(&t, &opts, &cuts);
+    }
+
+    #[test]
+    fn the_selection_head_spans_pieces_and_many_streams_train_as_one() {
+        // more requests than level selection looks at, cut inside its head, and more streams
+        // than threads are made of by default
+        let t = mixed(SELECTION_SAMPLE as u64 + 20_000, MAX_THREADS as u64 + 44, 9);
+        let opts = TrainOptions {
+            levels: Some(1),
+            simulate_on: None,
+            ..TrainOptions::default()
+        };
+        let model = in_pieces(&t, &opts, &[50_000, SELECTION_SAMPLE - 1, SELECTION_SAMPLE + 7]).unwrap();
+        assert_eq!(model.threads.len(), 1);
+        assert_eq!(model.threads[0].name, "all");
+        same(&t, &opts, &[50_000, SELECTION_SAMPLE - 1, SELECTION_SAMPLE + 7]);
+    }
+
+    #[test]
+    fn refuses_pieces_out_of_order_a_trace_that_changed_and_too_few_requests() {
+        let t = mixed(2_000, 2, 11);
+        let opts = TrainOptions {
+            levels: Some(1),
+            states: Some(4),
+            ..TrainOptions::default()
+        };
+        let mut stream = TrainStream::new(t.volumes.clone(), Vec::new(), opts.clone());
+        stream.feed(&t.view().rows(1_000..2_000)).unwrap();
+        let e = stream.feed(&t.view().rows(0..1_000)).unwrap_err();
+        assert!(e.to_string().contains("back in time"), "{e}");
+
+        let mut stream = TrainStream::new(t.volumes.clone(), Vec::new(), opts.clone());
+        stream.feed(&t.view()).unwrap();
+        assert!(stream.end_pass(&Progress::default()).unwrap().is_none());
+        stream.feed(&t.view().rows(0..1_500)).unwrap();
+        let e = stream.end_pass(&Progress::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("changed between passes: 2000 requests, then 1500"),
+            "{e}"
+        );
+
+        let mut stream = TrainStream::new(t.volumes.clone(), Vec::new(), opts.clone());
+        stream.feed(&t.view().rows(0..1)).unwrap();
+        let e = stream.end_pass(&Progress::default()).unwrap_err();
+        assert!(e.to_string().contains("at least two requests"), "{e}");
+
+        let mut stream = TrainStream::new(vec!["a".into()], Vec::new(), opts);
+        let e = stream.feed(&t.view()).unwrap_err();
+        assert!(e.to_string().contains("of a trace of 1 volumes"), "{e}");
+    }
+}
