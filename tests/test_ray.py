@@ -253,7 +253,8 @@ def test_a_sweep_in_pieces_as_ray_tasks_gives_the_local_figures(local_ray, tmp_p
     pq.write_table(volumes_and_streams(3_000, seed=9).to_arrow(), path, row_group_size=700)
     options = dict(intensities=[1.0, 3.0], map="log=ssd-sata")
     local = sweep_in_pieces(path, ["hdd-7200", "ssd-nvme"], **options)
-    on_ray = sweep_in_pieces(path, ["hdd-7200", "ssd-nvme"], ray=True, **options)
+    # the tasks read the trace where they run: here at its URL, in place (an object store's)
+    on_ray = sweep_in_pieces(f"file://{path}", ["hdd-7200", "ssd-nvme"], ray=True, **options)
     assert [f["sweep"]["device"] for f in on_ray] == ["hdd-7200"] * 2 + ["ssd-nvme"] * 2
     assert on_ray == local
 

@@ -140,3 +140,85 @@ def test_a_command_on_a_missing_url_exits_2() -> None:
     assert "file:///nonexistent-iomimic/t.csv: no such file or directory" in r.stderr
     assert "Traceback" not in r.stderr
     assert leftover_copies() == before
+
+
+def no_copies(monkeypatch) -> None:
+    """Makes any copy of a URL to local disk fail the test."""
+    import iomimic.remote as remote
+
+    def refuse(url, note=None):
+        raise AssertionError(f"{url} was copied")
+
+    monkeypatch.setattr(remote, "local_copy", refuse)
+
+
+def test_parquet_at_a_url_is_read_in_pieces_in_place(tmp_path: Path, monkeypatch) -> None:
+    """A Parquet trace (a file, and a directory of parts) at a URL is counted, characterized,
+    trained on and simulated a row group at a time through pyarrow's filesystem, never copied,
+    with the local figures; the reports name the URL."""
+    import pyarrow.parquet as pq
+
+    from iomimic.io import parquet_summary, parquet_traces
+    from iomimic.model import train_in_pieces
+    from iomimic.profile import characterize_parquet
+    from iomimic.sim import simulate_in_pieces
+
+    from .test_characterize_pieces import exact_differences, mixed_trace, write_in_row_groups
+
+    path = write_in_row_groups(mixed_trace(8_000), tmp_path / "t.parquet", rows=1_000)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    table = mixed_trace(8_000).to_arrow()
+    for k, lo in enumerate(range(0, 8_000, 3_000)):
+        pq.write_table(table.slice(lo, 3_000), parts / f"part-{k}.parquet", row_group_size=1_000)
+    local = {
+        "summary": parquet_summary(path),
+        "pieces": [len(t) for t in parquet_traces(path)],
+        "profile": characterize_parquet(path, memory=1 << 34),
+        "model": train_in_pieces(path, levels=1, select_device=None).data,
+        "simulated": simulate_in_pieces(path, "ssd-sata"),
+        "parts": parquet_summary(parts),
+    }
+    no_copies(monkeypatch)
+    url = f"file://{path}"
+    summary = parquet_summary(url)
+    assert summary.pop("path") == url and local["summary"].pop("path") == str(path)
+    assert summary == local["summary"]
+    assert [len(t) for t in parquet_traces(url)] == local["pieces"] == [1_000] * 8
+    profile = characterize_parquet(url, memory=1 << 34)
+    assert profile["source"]["path"] == url
+    assert exact_differences(dict(local["profile"]), dict(profile), skip={"source"}) == []
+    model = train_in_pieces(url, levels=1, select_device=None).data
+    assert model.pop("source") == url and local["model"].pop("source") == str(path)
+    assert model == local["model"]
+    assert simulate_in_pieces(url, "ssd-sata")["iops"] == local["simulated"]["iops"]
+    parts_summary = parquet_summary(f"file://{parts}/")
+    assert parts_summary["requests"] == local["parts"]["requests"] == 8_000
+    # text at a URL is not read in pieces: read_trace copies it
+    with pytest.raises(InputError, match="only Parquet is read in pieces at a URL"):
+        train_in_pieces(f"file://{msr_folder(tmp_path)}/", levels=1)
+
+
+def test_commands_read_parquet_urls_in_place_past_memory(tmp_path: Path) -> None:
+    from .test_characterize_pieces import mixed_trace, write_in_row_groups
+
+    path = write_in_row_groups(mixed_trace(8_000), tmp_path / "t.parquet", rows=1_000)
+    url = f"file://{path}"
+    info = run_cli("info", url, "--json", "-")
+    assert info.returncode == 0 and "copying" not in info.stderr, info.stderr
+    assert json.loads(info.stdout)["path"] == url
+    local, remote = tmp_path / "local.json", tmp_path / "remote.json"
+    quick = ["--levels", "1", "--select-device", "none", "--memory", "1K"]
+    assert run_cli("model", "train", str(path), "-o", str(local), *quick).returncode == 0
+    trained = run_cli("model", "train", url, "-o", str(remote), *quick)
+    assert trained.returncode == 0 and "copying" not in trained.stderr, trained.stderr
+    assert "a piece at a time" in trained.stderr
+    a, b = json.loads(local.read_text()), json.loads(remote.read_text())
+    assert (a.pop("source"), b.pop("source")) == (str(path), url) and a == b
+    simulated = run_cli("simulate", url, "--device", "ssd-sata", "--memory", "1K", "--json", "-")
+    assert simulated.returncode == 0 and "copying" not in simulated.stderr, simulated.stderr
+    assert json.loads(simulated.stdout)["requests"] == 8_000
+    # read whole (it fits), the URL is copied first, as any other
+    whole = run_cli("characterize", url, "--json", "-")
+    assert whole.returncode == 0 and f"note: copying {url}" in whole.stderr, whole.stderr
+    assert json.loads(whole.stdout)["source"]["path"] == url

@@ -622,11 +622,10 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
     their volumes differently; a row that breaks the Trace's rules): reading the trace whole
     then gives the figures or names the fault."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from iomimic.trace import _on_threads
 
-    path = Path(path)
+    path = _location(path)
     layouts = _parquet_layouts(path)
     if layouts is None:
         return None
@@ -640,8 +639,7 @@ def parquet_summary(path: str | os.PathLike) -> dict[str, Any] | None:
         lay, i = pieces[piece]
         # only whether latencies are there counts: their column is left unread
         counted = [c for c in lay["present"] if c != "latency_ns"]
-        reader = pq.ParquetFile(lay["path"], metadata=lay["meta"])
-        g = reader.read_row_group(i, columns=counted, use_threads=few)
+        g = _parquet_file(lay).read_row_group(i, columns=counted, use_threads=few)
         cols = {c: _arrow_column(g.column(c), DTYPES[c]) for c in counted}
         if any(v is None for v in cols.values()):
             return False
@@ -684,11 +682,10 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     :class:`OutOfOrder` at a row group whose times go back (the trace must then be read whole,
     which sorts it) and InputError, naming the file and row group, at a row that breaks the
     Trace's rules."""
-    import pyarrow.parquet as pq
 
     from iomimic.trace import _copy_column
 
-    path = Path(path)
+    path = _location(path)
     layouts = _parquet_layouts(path)
     if layouts is None:
         return None
@@ -698,7 +695,7 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     def pieces() -> Iterator[Trace]:
         start = previous = None
         for lay in layouts:
-            reader = pq.ParquetFile(lay["path"], metadata=lay["meta"])
+            reader = _parquet_file(lay)
             for i in range(lay["meta"].num_row_groups):
                 g = reader.read_row_group(i, columns=lay["present"])
                 cols = {}
@@ -727,31 +724,54 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     return pieces()
 
 
-def _parquet_layouts(path: Path) -> list[dict[str, Any]] | None:
+def _parquet_layouts(path: str | Path) -> list[dict[str, Any]] | None:
     """The :func:`_parquet_layout` of each file ``path`` names (itself, or a directory's or a
-    glob's), in name order; None unless every one is a Parquet trace and all name alike."""
+    glob's), in name order; None unless every one is a Parquet trace and all name alike. A URL
+    (``s3://…``) is read in place through pyarrow's filesystems, its footers only."""
     try:
-        files = trace_parts(path) or [path]
+        if remote.is_url(path):
+            fs, names, _ = remote._files(str(path))
+            layouts = [_parquet_layout(name, fs) for name in names]
+        else:
+            path = Path(path)
+            layouts = [_parquet_layout(f) for f in trace_parts(path) or [path]]
     except InputError:
         return None
-    layouts = [_parquet_layout(f) for f in files]
     if any(lay is None for lay in layouts) or len({lay["names"] for lay in layouts}) != 1:
         return None
     return layouts
 
 
-def _parquet_layout(path: Path) -> dict[str, Any] | None:
-    """What :func:`parquet_summary` needs of one file: its metadata, columns and name tables;
-    None when it is not a Parquet trace with the Trace's column types and iomimic's names."""
+def _location(path: str | os.PathLike) -> str | Path:
+    """A trace argument as the Parquet readers take it: a URL as it is, a local path as a Path."""
+    return path if remote.is_url(path) else Path(path)
+
+
+def _parquet_file(lay: dict[str, Any]):
+    """A reader of the file of layout ``lay``, its footer already parsed."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(lay["path"], metadata=lay["meta"], filesystem=lay["fs"])
+
+
+def _parquet_layout(path: str | Path, fs=None) -> dict[str, Any] | None:
+    """What :func:`parquet_summary` needs of one file (``path`` in the filesystem ``fs``, a
+    local path without one): its metadata, columns and name tables; None when it is not a
+    Parquet trace with the Trace's column types and iomimic's names."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from iomimic.trace import _schema_names
 
-    if not (path.is_file() and _is_parquet(path)):
-        return None
     try:
-        pf = pq.ParquetFile(path)
+        if fs is None:
+            if not (Path(path).is_file() and _is_parquet(Path(path))):
+                return None
+        else:
+            with fs.open_input_file(path) as f:
+                if f.read(4) != PARQUET_MAGIC:
+                    return None
+        pf = pq.ParquetFile(path, filesystem=fs)
         schema, meta = pf.schema_arrow, pf.metadata
         names = _schema_names(schema)
     except (pa.ArrowInvalid, OSError, InputError):
@@ -769,6 +789,7 @@ def _parquet_layout(path: Path) -> dict[str, Any] | None:
     streams = {str(k): str(v) for k, v in sorted((names["stream"] or {}).items(), key=lambda kv: int(kv[0]))}
     return {
         "path": path,
+        "fs": fs,
         "meta": meta,
         "present": present,
         "volumes": volumes,

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from iomimic import _core, io
+from iomimic import _core, io, remote
 from iomimic.errors import InputError
 from iomimic.io import ProgressCallback
+from iomimic.remote import is_url
 from iomimic.trace import DTYPES, LATENCY_UNKNOWN, REQUIRED, STATUS_OK, _Columns
 
 
@@ -267,10 +268,13 @@ def time_ordered_passes(
     (volume names, file names, a function giving pass k's pieces, k from 0). Files of other
     formats than Parquet are parsed once more than that (the first learns the names);
     ``progress(done, total)`` counts over all of them."""
-    path = Path(path)
     layouts = None if format not in (None, "parquet") else io._parquet_layouts(path)
+    if layouts is None and is_url(path):
+        raise InputError(f"{path}: only Parquet is read in pieces at a URL; read_trace copies other formats")
+    path = io._location(path)
     if layouts is not None:
-        if volume_names != "records" and io.trace_parts(path) is not None:
+        parts = not remote._files(str(path))[2] if is_url(path) else io.trace_parts(path) is not None
+        if volume_names != "records" and parts:
             raise InputError("`volume_names` file: Parquet parts in pieces keep their volumes' names")
         total = sum(lay["meta"].num_rows for lay in layouts)
 
@@ -302,10 +306,12 @@ def estimated_requests(path: str | os.PathLike) -> tuple[int, bool]:
     """(requests, exact): a Parquet trace's from its footers; else the most its files can hold
     (a request takes at least 20 bytes of a text line, and a compressed file may hold ten times
     its size), an upper bound to tell whether a trace surely fits in memory."""
-    path = Path(path)
     layouts = io._parquet_layouts(path)
     if layouts is not None:
         return sum(lay["meta"].num_rows for lay in layouts), True
+    if is_url(path):
+        return 0, False  # read whole, it is copied to local disk first (iomimic.remote)
+    path = Path(path)
     files = io.trace_parts(path) or ([path] if path.is_file() else [])
     packed = (".gz", ".zst", ".zstd")
     return sum(f.stat().st_size * (10 if f.suffix in packed else 1) for f in files) // 20, False

@@ -116,11 +116,9 @@ def memory_budget(text: str | int | None = None) -> int:
 def parquet_rows(path) -> int | None:
     """Requests of a Parquet trace (a file, or a directory or glob of parts) read from the files'
     footers alone; None when the files are not a Parquet trace that can be read in pieces."""
-    from pathlib import Path
-
     from iomimic.io import _parquet_layouts
 
-    layouts = _parquet_layouts(Path(path))
+    layouts = _parquet_layouts(path)
     return None if layouts is None else sum(lay["meta"].num_rows for lay in layouts)
 
 

@@ -8,7 +8,9 @@ for any Arrow program, e.g. ``AWS_ACCESS_KEY_ID``, ``AWS_REGION``), copied byte 
 read from there as a local file; the copy is removed when the reading is done. Copying, not
 reading in place, keeps one path for every format (the text formats' reader is the core's, on
 local files) and streams in constant memory however large the file; it needs the file's size
-free in the temporary directory (``TMPDIR``).
+free in the temporary directory (``TMPDIR``). Parquet is also read in place, a row group at a
+time, where a trace is read in pieces (``info``, and ``characterize``, ``simulate`` and
+``model train`` past ``--memory``): a trace in an object store larger than the local disk.
 """
 
 from __future__ import annotations
@@ -138,10 +140,18 @@ URL_ARGUMENTS = ("trace", "model", "original", "synthetic", "workload")
 @contextlib.contextmanager
 def local_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> Iterator[None]:
     """For a command's duration, each of its :data:`URL_ARGUMENTS` that is a URL names a local
-    copy instead (copied once, removed at the end; ``note`` told of each copy)."""
+    copy instead (copied once, removed at the end; ``note`` told of each copy). A command that
+    sets ``parquet_in_place`` keeps a trace of Parquet at its URL: it reads it a row group at a
+    time in place (its footers tell whether it is too large to read whole, and a whole read
+    copies it then)."""
+    from iomimic.io import _parquet_layouts
+
     with contextlib.ExitStack() as stack:
         for name in URL_ARGUMENTS:
             value = getattr(args, name, None)
-            if is_url(value):
-                setattr(args, name, str(stack.enter_context(local_copy(value, note))))
+            if not is_url(value):
+                continue
+            if name == "trace" and getattr(args, "parquet_in_place", False) and _parquet_layouts(value):
+                continue
+            setattr(args, name, str(stack.enter_context(local_copy(value, note))))
         yield

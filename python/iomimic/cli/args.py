@@ -255,7 +255,11 @@ def read(args: argparse.Namespace):
     (a progress bar on a terminal for big files)."""
     from iomimic.cli.progress import reading
     from iomimic.io import read_trace
+    from iomimic.remote import is_url, local_copy
 
+    if is_url(args.trace):  # Parquet kept at its URL, read whole: copied first, as other URLs are
+        with local_copy(args.trace, lambda text: print(f"note: {text}", file=sys.stderr)) as local:
+            return read(argparse.Namespace(**{**vars(args), "trace": str(local)}))
     progress, close = reading(args.trace)
     try:
         trace = read_trace(

@@ -64,6 +64,7 @@ def register(subparsers) -> None:
         "(docs/scale.md)",
     )
     add_read_options(p)
+    p.set_defaults(parquet_in_place=True)  # a Parquet URL is read in place (iomimic.remote)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON (- for stdout only)")
     p.add_argument("--max-volumes", type=count, default=20, help="volumes listed in the table (default 20)")
     add_read_options(p)
+    p.set_defaults(parquet_in_place=True)  # a Parquet URL is read in place (iomimic.remote)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -62,7 +63,10 @@ def _counted(args: argparse.Namespace):
     from iomimic.cli.progress import reading
     from iomimic.io import text_summary
     from iomimic.pieces import text_parts_summary
+    from iomimic.remote import is_url
 
+    if is_url(args.trace):
+        return None  # Parquet kept at its URL that does not suit counting: read whole, copied
     options = read_options(args)
     progress, close = reading(args.trace)
     try:

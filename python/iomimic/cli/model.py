@@ -81,6 +81,7 @@ def register(subparsers) -> None:
         "gives; what training holds grows with the places each thread touches (docs/scale.md)",
     )
     add_read_options(p)
+    p.set_defaults(parquet_in_place=True)  # a Parquet URL is read in place (iomimic.remote)
 
     p = subcommand(
         actions,

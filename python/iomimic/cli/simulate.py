@@ -82,6 +82,7 @@ def register(subparsers) -> None:
         "complete. Figures exact but latency percentiles, to 0.1 %% (docs/simulate.md)",
     )
     add_read_options(p)
+    p.set_defaults(parquet_in_place=True)  # a Parquet URL is read in place (iomimic.remote)
 
 
 def handle(args: argparse.Namespace) -> int:
