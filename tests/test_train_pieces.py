@@ -23,16 +23,17 @@ def same_model(a: iomimic.Model, b: iomimic.Model) -> None:
     assert json.loads(a.to_json()) == json.loads(b.to_json())
 
 
-def test_row_groups_train_the_whole_traces_model(tmp_path: Path) -> None:
+def test_row_groups_train_the_whole_traces_model(tmp_path: Path, monkeypatch) -> None:
     trace = mixed_trace()
     path = write_in_row_groups(trace, tmp_path / "t.parquet", rows=3_333)
     whole = train(iomimic.read_trace(path), **QUICK)
     pieces = train_in_pieces(path, **QUICK)
     same_model(whole, pieces)
     assert len(pieces.threads) == 6 and pieces.data["source"] == str(path)
-    # one thread for all, re-use off, levels and states given
-    opts = dict(by="none", reuse=False, levels=2, states=4, name="one")
-    same_model(train(iomimic.read_trace(path), **opts), train_in_pieces(path, **opts))
+    # one thread for all, re-use off, levels and states given; a path spelt relative, with "./"
+    opts = dict(by="none", reuse=False, levels=2, states=4)
+    monkeypatch.chdir(tmp_path)
+    same_model(train(iomimic.read_trace("./t.parquet"), **opts), train_in_pieces("./t.parquet", **opts))
 
 
 def test_msr_files_merged_in_time_order_train_as_read_whole(tmp_path: Path, monkeypatch) -> None:

@@ -280,10 +280,11 @@ def train_in_pieces(
     with the places (volume and start offset) each thread touches, not with its requests
     (``docs/scale.md``). ``read`` holds :func:`iomimic.read_trace`'s options;
     ``progress(done, total)`` counts the passes' rows or bytes."""
+    from iomimic.io import _location
     from iomimic.pieces import time_ordered_passes
     from iomimic.remote import origin
 
-    source = origin(path) or str(path)
+    source = origin(path) or str(_location(path))  # spelt as the whole read's report spells it
     options = _train_options(by, levels, states, reuse, name, source, seed, select_device, select_depth)
     passes = _core.TrainStream.PASSES
     volumes, files, pieces = time_ordered_passes(path, passes, progress=progress, **read)

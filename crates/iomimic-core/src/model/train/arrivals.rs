@@ -50,11 +50,8 @@ pub(super) fn learn(t: &TraceView<'_>, coarse_ns: u64) -> Option<Arrivals> {
         fine.count(ts);
     }
     let mut classes = Classes::default();
-    let mut i = 0;
-    while i < t.len() {
-        let c = fine.counts[fine.index(t.ts_ns[i])] as usize;
-        classes.window(&t.ts_ns[i..i + c], fine.window_ns);
-        i += c;
+    for &ts in t.ts_ns {
+        classes.arrive(ts, &fine);
     }
     Some(fine.finish(classes))
 }
@@ -66,6 +63,9 @@ pub(super) struct Fine {
     /// fine windows per coarse one
     m: u64,
     counts: Vec<u32>,
+    /// each window's last request's time (what a window's mean gap needs before its requests
+    /// are taken one at a time)
+    last: Vec<u64>,
 }
 
 impl Fine {
@@ -82,6 +82,7 @@ impl Fine {
             window_ns,
             m: (coarse_ns / window_ns).max(1),
             counts: vec![0u32; w],
+            last: vec![0u64; w],
         })
     }
 
@@ -95,6 +96,13 @@ impl Fine {
     pub fn count(&mut self, ts: u64) {
         let w = self.index(ts);
         self.counts[w] += 1;
+        self.last[w] = ts;
+    }
+
+    /// A window's requests and its last one's time, once every request is counted.
+    #[inline]
+    pub fn window(&self, w: usize) -> (usize, u64) {
+        (self.counts[w] as usize, self.last[w])
     }
 
     /// The arrival process, from these counts and the rate classes of every window.
@@ -142,39 +150,50 @@ struct ClassAcc {
     gaps: u64,
 }
 
-/// The rate classes' accumulators, given the windows one at a time.
+/// The rate classes' accumulators, given the requests one at a time in time order.
 pub(super) struct Classes {
     accs: Vec<ClassAcc>,
+    /// the window of the request before: its number, rate class, mean gap, last gap class and
+    /// time
+    at: Option<(usize, usize, f64, u32, u64)>,
 }
 
 impl Default for Classes {
     fn default() -> Self {
         Self {
             accs: (0..32).map(|_| ClassAcc::default()).collect(),
+            at: None,
         }
     }
 }
 
 impl Classes {
-    /// One fine window of `window_ns`: the issue times of all its requests.
-    pub fn window(&mut self, ts: &[u64], window_ns: u64) {
-        let c = ts.len();
-        if c == 0 {
-            return;
-        }
-        let (first, last) = (ts[0], ts[c - 1]);
-        let acc = &mut self.accs[c.ilog2() as usize];
-        if c >= 2 {
-            acc.spreads
-                .push(((last - first) as f64 / window_ns as f64) as f32);
-            let mean = (last - first) as f64 / (c - 1) as f64;
-            let mut from = GAP_CLASSES;
-            for j in 1..c {
-                let gap = (ts[j] - ts[j - 1]) as f64;
-                let to = if mean > 0.0 { gap_class(gap / mean) } else { 0 };
-                *acc.transitions.entry((from, to)).or_default() += 1;
+    /// The next request, at `ts`, of the trace whose requests `fine` counted.
+    #[inline]
+    pub fn arrive(&mut self, ts: u64, fine: &Fine) {
+        let w = fine.index(ts);
+        match &mut self.at {
+            Some((now, class, mean, from, prev)) if *now == w => {
+                let gap = (ts - *prev) as f64;
+                let to = if *mean > 0.0 { gap_class(gap / *mean) } else { 0 };
+                let acc = &mut self.accs[*class];
+                *acc.transitions.entry((*from, to)).or_default() += 1;
                 acc.gaps += 1;
-                from = to;
+                (*from, *prev) = (to, ts);
+            }
+            _ => {
+                // a window's first request: its spread and mean gap from its count and last time
+                let (c, last) = fine.window(w);
+                let class = c.ilog2() as usize;
+                let mean = if c >= 2 {
+                    self.accs[class]
+                        .spreads
+                        .push(((last - ts) as f64 / fine.window_ns as f64) as f32);
+                    (last - ts) as f64 / (c - 1) as f64
+                } else {
+                    0.0
+                };
+                self.at = Some((w, class, mean, GAP_CLASSES, ts));
             }
         }
     }

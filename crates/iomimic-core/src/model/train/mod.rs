@@ -63,11 +63,11 @@ use crate::trace::{Trace, TraceView};
 
 pub const MAX_THREADS: usize = 256;
 /// Gaps all threads' gap fits are given at most (a thread keeps at most
-/// [`GAPS_KEPT_THREAD`], at least [`GAPS_KEPT_MIN`]): beyond, every k-th gap, which fits the
-/// same families and bounds training in pieces.
+/// [`GAPS_KEPT_THREAD`], and at least [`GAPS_KEPT_MIN`] past 16,384 threads): beyond, every
+/// k-th gap, which fits the same families and bounds training in pieces.
 pub const GAPS_KEPT: usize = 1 << 24;
 pub const GAPS_KEPT_THREAD: usize = 1 << 20;
-pub const GAPS_KEPT_MIN: usize = 1 << 16;
+pub const GAPS_KEPT_MIN: usize = 1 << 10;
 
 #[derive(Debug, Clone)]
 pub struct TrainOptions {

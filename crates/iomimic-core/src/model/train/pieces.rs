@@ -7,8 +7,9 @@
 //! 2. *Clock*: the requests per coarse (rate profile) and fine (arrival process) window, which
 //!    model times and the arrival classes need before any request is counted.
 //! 3. *Threads*: each thread's pass fed its requests with their model times, the re-use stacks
-//!    beside it, the threads on all cores; each fine window's times given to the arrival
-//!    classes once whole; each thread's activity counted.
+//!    beside it, the threads on all cores; each request's gap given to the arrival classes
+//!    (its window's mean gap from the window's count and last time, both counted by the
+//!    clock); each thread's activity counted.
 //!
 //! Nothing is kept per request but a bounded sample of each thread's gaps
 //! ([`super::GAPS_KEPT`], the same sample the whole trace's training fits): the threads' stacks,
@@ -101,14 +102,20 @@ impl TrainStream {
                 self.volumes.len()
             )));
         }
-        self.last = t.ts_ns.last().copied();
-        self.rows += t.len() as u64;
         match &mut self.pass {
-            Pass::Outline(o) => o.add(t, &self.volumes, &self.files),
-            Pass::Clock(c) => c.add(t),
-            Pass::Threads(th) => th.add(t)?,
+            Pass::Outline(o) => o.add(t, &self.volumes, &self.files, self.opts.by_stream),
+            Pass::Clock(c) => {
+                c.plan.holds(t, self.rows)?;
+                c.add(t);
+            }
+            Pass::Threads(th) => {
+                th.plan.holds(t, self.rows)?;
+                th.add(t)?;
+            }
             Pass::Done => return Err(Error::Usage("training has finished".into())),
         }
+        self.last = t.ts_ns.last().copied();
+        self.rows += t.len() as u64;
         Ok(())
     }
 
@@ -154,7 +161,7 @@ struct Outline {
 }
 
 impl Outline {
-    fn add(&mut self, t: &TraceView<'_>, volumes: &[String], files: &[String]) {
+    fn add(&mut self, t: &TraceView<'_>, volumes: &[String], files: &[String], by_stream: Option<bool>) {
         self.start.get_or_insert(t.ts_ns[0]);
         let head = self.head.get_or_insert_with(|| Trace {
             latency_ns: t.latency_ns.map(|_| Vec::new()),
@@ -179,6 +186,9 @@ impl Outline {
                 *count += 1;
                 volumes.insert(v);
             }
+            if streams.len() > MAX_THREADS && by_stream != Some(true) {
+                self.streams = None;
+            }
         }
     }
 
@@ -194,11 +204,9 @@ impl Outline {
         let (levels, states, selection) = choose(n, &head.view(), opts, progress)?;
         let start = self.start.unwrap_or(0);
         let span = last - start;
-        // past MAX_THREADS streams one thread trains on all, as `threads_of` decides
-        let streams = self
-            .streams
-            .filter(|s| opts.by_stream == Some(true) || s.len() <= MAX_THREADS)
-            .unwrap_or_default();
+        // past MAX_THREADS streams one thread trains on all, as `threads_of` decides (the map is
+        // gone then)
+        let streams = self.streams.unwrap_or_default();
         let keys: Vec<u32> = streams.keys().copied().collect();
         let named = if keys.is_empty() {
             threads_of(&[0, 1], Some(false))
@@ -227,6 +235,7 @@ impl Outline {
         Ok(Clocking {
             plan: Outlined {
                 n,
+                start,
                 span,
                 levels,
                 states,
@@ -243,6 +252,7 @@ impl Outline {
 /// What the first pass found, for the passes after it.
 struct Outlined {
     n: u64,
+    start: u64,
     span: u64,
     levels: u32,
     states: u32,
@@ -253,6 +263,21 @@ struct Outlined {
 }
 
 impl Outlined {
+    /// Fails unless the piece `t`, after `before` requests of its pass, lies within the requests
+    /// and times the first pass found.
+    fn holds(&self, t: &TraceView<'_>, before: u64) -> Result<()> {
+        let (first, last) = (t.ts_ns[0], t.ts_ns[t.len() - 1]);
+        if before + t.len() as u64 > self.n || first < self.start || last - self.start > self.span {
+            return Err(changed(&format!(
+                "{} requests from {} ns to {} ns, then more, or later",
+                self.n,
+                self.start,
+                self.start + self.span
+            )));
+        }
+        Ok(())
+    }
+
     /// Fails unless a pass read as many requests as the first.
     fn check(&self, rows: u64) -> Result<()> {
         if rows == self.n {
@@ -323,8 +348,18 @@ impl Clocking {
             windows: self.windows,
             fine: self.fine,
             classes: Classes::default(),
-            window: Vec::new(),
             trainers,
+            touches: plan
+                .threads
+                .iter()
+                .map(|(_, _, _, volumes)| {
+                    let mut on = vec![false; plan.spans.len()];
+                    for &v in volumes {
+                        on[v as usize] = true;
+                    }
+                    on
+                })
+                .collect(),
             shared: Shared {
                 levels: plan.levels,
                 states: plan.states,
@@ -339,6 +374,11 @@ impl Clocking {
     }
 }
 
+/// An error for a trace that is not the one the first pass read.
+fn changed(what: &str) -> Error {
+    Error::Usage(format!("the trace changed between passes: {what}"))
+}
+
 /// The third pass: the threads trained, the arrival classes and activities counted.
 struct Threads {
     plan: Outlined,
@@ -349,9 +389,9 @@ struct Threads {
     clock: Clock,
     fine: Option<Fine>,
     classes: Classes,
-    /// the times of the fine window not yet whole
-    window: Vec<u64>,
     trainers: Vec<ThreadTrainer>,
+    /// each thread's volumes, by volume id
+    touches: Vec<Vec<bool>>,
     /// each stream's thread (with several threads)
     index: Option<FxHashMap<u32, usize>>,
     /// each thread's requests by coarse window (with several threads)
@@ -360,33 +400,33 @@ struct Threads {
 
 impl Threads {
     fn add(&mut self, t: &TraceView<'_>) -> Result<()> {
-        if let Some(fine) = &self.fine {
-            for &ts in t.ts_ns {
-                if self
-                    .window
-                    .last()
-                    .is_some_and(|&w| fine.index(w) != fine.index(ts))
-                {
-                    self.classes.window(&self.window, fine.window_ns);
-                    self.window.clear();
-                }
-                self.window.push(ts);
-            }
-        }
-        let u: Vec<f64> = t.ts_ns.iter().map(|&ts| self.clock.time(ts)).collect();
         let mut rows: Vec<Vec<usize>> = vec![Vec::new(); self.trainers.len()];
         match (&self.index, &mut self.activity) {
             (Some(index), Some(activity)) => {
                 for (i, s) in t.stream.iter().enumerate() {
-                    let k = *index.get(s).ok_or_else(|| {
-                        Error::Usage(format!("the trace changed between passes: stream {s} is new"))
-                    })?;
+                    let k = *index
+                        .get(s)
+                        .ok_or_else(|| changed(&format!("stream {s} is new")))?;
                     rows[k].push(i);
                     activity[k][self.windows.index(t.ts_ns[i])] += 1;
                 }
             }
             _ => rows[0] = (0..t.len()).collect(),
         }
+        for (k, rows) in rows.iter().enumerate() {
+            if let Some(&i) = rows.iter().find(|&&i| !self.touches[k][t.volume[i] as usize]) {
+                return Err(changed(&format!(
+                    "thread {k} touches volume {} anew",
+                    t.volume[i]
+                )));
+            }
+        }
+        if let Some(fine) = &self.fine {
+            for &ts in t.ts_ns {
+                self.classes.arrive(ts, fine);
+            }
+        }
+        let u: Vec<f64> = t.ts_ns.iter().map(|&ts| self.clock.time(ts)).collect();
         let tasks: Vec<(&mut ThreadTrainer, Vec<usize>)> = self
             .trainers
             .iter_mut()
@@ -398,10 +438,10 @@ impl Threads {
     }
 
     fn finish(mut self, volumes: &[String]) -> Result<Model> {
-        let arrivals = self.fine.take().map(|fine| {
-            self.classes.window(&self.window, fine.window_ns);
-            fine.finish(std::mem::take(&mut self.classes))
-        });
+        let arrivals = self
+            .fine
+            .take()
+            .map(|fine| fine.finish(std::mem::take(&mut self.classes)));
         let parts = crate::parallel::on_all_cores(self.trainers, ThreadTrainer::finish);
         let activity = self.activity.take();
         let plan = Plan {
@@ -574,6 +614,37 @@ mod tests {
                 .contains("changed between passes: 2000 requests, then 1500"),
             "{e}"
         );
+
+        // a pass that finds more requests, or later ones, than the first (a log still written)
+        let longer = mixed(2_500, 2, 11);
+        for more in [longer.view(), longer.view().rows(1_000..2_500)] {
+            let mut stream = TrainStream::new(t.volumes.clone(), Vec::new(), opts.clone());
+            stream.feed(&t.view()).unwrap();
+            stream.end_pass(&Progress::default()).unwrap();
+            let e = stream.feed(&more).unwrap_err();
+            assert!(
+                e.to_string().contains("changed between passes: 2000 requests"),
+                "{e}"
+            );
+        }
+        // a volume a thread did not touch in the first pass: stream 0 keeps off volume 2 but in
+        // the last pass
+        let mut kept = t.clone();
+        for i in 0..kept.len() {
+            if kept.stream[i] == 0 && kept.volume[i] == 2 {
+                kept.volume[i] = 0;
+            }
+        }
+        let mut moved = kept.clone();
+        let i = (0..moved.len()).find(|&i| moved.stream[i] == 0).unwrap();
+        moved.volume[i] = 2;
+        let mut stream = TrainStream::new(t.volumes.clone(), Vec::new(), opts.clone());
+        for _ in 0..2 {
+            stream.feed(&kept.view()).unwrap();
+            stream.end_pass(&Progress::default()).unwrap();
+        }
+        let e = stream.feed(&moved.view()).unwrap_err();
+        assert!(e.to_string().contains("thread 0 touches volume 2 anew"), "{e}");
 
         let mut stream = TrainStream::new(t.volumes.clone(), Vec::new(), opts.clone());
         stream.feed(&t.view().rows(0..1)).unwrap();
