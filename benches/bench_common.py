@@ -1,8 +1,10 @@
-"""What the benchmark scripts share: the synthetic MSR trace they all read, and best-of timing."""
+"""What the benchmark scripts share: the synthetic MSR trace they all read, best-of timing, and
+the table of whole against in-pieces runs the scale benchmarks print."""
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from pathlib import Path
 
@@ -45,3 +47,26 @@ def bench_args(doc: str | None) -> argparse.Namespace:
     ap.add_argument("--lines", type=int, default=5_000_000, help="requests in the trace (default 5,000,000)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the best counts")
     return ap.parse_args()
+
+
+Run = tuple[float, int]  # seconds, peak bytes
+
+
+def pieces_table(whole: list[Run], pieces: list[Run], small_n: int, more: list[tuple[str, int, Run]]) -> int:
+    """Prints the runs of a command read whole (the reference) and in pieces on the small file
+    (interleaved pairs of (seconds, peak bytes): their medians), then the ``more`` runs as
+    (label, requests, (seconds, peak)), and the speed ratio; returns the pieces' median peak."""
+    t_whole = statistics.median(w for w, _ in whole)
+    t_pieces = statistics.median(w for w, _ in pieces)
+    peak_small = statistics.median(m for _, m in pieces)
+    rows = [
+        ("whole (reference)", small_n, (t_whole, statistics.median(m for _, m in whole))),
+        ("in pieces", small_n, (t_pieces, peak_small)),
+        *more,
+    ]
+    width = max(len(label) for label, _, _ in rows) + 4
+    print(f"\n{'run':<{width}}{'requests':>13}{'seconds':>9}{'peak RSS':>11}")
+    for label, n, (t, m) in rows:
+        print(f"{label:<{width}}{n:>13,}{t:>9.1f}{m / 2**20:>9.0f} M")
+    print(f"speed in pieces / whole (medians of {len(whole)} interleaved pairs): {t_whole / t_pieces:.2f}x")
+    return peak_small

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -43,7 +42,7 @@ def main() -> int:
     p.add_argument("--pairs", type=int, default=3)
     args = p.parse_args()
     sys.path.insert(0, str(HERE))
-    from bench_common import OUT
+    from bench_common import OUT, pieces_table
     from generate_scale import run
     from msr_synth import realistic_trace
 
@@ -76,19 +75,8 @@ def main() -> int:
     finally:
         for f in (*files.values(), figures):
             f.unlink(missing_ok=True)
-    t_whole = statistics.median(w for w, _ in whole)
-    t_pieces = statistics.median(w for w, _ in pieces)
-    peak_whole = statistics.median(m for _, m in whole)
-    peak_small = statistics.median(m for _, m in pieces)
-    print(f"\n{'run':<34}{'requests':>13}{'seconds':>9}{'peak RSS':>11}")
-    for label, n, (t, m) in (
-        ("whole (reference)", small_n, (t_whole, peak_whole)),
-        ("in pieces", small_n, (t_pieces, peak_small)),
-        ("in pieces", large_n, large),
-        ("in pieces, -o Parquet", large_n, written),
-    ):
-        print(f"{label:<34}{n:>13,}{t:>9.1f}{m / 2**20:>9.0f} M")
-    print(f"speed in pieces / whole (medians of {args.pairs} interleaved pairs): {t_whole / t_pieces:.2f}x")
+    more = [("in pieces", large_n, large), ("in pieces, -o Parquet", large_n, written)]
+    peak_small = pieces_table(whole, pieces, small_n, more)
     growth = (large[1] - peak_small) / (large_n - small_n)
     print(f"memory growth in pieces from {small_n:,} to {large_n:,} requests: {growth:.2f} B a request")
     return 0

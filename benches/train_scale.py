@@ -19,7 +19,6 @@ new. The files are deleted.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -49,7 +48,7 @@ def main() -> int:
     p.add_argument("--pairs", type=int, default=2)
     args = p.parse_args()
     sys.path.insert(0, str(HERE))
-    from bench_common import OUT
+    from bench_common import OUT, pieces_table
     from generate_scale import run
     from msr_synth import realistic_trace
 
@@ -93,19 +92,11 @@ def main() -> int:
     finally:
         for f in (*files.values(), *models.values()):
             f.unlink(missing_ok=True)
-    t_whole = statistics.median(w for w, _ in whole)
-    t_pieces = statistics.median(w for w, _ in pieces)
-    peak_whole = statistics.median(m for _, m in whole)
-    peak_small = statistics.median(m for _, m in pieces)
-    print(f"\n{'run':<40}{'requests':>13}{'seconds':>9}{'peak RSS':>11}")
-    for label, n, (t, m) in (
-        ("whole (reference)", small_n, (t_whole, peak_whole)),
-        ("in pieces", small_n, (t_pieces, peak_small)),
+    more = [
         ("in pieces, the same places", large_n, large),
         ("in pieces, every copy's places new", large_n, moved),
-    ):
-        print(f"{label:<40}{n:>13,}{t:>9.1f}{m / 2**20:>9.0f} M")
-    print(f"speed in pieces / whole (medians of {args.pairs} interleaved pairs): {t_whole / t_pieces:.2f}x")
+    ]
+    peak_small = pieces_table(whole, pieces, small_n, more)
     growth = (large[1] - peak_small) / (large_n - small_n)
     span = f"{small_n:,} to {large_n:,} requests"
     print(f"memory growth in pieces from {span}, the same places: {growth:.2f} B a request")

@@ -178,7 +178,7 @@ pub fn generate_watched(model: &Model, opts: &GenerateOptions, progress: &Progre
         if part.is_empty() {
             break; // past the duration asked for: so is every later slice
         }
-        append(&mut out, part);
+        out.extend_from(&part.view());
     }
     out.make_relative();
     progress.complete();
@@ -465,16 +465,6 @@ fn split(n: u64, weights: &[f64]) -> Vec<u64> {
     } else {
         apportion(n, &vec![1.0 / weights.len().max(1) as f64; weights.len()])
     }
-}
-
-/// Appends `part`'s rows (a later slice of the same generation) to `out`.
-fn append(out: &mut Trace, part: Trace) {
-    out.ts_ns.extend(part.ts_ns);
-    out.offset.extend(part.offset);
-    out.size.extend(part.size);
-    out.op.extend(part.op);
-    out.volume.extend(part.volume);
-    out.stream.extend(part.stream);
 }
 
 /// The walks to make, as (thread, segment, requests before it, requests): long threads are cut

@@ -258,19 +258,8 @@ impl Plan {
         Self {
             requests: n as u64,
             duration_ns: (t.ts_ns[n - 1] - t.ts_ns[0]).max(1),
-            volumes: t
-                .volumes
-                .iter()
-                .zip(&spans)
-                .map(|(name, &span_bytes)| Volume {
-                    name: name.clone(),
-                    span_bytes,
-                })
-                .collect(),
-            rate: RateProfile {
-                arrivals,
-                ..windows.profile()
-            },
+            volumes: named_volumes(t.volumes, &spans),
+            rate: windows.profile(arrivals),
             shared: Shared {
                 levels,
                 states,
@@ -422,6 +411,18 @@ fn threads_of(streams: &[u32], by_stream: Option<bool>) -> Vec<(String, u32)> {
         let stream = if streams.len() == 1 { streams[0] } else { 0 };
         vec![("all".to_string(), stream)]
     }
+}
+
+/// The model's volumes: each name with its span.
+fn named_volumes(names: &[String], spans: &[u64]) -> Vec<Volume> {
+    names
+        .iter()
+        .zip(spans)
+        .map(|(name, &span_bytes)| Volume {
+            name: name.clone(),
+            span_bytes,
+        })
+        .collect()
 }
 
 /// Each volume's span: the largest end offset a request reaches (at least 1).

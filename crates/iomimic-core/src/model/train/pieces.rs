@@ -25,11 +25,12 @@ use super::rate::{Clock, Windows};
 use super::selection::SELECTION_SAMPLE;
 use super::thread::{ThreadPass, ThreadTrainer};
 use super::{
-    choose, gaps_kept, normalise, reuse, threads_of, Group, Plan, Shared, TrainOptions, MAX_THREADS,
+    choose, gaps_kept, named_volumes, normalise, reuse, threads_of, Group, Plan, Shared, TrainOptions,
+    MAX_THREADS,
 };
 use crate::analyze::chunked::in_order;
 use crate::error::{Error, Result};
-use crate::model::{Model, RateProfile, Volume};
+use crate::model::Model;
 use crate::progress::Progress;
 use crate::trace::{Trace, TraceView};
 
@@ -461,18 +462,8 @@ impl Threads {
                 .collect(),
             requests: self.plan.n,
             duration_ns: self.plan.span.max(1),
-            volumes: volumes
-                .iter()
-                .zip(&self.shared.spans)
-                .map(|(name, &span_bytes)| Volume {
-                    name: name.clone(),
-                    span_bytes,
-                })
-                .collect(),
-            rate: RateProfile {
-                arrivals,
-                ..self.windows.profile()
-            },
+            volumes: named_volumes(volumes, &self.shared.spans),
+            rate: self.windows.profile(arrivals),
             shared: self.shared,
             name: self.name,
             source: self.source,

@@ -4,7 +4,7 @@
 
 use super::normalise;
 use crate::analyze;
-use crate::model::RateProfile;
+use crate::model::{Arrivals, RateProfile};
 use crate::trace::TraceView;
 
 /// A trace's requests counted by fluctuation window.
@@ -83,12 +83,13 @@ impl Windows {
         normalise(&own)
     }
 
-    /// The workload's rate profile: the share of all requests in each window.
-    pub fn profile(&self) -> RateProfile {
+    /// The workload's rate profile: the share of all requests in each window, and how they
+    /// arrive inside windows when that was learnt.
+    pub fn profile(&self, arrivals: Option<Arrivals>) -> RateProfile {
         RateProfile {
             window_ns: self.window_ns,
             shares: normalise(&self.counts),
-            arrivals: None,
+            arrivals,
         }
     }
 }
