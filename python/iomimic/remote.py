@@ -138,20 +138,19 @@ URL_ARGUMENTS = ("trace", "model", "original", "synthetic", "workload")
 
 
 @contextlib.contextmanager
-def local_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> Iterator[None]:
+def local_arguments(
+    args: argparse.Namespace, note: Callable[[str], None], readable: Callable[[str], bool] = lambda _: False
+) -> Iterator[None]:
     """For a command's duration, each of its :data:`URL_ARGUMENTS` that is a URL names a local
     copy instead (copied once, removed at the end; ``note`` told of each copy). A command that
-    sets ``parquet_in_place`` keeps a trace of Parquet at its URL: it reads it a row group at a
-    time in place (its footers tell whether it is too large to read whole, and a whole read
-    copies it then)."""
-    from iomimic.io import _parquet_layouts
-
+    sets ``parquet_in_place`` keeps its trace at its URL when ``readable(url)`` (Parquet the
+    command reads a row group at a time in place; a whole read copies it then)."""
     with contextlib.ExitStack() as stack:
         for name in URL_ARGUMENTS:
             value = getattr(args, name, None)
             if not is_url(value):
                 continue
-            if name == "trace" and getattr(args, "parquet_in_place", False) and _parquet_layouts(value):
+            if name == "trace" and getattr(args, "parquet_in_place", False) and readable(value):
                 continue
             setattr(args, name, str(stack.enter_context(local_copy(value, note))))
         yield

@@ -114,9 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         command_parser = getattr(args, "parser", None)
         set_command_parser(command_parser)
         _refuse_overwriting_inputs(args)
+        from iomimic.io import _parquet_layouts
         from iomimic.remote import local_arguments
 
-        with local_arguments(args, lambda text: print(f"note: {text}", file=sys.stderr)):
+        def note(text: str) -> None:
+            print(f"note: {text}", file=sys.stderr)
+
+        with local_arguments(args, note, readable=lambda url: _parquet_layouts(url) is not None):
             return args.handler(args)
     except IomimicError as e:
         code = EXIT_BAD_INPUT if isinstance(e, InputError) else EXIT_FAILURE
