@@ -12,7 +12,12 @@ so a busy neighbour slows both alike; the ratio is the median of the pairs' 1-wo
 2-worker times (bar: at least 1.6 on 2 idle cores), the best against the best beside it.
 Every run's model must equal the plain local run's, byte for byte.
 
-    python benches/ray_cluster.py [--lines 4000000] [--repeat 3]
+With --in-pieces each run trains on the trace read a piece at a time instead
+(`train_in_pieces(path, ..., ray=True)`): the tasks train a share of the threads each, every
+one reading the trace itself in three passes, while the driver, training none, makes its own
+three passes; the plain run is still the whole read.
+
+    python benches/ray_cluster.py [--lines 4000000] [--repeat 3] [--in-pieces]
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ HERE = Path(__file__).resolve().parent
 BAR = 1.6
 
 
-def run(cpus: int, trace: Path) -> dict:
+def run(cpus: int, trace: Path, in_pieces: bool = False) -> dict:
     """One measurement in a process of its own (0 CPUs: the plain local run, no Ray)."""
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", str(cpus), "--trace", str(trace)],
+        [sys.executable, __file__, "--worker", str(cpus), "--trace", str(trace)]
+        + (["--in-pieces"] if in_pieces and cpus else []),
         capture_output=True,
         text=True,
         check=True,
@@ -41,11 +47,11 @@ def run(cpus: int, trace: Path) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def worker(cpus: int, trace_path: str) -> None:
+def worker(cpus: int, trace_path: str, in_pieces: bool) -> None:
     import iomimic
-    from iomimic.model import train
+    from iomimic.model import train, train_in_pieces
 
-    trace = iomimic.read_trace(trace_path)
+    trace = None if in_pieces else iomimic.read_trace(trace_path)
     ray = None
     if cpus:
         import os
@@ -67,7 +73,10 @@ def worker(cpus: int, trace_path: str) -> None:
         cores = ray.get([warm.remote() for _ in range(cpus)])
         assert cores == [cpus] * cpus, f"Ray's workers run on {cores} cores, not {cpus}"
     t0 = time.perf_counter()
-    model = train(trace, levels=2, states=8, ray=True if cpus else None)
+    if in_pieces:
+        model = train_in_pieces(trace_path, levels=2, states=8, ray=True)
+    else:
+        model = train(trace, levels=2, states=8, ray=True if cpus else None)
     seconds = time.perf_counter() - t0
     digest = hashlib.sha256(model.to_json().encode()).hexdigest()
     if ray is not None:
@@ -81,11 +90,12 @@ def main() -> int:
     ap.add_argument(
         "--repeat", type=int, default=3, help="interleaved pairs of runs; the median of their ratios counts"
     )
+    ap.add_argument("--in-pieces", action="store_true", help="train on the trace read in pieces (see above)")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--trace", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
-        worker(args.worker, args.trace)
+        worker(args.worker, args.trace, args.in_pieces)
         return 0
 
     sys.path.insert(0, str(HERE))
@@ -106,19 +116,20 @@ def main() -> int:
     same = True
     for pair in range(args.repeat):
         for cpus in (1, 2):
-            r = run(cpus, trace)
+            r = run(cpus, trace, args.in_pieces)
             times[cpus].append(r["seconds"])
             same &= r["sha256"] == plain["sha256"]
         print(f"pair {pair + 1}: 1 worker {times[1][-1]:.2f} s, 2 workers {times[2][-1]:.2f} s", flush=True)
     # the median of the pairs' ratios: this VM varies ±20 %, and a pair shares its conditions
     ratio = statistics.median(one / two for one, two in zip(times[1], times[2]))
     best = min(times[1]) / min(times[2])
-    print(f"\nray training, {args.lines:,} requests, 16 volumes: 2 workers vs 1, {args.repeat} pairs")
+    how = " in pieces" if args.in_pieces else ""
+    print(f"\nray training{how}, {args.lines:,} requests, 16 volumes: 2 workers vs 1, {args.repeat} pairs")
     print(
         f"speed-up {ratio:.2f}x, median of the pairs (bar >= {BAR}; best against best {best:.2f}x); "
         f"models equal to the plain run: {same}"
     )
-    (OUT / "ray.json").write_text(
+    (OUT / f"ray{'-pieces' if args.in_pieces else ''}.json").write_text(
         json.dumps(
             {
                 "requests": args.lines,

@@ -72,6 +72,33 @@ def test_training_each_thread_as_a_ray_task_gives_the_local_model(local_ray):
     assert_same_model(on_ray, local)
 
 
+def test_training_in_pieces_with_the_threads_on_ray_gives_the_local_model(local_ray, tmp_path, capsys):
+    """Past memory, the threads are trained by Ray tasks that each read the trace in pieces
+    where they run (a share of the threads each), and the driver, training none, assembles the
+    model: the one the trace read whole gives; through the API, on a Parquet file and at its
+    URL, and through the CLI."""
+    import pyarrow.parquet as pq
+
+    from iomimic.model import train_in_pieces
+
+    t = volumes_and_streams()
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(t.to_arrow(), path, row_group_size=2_500)
+    local = train(iomimic.read_trace(path), select_device=None)
+    assert len(local.threads) == 6
+    assert_same_model(train_in_pieces(path, select_device=None, ray=True), local)
+    on_ray = train_in_pieces(f"file://{path}", levels=2, by="none", select_device=None, ray=True)
+    alone = train(iomimic.read_trace(path), levels=2, by="none", select_device=None)
+    assert on_ray.data.pop("source") == f"file://{path}" and alone.data.pop("source") == str(path)
+    assert on_ray.data == alone.data
+    out = tmp_path / "m.json"
+    quick = ["--levels", "1", "--select-device", "none"]
+    # in this process: its Ray is the one the test started
+    assert main(["model", "train", str(path), "-o", str(out), "--memory", "1K", "--ray", *quick]) == 0
+    assert "the threads on Ray" in capsys.readouterr().err
+    assert_same_model(iomimic.Model.load(out), train(iomimic.read_trace(path), levels=1, select_device=None))
+
+
 def test_one_thread_without_reuse_on_ray_is_the_local_one_too(local_ray):
     t = volumes_and_streams(4000, seed=9)
     local = train(t, levels=2, states=4, by="none", reuse=False)

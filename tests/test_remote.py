@@ -212,7 +212,7 @@ def test_commands_read_parquet_urls_in_place_past_memory(tmp_path: Path) -> None
     assert run_cli("model", "train", str(path), "-o", str(local), *quick).returncode == 0
     trained = run_cli("model", "train", url, "-o", str(remote), *quick)
     assert trained.returncode == 0 and "copying" not in trained.stderr, trained.stderr
-    assert "a piece at a time" in trained.stderr
+    assert "a piece at a time" in trained.stderr  # no copy, read in place
     a, b = json.loads(local.read_text()), json.loads(remote.read_text())
     assert (a.pop("source"), b.pop("source")) == (str(path), url) and a == b
     simulated = run_cli("simulate", url, "--device", "ssd-sata", "--memory", "1K", "--json", "-")

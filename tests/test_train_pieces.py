@@ -67,7 +67,7 @@ def test_the_cli_trains_in_pieces_past_memory(tmp_path: Path) -> None:
     whole = run_cli("model", "train", str(path), "-o", str(out_whole), *args)
     pieces = run_cli("model", "train", str(path), "-o", str(out_pieces), "--memory", "1M", *args)
     assert whole.returncode == 0 and pieces.returncode == 0, pieces.stderr
-    assert "a piece at a time (three passes)" in pieces.stderr and "piece" not in whole.stderr
+    assert "a piece at a time, three passes" in pieces.stderr and "piece" not in whole.stderr
     assert json.loads(out_whole.read_text()) == json.loads(out_pieces.read_text())
     # choosing requests needs the trace whole: said, then done
     chosen = run_cli(

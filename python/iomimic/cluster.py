@@ -100,6 +100,40 @@ def _train_thread(shared: tuple[str, list[str]], columns: dict[str, np.ndarray],
     return _core.train_part(_Columns(columns), volumes, [], u, text)
 
 
+def train_threads_in_pieces(ray, path: str, options: dict[str, Any], read: dict[str, Any], run) -> list[Any]:
+    """Ray tasks training the threads of the trace at ``path`` in its third pass, a piece at a
+    time, from the clock ``run`` (a ``_core.TrainStream`` past its second pass) counted: a share
+    of the threads each (one task per CPU of the cluster at most, the threads dealt largest
+    first to the task with the fewest requests). Their refs, each task's result a list of
+    (place in the model, thread JSON) for ``run.assemble``."""
+    threads = run.threads
+    tasks = max(1, min(len(threads), int(ray.cluster_resources().get("CPU", 1))))
+    shares: list[list[int]] = [[] for _ in range(tasks)]
+    load = [0] * tasks
+    for k in sorted(range(len(threads)), key=lambda k: -threads[k][1]):
+        least = load.index(min(load))
+        shares[least].append(k)
+        load[least] += threads[k][1]
+    shared = ray.put((path, options, read, run.clocked()))
+    task = ray.remote(_train_threads_in_pieces)
+    return [task.remote(shared, share) for share in shares if share]
+
+
+def _train_threads_in_pieces(shared: tuple[str, dict[str, Any], dict[str, Any], str], threads: list[int]):
+    """A Ray task: the threads ``threads`` of a trace trained in its third pass, a piece at a
+    time, from the driver's clock."""
+    from iomimic import _core
+    from iomimic.pieces import time_ordered_passes
+
+    path, options, read, clocked = shared
+    volumes, files, pieces = time_ordered_passes(path, 1, **read)
+    run = _core.TrainStream.resume(volumes, files, options, clocked, threads=threads)
+    for piece in pieces(0):
+        run.feed(*piece)
+    run.end_pass()
+    return run.parts()
+
+
 def generate_slices(ray, model, args: dict[str, Any], count: int, progress=None) -> Iterator[Any]:
     """The ``count`` slices of a generation (``args`` as ``_core.Model.generation`` takes them),
     each made by one Ray task, given out in order as Traces. The first slice is made first (its

@@ -270,6 +270,7 @@ def train_in_pieces(
     select_device: str | None = "hdd-7200",
     select_depth: int = 8,
     progress: Callable[[int, int], None] | None = None,
+    ray: bool | str | None = None,
     **read: Any,
 ) -> Model:
     """:func:`train` of a trace read a piece at a time, never whole (a trace larger than
@@ -279,20 +280,39 @@ def train_in_pieces(
     file in time order), parsed once more first to learn the names. What training keeps grows
     with the places (volume and start offset) each thread touches, not with its requests
     (``docs/scale.md``). ``read`` holds :func:`iomimic.read_trace`'s options;
-    ``progress(done, total)`` counts the passes' rows or bytes."""
+    ``progress(done, total)`` counts the passes' rows or bytes (here, not the tasks').
+
+    ``ray`` (``True`` or a cluster's address): after the first two passes here, the threads are
+    trained by Ray tasks, a share of them each (balanced by requests), each task reading the
+    trace once in pieces where it runs (shared storage, or Parquet at a URL), while this
+    process makes the third pass for what the model needs besides and puts it together; the
+    model is the local one."""
     from iomimic.io import _location
     from iomimic.pieces import time_ordered_passes
-    from iomimic.remote import origin
+    from iomimic.remote import is_url, origin
 
     source = origin(path) or str(_location(path))  # spelt as the whole read's report spells it
     options = _train_options(by, levels, states, reuse, name, source, seed, select_device, select_depth)
     passes = _core.TrainStream.PASSES
+    engine = None
+    if ray is not None and ray is not False:
+        from iomimic import cluster
+
+        engine = cluster.connect(ray)
     volumes, files, pieces = time_ordered_passes(path, passes, progress=progress, **read)
-    run = _core.TrainStream(volumes, files, options)
+    run = _core.TrainStream(volumes, files, options, threads=None if engine is None else [])
+    tasks = None
     for k in range(passes):
         for piece in pieces(k):
             run.feed(*piece)
         model = run.end_pass()
+        if engine is not None and k == 1:
+            # the tasks take up at the third pass, reading the trace where they run: by its URL,
+            # or its absolute path
+            where = str(_location(path) if is_url(path) else Path(path).resolve())
+            tasks = cluster.train_threads_in_pieces(engine, where, options, read, run)
+    if engine is not None:
+        model = run.assemble([part for done in cluster.gather(engine, tasks) for part in done])
     return Model._wrap(model)
 
 

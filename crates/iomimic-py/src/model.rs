@@ -224,11 +224,92 @@ pub struct PyTrainStream {
 
 #[pymethods]
 impl PyTrainStream {
+    /// `threads`: the places in the model of the threads trained here (default all; the
+    /// others' parts come to `assemble`).
     #[new]
-    fn new(volumes: Vec<String>, files: Vec<String>, options: TrainArgs) -> Self {
+    #[pyo3(signature = (volumes, files, options, threads=None))]
+    fn new(
+        volumes: Vec<String>,
+        files: Vec<String>,
+        options: TrainArgs,
+        threads: Option<Vec<usize>>,
+    ) -> Self {
         Self {
-            inner: std::sync::Mutex::new(model::TrainStream::new(volumes, files, options.into())),
+            inner: std::sync::Mutex::new(model::TrainStream::with_threads(
+                volumes,
+                files,
+                options.into(),
+                threads,
+            )),
         }
+    }
+
+    /// Training that starts at the third pass from another's `clocked()`, training the threads
+    /// `threads` (default all).
+    #[staticmethod]
+    #[pyo3(signature = (volumes, files, options, clocked, threads=None))]
+    fn resume(
+        py: Python<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+        options: TrainArgs,
+        clocked: &str,
+        threads: Option<Vec<usize>>,
+    ) -> PyResult<Self> {
+        let opts = options.into();
+        let inner = py
+            .detach(|| model::TrainStream::resume(volumes, files, opts, clocked, threads))
+            .map_err(err_to_py)?;
+        Ok(Self {
+            inner: std::sync::Mutex::new(inner),
+        })
+    }
+
+    /// Between the second pass and the third: what the third needs, as JSON text.
+    fn clocked(&self) -> PyResult<String> {
+        self.lock().clocked().map_err(err_to_py)
+    }
+
+    /// After the first pass: the threads as (name, requests), in the model's order.
+    #[getter]
+    fn threads(&self) -> Option<Vec<(String, u64)>> {
+        self.lock().threads()
+    }
+
+    /// After the first pass: the levels and states chosen.
+    #[getter]
+    fn chosen(&self) -> Option<(u32, u32)> {
+        self.lock().chosen()
+    }
+
+    /// Once trained: the threads trained here as (place in the model, JSON text).
+    fn parts(&self) -> PyResult<Vec<(usize, String)>> {
+        let parts = self.lock().parts().map_err(err_to_py)?;
+        parts
+            .into_iter()
+            .map(|(k, p)| {
+                serde_json::to_string(&p)
+                    .map(|text| (k, text))
+                    .map_err(|e| InputError::new_err(format!("a thread could not be converted: {e}")))
+            })
+            .collect()
+    }
+
+    /// Once trained: the model, the threads trained elsewhere given as (place, JSON text).
+    fn assemble(&self, py: Python<'_>, parts: Vec<(usize, String)>) -> PyResult<PyModel> {
+        let parts = parts
+            .into_iter()
+            .map(|(k, text)| {
+                serde_json::from_str(&text)
+                    .map(|p| (k, p))
+                    .map_err(|e| InputError::new_err(format!("thread {k} is not a trained thread: {e}")))
+            })
+            .collect::<PyResult<Vec<(usize, model::Part)>>>()?;
+        let mut guard = self.lock();
+        let inner: &mut model::TrainStream = &mut guard;
+        py.detach(|| inner.assemble(parts))
+            .map(PyModel::wrap)
+            .map_err(err_to_py)
     }
 
     /// Passes over the trace training needs.

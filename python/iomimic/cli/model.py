@@ -150,24 +150,24 @@ def handle_train(args: argparse.Namespace) -> int:
 
 
 def _train_in_pieces(args: argparse.Namespace, options: dict):
-    """The model of a trace too large for --memory read whole, trained a piece at a time; None
-    when it fits, or cannot go in pieces after all (Parquet row groups out of time order, or
-    --ray, whose driver holds it whole)."""
+    """The model of a trace too large for --memory read whole, trained a piece at a time (with
+    --ray, the threads by Ray tasks that each read it where they run); None when it fits, or
+    cannot go in pieces after all (Parquet row groups out of time order)."""
     from iomimic.cli.args import read_options, too_large
     from iomimic.cli.progress import working
     from iomimic.io import OutOfOrder
     from iomimic.model import train_in_pieces
     from iomimic.profile import memory_budget
 
-    why = too_large(args, memory_budget(args.memory), "--ray" if args.ray is not None else None)
+    why = too_large(args, memory_budget(args.memory))
     if why is None:
         return None
-    print(f"note: the trace {why}: training on it a piece at a time (three passes)", file=sys.stderr)
+    on_ray = " (the threads on Ray, each task reading it where it runs)" if args.ray is not None else ""
+    print(f"note: the trace {why}: training on it a piece at a time, three passes{on_ray}", file=sys.stderr)
+    read = {**read_options(args), "volume_names": args.volume_names}
     try:
         with working("training (three passes)", share=True) as progress:
-            return train_in_pieces(
-                args.trace, **options, progress=progress, volume_names=args.volume_names, **read_options(args)
-            )
+            return train_in_pieces(args.trace, **options, progress=progress, ray=args.ray, **read)
     except OutOfOrder:
         print("note: its row groups go back in time: reading it whole to sort it", file=sys.stderr)
         return None

@@ -57,6 +57,7 @@ pub(super) fn learn(t: &TraceView<'_>, coarse_ns: u64) -> Option<Arrivals> {
 }
 
 /// A trace's requests counted by fine window.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Fine {
     start: u64,
     pub window_ns: u64,

@@ -19,10 +19,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use super::arrivals::{Classes, Fine};
 use super::rate::{Clock, Windows};
 use super::selection::SELECTION_SAMPLE;
+use super::thread::Part;
 use super::thread::{ThreadPass, ThreadTrainer};
 use super::{
     choose, gaps_kept, named_volumes, normalise, reuse, threads_of, Group, Plan, Shared, TrainOptions,
@@ -44,6 +46,8 @@ pub struct TrainStream {
     opts: TrainOptions,
     volumes: Vec<String>,
     files: Vec<String>,
+    /// The threads trained here (`None`: all), by their place in the model.
+    here: Option<Vec<usize>>,
     pass: Pass,
     /// the last time fed in this pass, and the rows fed
     last: Option<u64>,
@@ -54,6 +58,8 @@ enum Pass {
     Outline(Box<Outline>),
     Clock(Box<Clocking>),
     Threads(Box<Threads>),
+    /// The threads trained here, awaiting the others' ([`TrainStream::assemble`]).
+    Trained(Box<(Plan, Vec<Option<Part>>)>),
     Done,
 }
 
@@ -64,9 +70,22 @@ impl TrainStream {
     /// Training with `opts` on a trace whose names are `volumes` and `files` (all of them: the
     /// pieces' ids index these).
     pub fn new(volumes: Vec<String>, files: Vec<String>, opts: TrainOptions) -> Self {
+        Self::with_threads(volumes, files, opts, None)
+    }
+
+    /// [`TrainStream::new`] training only the threads `here` (their places in the model; `None`:
+    /// all), the others' parts to come from elsewhere: where each of a cluster's tasks trains
+    /// some threads over the whole trace, and the driver, training none, assembles the model.
+    pub fn with_threads(
+        volumes: Vec<String>,
+        files: Vec<String>,
+        opts: TrainOptions,
+        here: Option<Vec<usize>>,
+    ) -> Self {
         let n = volumes.len();
         Self {
             opts,
+            here,
             pass: Pass::Outline(Box::new(Outline {
                 spans: vec![0; n],
                 touched: vec![false; n],
@@ -87,8 +106,125 @@ impl TrainStream {
             Pass::Outline(_) => 1,
             Pass::Clock(_) => 2,
             Pass::Threads(_) => 3,
-            Pass::Done => 4,
+            Pass::Trained(_) | Pass::Done => 4,
         }
+    }
+
+    /// After the first pass: the threads, as (name, requests), in the model's order.
+    pub fn threads(&self) -> Option<Vec<(String, u64)>> {
+        let plan = match &self.pass {
+            Pass::Clock(c) => &c.plan,
+            Pass::Threads(th) => &th.plan,
+            _ => return None,
+        };
+        Some(
+            plan.threads
+                .iter()
+                .map(|(name, _, n, _)| (name.clone(), *n))
+                .collect(),
+        )
+    }
+
+    /// After the first pass: the levels and states chosen.
+    pub fn chosen(&self) -> Option<(u32, u32)> {
+        match &self.pass {
+            Pass::Clock(c) => Some((c.plan.levels, c.plan.states)),
+            Pass::Threads(th) => Some((th.plan.levels, th.plan.states)),
+            _ => None,
+        }
+    }
+
+    /// Between the second pass and the third (nothing of it fed yet): what the third needs, as
+    /// JSON text, for [`TrainStream::resume`] elsewhere (a cluster's tasks then read the trace
+    /// once, not three times).
+    pub fn clocked(&self) -> Result<String> {
+        match &self.pass {
+            Pass::Threads(th) if self.rows == 0 => {
+                let clocked = ClockedRef {
+                    plan: &th.plan,
+                    windows: &th.windows,
+                    fine: th.fine.as_ref(),
+                };
+                serde_json::to_string(&clocked)
+                    .map_err(|e| Error::Usage(format!("the clock could not be written: {e}")))
+            }
+            _ => Err(Error::Usage(
+                "the clock is known between the second pass and the third".into(),
+            )),
+        }
+    }
+
+    /// Training that starts at the third pass from what [`TrainStream::clocked`] gave, training
+    /// the threads `here` (`None`: all).
+    pub fn resume(
+        volumes: Vec<String>,
+        files: Vec<String>,
+        opts: TrainOptions,
+        clocked: &str,
+        here: Option<Vec<usize>>,
+    ) -> Result<Self> {
+        let clock: Clocking = serde_json::from_str(clocked)
+            .map_err(|e| Error::Usage(format!("not the clock of a training: {e}")))?;
+        if clock.plan.spans.len() != volumes.len() {
+            return Err(Error::Usage(format!(
+                "a clock of {} volumes given a trace of {}",
+                clock.plan.spans.len(),
+                volumes.len()
+            )));
+        }
+        let threads = clock.finish(&opts, here.as_deref())?;
+        Ok(Self {
+            opts,
+            volumes,
+            files,
+            here,
+            pass: Pass::Threads(Box::new(threads)),
+            last: None,
+            rows: 0,
+        })
+    }
+
+    /// Once trained: the threads trained here, with their places in the model.
+    pub fn parts(&self) -> Result<Vec<(usize, Part)>> {
+        match &self.pass {
+            Pass::Trained(done) => Ok(done
+                .1
+                .iter()
+                .enumerate()
+                .filter_map(|(k, p)| p.clone().map(|p| (k, p)))
+                .collect()),
+            _ => Err(Error::Usage("training has not finished its passes".into())),
+        }
+    }
+
+    /// Once trained: the model, with the threads not trained here given as `parts` (each with
+    /// its place in the model).
+    pub fn assemble(&mut self, parts: Vec<(usize, Part)>) -> Result<Model> {
+        let Pass::Trained(done) = std::mem::replace(&mut self.pass, Pass::Done) else {
+            return Err(Error::Usage("training has not finished its passes".into()));
+        };
+        let (plan, mut have) = *done;
+        for (k, part) in parts {
+            match have.get_mut(k) {
+                Some(slot @ None) => *slot = Some(part),
+                Some(Some(_)) => return Err(Error::Usage(format!("thread {k} was given twice"))),
+                None => {
+                    return Err(Error::Usage(format!(
+                        "thread {k} of a model of {} threads",
+                        have.len()
+                    )))
+                }
+            }
+        }
+        if let Some(k) = have.iter().position(Option::is_none) {
+            return Err(Error::Usage(format!(
+                "thread {k} of {} was not given",
+                have.len()
+            )));
+        }
+        let model = plan.assemble(have.into_iter().flatten().collect())?;
+        model.validate()?;
+        Ok(model)
     }
 
     /// The next piece of the pass (its times at or after the last piece's).
@@ -113,14 +249,15 @@ impl TrainStream {
                 th.plan.holds(t, self.rows)?;
                 th.add(t)?;
             }
-            Pass::Done => return Err(Error::Usage("training has finished".into())),
+            Pass::Trained(_) | Pass::Done => return Err(Error::Usage("training has finished".into())),
         }
         self.last = t.ts_ns.last().copied();
         self.rows += t.len() as u64;
         Ok(())
     }
 
-    /// Ends the pass: `None` while another pass over the trace is needed, then the model.
+    /// Ends the pass: `None` while another pass over the trace is needed, then the model (with
+    /// threads chosen by [`TrainStream::with_threads`], `None` again: see `parts`, `assemble`).
     /// Level selection (on the first requests, at the end of the first pass) counts the
     /// models it tries in `progress`.
     pub fn end_pass(&mut self, progress: &Progress) -> Result<Option<Model>> {
@@ -134,16 +271,21 @@ impl TrainStream {
             }
             Pass::Clock(c) => {
                 c.check(rows)?;
-                self.pass = Pass::Threads(Box::new(c.finish(&self.opts)));
+                self.pass = Pass::Threads(Box::new(c.finish(&self.opts, self.here.as_deref())?));
                 Ok(None)
             }
             Pass::Threads(th) => {
                 th.plan.check(rows)?;
-                let model = th.finish(&self.volumes)?;
-                model.validate()?;
-                Ok(Some(model))
+                let (plan, parts) = th.finish(&self.volumes);
+                if self.here.is_none() {
+                    let model = plan.assemble(parts.into_iter().flatten().collect())?;
+                    model.validate()?;
+                    return Ok(Some(model));
+                }
+                self.pass = Pass::Trained(Box::new((plan, parts)));
+                Ok(None)
             }
-            Pass::Done => Err(Error::Usage("training has finished".into())),
+            Pass::Trained(_) | Pass::Done => Err(Error::Usage("training has finished".into())),
         }
     }
 }
@@ -251,6 +393,7 @@ impl Outline {
 }
 
 /// What the first pass found, for the passes after it.
+#[derive(Serialize, Deserialize)]
 struct Outlined {
     n: u64,
     start: u64,
@@ -292,7 +435,16 @@ impl Outlined {
     }
 }
 
+/// [`Clocking`] borrowed, to be written.
+#[derive(Serialize)]
+struct ClockedRef<'a> {
+    plan: &'a Outlined,
+    windows: &'a Windows,
+    fine: Option<&'a Fine>,
+}
+
 /// The second pass: requests by coarse and fine window.
+#[derive(Serialize, Deserialize)]
 struct Clocking {
     plan: Outlined,
     windows: Windows,
@@ -313,14 +465,24 @@ impl Clocking {
         self.plan.check(rows)
     }
 
-    fn finish(self, opts: &TrainOptions) -> Threads {
+    fn finish(self, opts: &TrainOptions, here: Option<&[usize]>) -> Result<Threads> {
         let plan = self.plan;
+        if let Some(k) = here.into_iter().flatten().find(|&&k| k >= plan.threads.len()) {
+            return Err(Error::Usage(format!(
+                "thread {k} of a trace of {} threads",
+                plan.threads.len()
+            )));
+        }
         let bounds = reuse::reuse_bounds();
         let kept = gaps_kept(plan.threads.len());
         let trainers = plan
             .threads
             .iter()
-            .map(|(_, _, requests, volumes)| {
+            .enumerate()
+            .map(|(k, (_, _, requests, volumes))| {
+                if here.is_some_and(|h| !h.contains(&k)) {
+                    return None;
+                }
                 let requests = *requests as usize;
                 let pass = ThreadPass::new(
                     volumes,
@@ -332,11 +494,15 @@ impl Clocking {
                     requests,
                     kept,
                 );
-                ThreadTrainer::new(pass, opts.reuse, requests.min(PLACES_RESERVED))
+                Some(ThreadTrainer::new(
+                    pass,
+                    opts.reuse,
+                    requests.min(PLACES_RESERVED),
+                ))
             })
             .collect();
         let several = plan.threads.len() > 1;
-        Threads {
+        Ok(Threads {
             index: several.then(|| {
                 plan.threads
                     .iter()
@@ -371,7 +537,7 @@ impl Clocking {
             name: opts.name.clone(),
             source: opts.source.clone(),
             plan,
-        }
+        })
     }
 }
 
@@ -390,7 +556,8 @@ struct Threads {
     clock: Clock,
     fine: Option<Fine>,
     classes: Classes,
-    trainers: Vec<ThreadTrainer>,
+    /// the threads trained here (`None` for those trained elsewhere)
+    trainers: Vec<Option<ThreadTrainer>>,
     /// each thread's volumes, by volume id
     touches: Vec<Vec<bool>>,
     /// each stream's thread (with several threads)
@@ -432,18 +599,19 @@ impl Threads {
             .trainers
             .iter_mut()
             .zip(rows)
-            .filter(|(_, r)| !r.is_empty())
+            .filter_map(|(trainer, r)| trainer.as_mut().filter(|_| !r.is_empty()).map(|t| (t, r)))
             .collect();
         crate::parallel::on_all_cores(tasks, |(trainer, rows)| trainer.feed(t, &rows, &u));
         Ok(())
     }
 
-    fn finish(mut self, volumes: &[String]) -> Result<Model> {
+    /// The plan and the threads trained here.
+    fn finish(mut self, volumes: &[String]) -> (Plan, Vec<Option<Part>>) {
         let arrivals = self
             .fine
             .take()
             .map(|fine| fine.finish(std::mem::take(&mut self.classes)));
-        let parts = crate::parallel::on_all_cores(self.trainers, ThreadTrainer::finish);
+        let parts = crate::parallel::on_all_cores(self.trainers, |t| t.map(ThreadTrainer::finish));
         let activity = self.activity.take();
         let plan = Plan {
             u: Vec::new(),
@@ -469,7 +637,7 @@ impl Threads {
             source: self.source,
             selection: Some(serde_json::Value::Object(self.plan.selection)),
         };
-        plan.assemble(parts)
+        (plan, parts)
     }
 }
 
@@ -580,6 +748,80 @@ mod tests {
         assert_eq!(model.threads.len(), 1);
         assert_eq!(model.threads[0].name, "all");
         same(&t, &opts, &[50_000, SELECTION_SAMPLE - 1, SELECTION_SAMPLE + 7]);
+    }
+
+    /// All passes of `stream` over `t` cut before `cuts`; the model when it trained every thread.
+    fn passes(stream: &mut TrainStream, t: &Trace, cuts: &[usize]) -> Option<Model> {
+        for _ in 0..TrainStream::PASSES {
+            let mut from = 0;
+            for &to in cuts.iter().chain([t.len()].iter()) {
+                stream.feed(&t.view().rows(from..to)).unwrap();
+                from = to;
+            }
+            if let Some(model) = stream.end_pass(&Progress::default()).unwrap() {
+                return Some(model);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn threads_trained_by_tasks_and_assembled_by_a_driver_give_the_whole_model() {
+        let t = mixed(20_000, 4, 13);
+        let opts = TrainOptions::default();
+        let whole = super::super::train(&t.view(), &opts).unwrap();
+        // the driver trains no thread: its first pass chooses levels and states
+        let none = Some(Vec::new());
+        let mut driver = TrainStream::with_threads(t.volumes.clone(), Vec::new(), opts.clone(), none.clone());
+        assert!(driver.threads().is_none() && driver.clocked().is_err());
+        for _ in 0..2 {
+            driver.feed(&t.view()).unwrap();
+            assert!(driver.end_pass(&Progress::default()).unwrap().is_none());
+        }
+        let threads = driver.threads().unwrap();
+        assert_eq!(threads.len(), 4);
+        assert_eq!(threads.iter().map(|(_, n)| n).sum::<u64>(), 20_000);
+        // two tasks take up from the clock, each training two threads in one pass
+        let clocked = driver.clocked().unwrap();
+        let mut parts = Vec::new();
+        for here in [vec![0, 3], vec![2, 1]] {
+            let mut task =
+                TrainStream::resume(t.volumes.clone(), Vec::new(), opts.clone(), &clocked, Some(here))
+                    .unwrap();
+            for cut in [0..5_000, 5_000..12_345, 12_345..20_000] {
+                task.feed(&t.view().rows(cut)).unwrap();
+            }
+            assert!(task.end_pass(&Progress::default()).unwrap().is_none());
+            let done = task.parts().unwrap();
+            assert_eq!(done.len(), 2);
+            // as it travels back from a task
+            parts.extend(
+                serde_json::from_str::<Vec<(usize, Part)>>(&serde_json::to_string(&done).unwrap()).unwrap(),
+            );
+        }
+        driver.feed(&t.view()).unwrap();
+        assert!(driver.end_pass(&Progress::default()).unwrap().is_none());
+        assert!(driver.parts().unwrap().is_empty());
+        assert_eq!(driver.assemble(parts.clone()).unwrap().to_json(), whole.to_json());
+        // a thread missing, or given twice, is refused
+        let mut again = TrainStream::with_threads(t.volumes.clone(), Vec::new(), opts.clone(), none.clone());
+        assert!(passes(&mut again, &t, &[]).is_none());
+        let e = again.assemble(parts[..3].to_vec()).unwrap_err();
+        assert!(e.to_string().contains("thread 2 of 4 was not given"), "{e}");
+        let mut again = TrainStream::with_threads(t.volumes.clone(), Vec::new(), opts.clone(), none);
+        assert!(passes(&mut again, &t, &[]).is_none());
+        let e = again
+            .assemble([parts.clone(), parts[..1].to_vec()].concat())
+            .unwrap_err();
+        assert!(e.to_string().contains("thread 0 was given twice"), "{e}");
+        // a clock of another trace
+        let e = TrainStream::resume(vec!["a".into()], Vec::new(), opts, &clocked, None)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("a clock of 3 volumes given a trace of 1"),
+            "{e}"
+        );
     }
 
     #[test]

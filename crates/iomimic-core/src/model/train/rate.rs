@@ -8,6 +8,7 @@ use crate::model::{Arrivals, RateProfile};
 use crate::trace::TraceView;
 
 /// A trace's requests counted by fluctuation window.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Windows {
     pub window_ns: u64,
     pub counts: Vec<u64>,
