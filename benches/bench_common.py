@@ -1,5 +1,6 @@
 """What the benchmark scripts share: the synthetic MSR trace they all read, best-of timing, and
-the table of whole against in-pieces runs the scale benchmarks print."""
+for the scale benchmarks a trace repeated end to end and the table of whole against in-pieces
+runs they print."""
 
 from __future__ import annotations
 
@@ -70,3 +71,19 @@ def pieces_table(whole: list[Run], pieces: list[Run], small_n: int, more: list[t
         print(f"{label:<{width}}{n:>13,}{t:>9.1f}{m / 2**20:>9.0f} M")
     print(f"speed in pieces / whole (medians of {len(whole)} interleaved pairs): {t_whole / t_pieces:.2f}x")
     return peak_small
+
+
+def repeated(trace, times: int, path: Path, move: int = 0) -> None:
+    """``trace`` written ``times`` times end to end (each copy after the last in time, and its
+    offsets ``move`` bytes on from the last's)."""
+    import pyarrow.parquet as pq
+
+    table = trace.to_arrow()
+    gap = int(trace.ts_ns[-1]) + 1_000
+    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
+        for k in range(times):
+            copy = table.set_column(0, "ts_ns", [table.column("ts_ns").to_numpy() + k * gap])
+            if move:
+                at = copy.schema.get_field_index("offset")
+                copy = copy.set_column(at, "offset", [copy.column("offset").to_numpy() + k * move])
+            writer.write_table(copy, row_group_size=1 << 20)

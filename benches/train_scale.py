@@ -25,22 +25,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def repeated(trace, times: int, path: Path, move: int = 0) -> None:
-    """``trace`` written ``times`` times end to end (each copy after the last in time, and its
-    offsets ``move`` bytes on from the last's)."""
-    import pyarrow.parquet as pq
-
-    table = trace.to_arrow()
-    gap = int(trace.ts_ns[-1]) + 1_000
-    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
-        for k in range(times):
-            copy = table.set_column(0, "ts_ns", [table.column("ts_ns").to_numpy() + k * gap])
-            if move:
-                at = copy.schema.get_field_index("offset")
-                copy = copy.set_column(at, "offset", [copy.column("offset").to_numpy() + k * move])
-            writer.write_table(copy, row_group_size=1 << 20)
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--small", type=int, default=4_000_000)
@@ -48,7 +32,7 @@ def main() -> int:
     p.add_argument("--pairs", type=int, default=2)
     args = p.parse_args()
     sys.path.insert(0, str(HERE))
-    from bench_common import OUT, pieces_table
+    from bench_common import OUT, pieces_table, repeated
     from generate_scale import run
     from msr_synth import realistic_trace
 

@@ -289,7 +289,7 @@ def train_in_pieces(
     model is the local one."""
     from iomimic.io import _location
     from iomimic.pieces import time_ordered_passes
-    from iomimic.remote import is_url, origin
+    from iomimic.remote import for_tasks, origin
 
     source = origin(path) or str(_location(path))  # spelt as the whole read's report spells it
     options = _train_options(by, levels, states, reuse, name, source, seed, select_device, select_depth)
@@ -306,11 +306,8 @@ def train_in_pieces(
         for piece in pieces(k):
             run.feed(*piece)
         model = run.end_pass()
-        if engine is not None and k == 1:
-            # the tasks take up at the third pass, reading the trace where they run: by its URL,
-            # or its absolute path
-            where = str(_location(path) if is_url(path) else Path(path).resolve())
-            tasks = cluster.train_threads_in_pieces(engine, where, options, read, run)
+        if engine is not None and k == 1:  # the tasks take up at the third pass
+            tasks = cluster.train_threads_in_pieces(engine, for_tasks(path), options, read, run)
     if engine is not None:
         model = run.assemble([part for done in cluster.gather(engine, tasks) for part in done])
     return Model._wrap(model)

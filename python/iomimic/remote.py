@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fnmatch
+import os
 import re
 import shutil
 import tempfile
@@ -113,6 +114,12 @@ def local_copy(url: str, note: Callable[[str], None] | None = None) -> Iterator[
 
 #: The URL each local copy in use came from, so that what reads it names the URL.
 _ORIGINS: dict[str, str] = {}
+
+
+def for_tasks(path: str | os.PathLike) -> str:
+    """A trace's path as tasks running elsewhere (on Ray) read it: a URL as it is, a local path
+    made absolute (a worker's working directory is not the driver's)."""
+    return str(path) if is_url(path) else str(Path(path).resolve())
 
 
 def origin(path: object) -> str | None:

@@ -276,12 +276,6 @@ impl PyTrainStream {
         self.lock().threads()
     }
 
-    /// After the first pass: the levels and states chosen.
-    #[getter]
-    fn chosen(&self) -> Option<(u32, u32)> {
-        self.lock().chosen()
-    }
-
     /// Once trained: the threads trained here as (place in the model, JSON text).
     fn parts(&self) -> PyResult<Vec<(usize, String)>> {
         let parts = self.lock().parts().map_err(err_to_py)?;

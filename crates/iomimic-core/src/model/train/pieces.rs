@@ -125,15 +125,6 @@ impl TrainStream {
         )
     }
 
-    /// After the first pass: the levels and states chosen.
-    pub fn chosen(&self) -> Option<(u32, u32)> {
-        match &self.pass {
-            Pass::Clock(c) => Some((c.plan.levels, c.plan.states)),
-            Pass::Threads(th) => Some((th.plan.levels, th.plan.states)),
-            _ => None,
-        }
-    }
-
     /// Between the second pass and the third (nothing of it fed yet): what the third needs, as
     /// JSON text, for [`TrainStream::resume`] elsewhere (a cluster's tasks then read the trace
     /// once, not three times).
@@ -270,7 +261,7 @@ impl TrainStream {
                 Ok(None)
             }
             Pass::Clock(c) => {
-                c.check(rows)?;
+                c.plan.check(rows)?;
                 self.pass = Pass::Threads(Box::new(c.finish(&self.opts, self.here.as_deref())?));
                 Ok(None)
             }
@@ -347,15 +338,11 @@ impl Outline {
         let (levels, states, selection) = choose(n, &head.view(), opts, progress)?;
         let start = self.start.unwrap_or(0);
         let span = last - start;
-        // past MAX_THREADS streams one thread trains on all, as `threads_of` decides (the map is
-        // gone then)
+        // past MAX_THREADS streams the map is gone, and with no streams `threads_of` gives the
+        // one thread for all that it gives past MAX_THREADS
         let streams = self.streams.unwrap_or_default();
         let keys: Vec<u32> = streams.keys().copied().collect();
-        let named = if keys.is_empty() {
-            threads_of(&[0, 1], Some(false))
-        } else {
-            threads_of(&keys, opts.by_stream)
-        };
+        let named = threads_of(&keys, opts.by_stream);
         let threads: Vec<(String, u32, u64, Vec<u32>)> = if named.len() > 1 {
             named
                 .into_iter()
@@ -427,10 +414,7 @@ impl Outlined {
         if rows == self.n {
             Ok(())
         } else {
-            Err(Error::Usage(format!(
-                "the trace changed between passes: {} requests, then {rows}",
-                self.n
-            )))
+            Err(changed(&format!("{} requests, then {rows}", self.n)))
         }
     }
 }
@@ -459,10 +443,6 @@ impl Clocking {
                 fine.count(ts);
             }
         }
-    }
-
-    fn check(&self, rows: u64) -> Result<()> {
-        self.plan.check(rows)
     }
 
     fn finish(self, opts: &TrainOptions, here: Option<&[usize]>) -> Result<Threads> {
@@ -594,14 +574,17 @@ impl Threads {
                 self.classes.arrive(ts, fine);
             }
         }
-        let u: Vec<f64> = t.ts_ns.iter().map(|&ts| self.clock.time(ts)).collect();
         let tasks: Vec<(&mut ThreadTrainer, Vec<usize>)> = self
             .trainers
             .iter_mut()
             .zip(rows)
             .filter_map(|(trainer, r)| trainer.as_mut().filter(|_| !r.is_empty()).map(|t| (t, r)))
             .collect();
-        crate::parallel::on_all_cores(tasks, |(trainer, rows)| trainer.feed(t, &rows, &u));
+        if !tasks.is_empty() {
+            // (a driver whose threads train elsewhere needs no model times)
+            let u: Vec<f64> = t.ts_ns.iter().map(|&ts| self.clock.time(ts)).collect();
+            crate::parallel::on_all_cores(tasks, |(trainer, rows)| trainer.feed(t, &rows, &u));
+        }
         Ok(())
     }
 
