@@ -11,6 +11,7 @@ import numpy as np
 
 from iomimic import _core
 from iomimic.errors import InputError
+from iomimic.remote import for_tasks
 from iomimic.trace import Trace
 
 
@@ -297,7 +298,7 @@ def sweep_in_pieces(
     for name in devices:
         device_text(name)  # a bad device is said before any run
     points = [(name, float(k), depth) for name in devices for k in intensities for depth in iodepths]
-    shared_data = (os.fspath(path), {"map": map, "shared": shared, "scheduler": scheduler, **read})
+    shared_data = (for_tasks(path), {"map": map, "shared": shared, "scheduler": scheduler, **read})
     if ray is not None and ray is not False:
         from iomimic import cluster
 
