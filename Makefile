@@ -81,6 +81,7 @@ bench: install
 	$(PY) benches/cache.py
 	$(PY) benches/mrc.py
 	$(PY) benches/ray_cluster.py
+	$(PY) benches/ray_cluster.py --characterize
 
 ## fuzz: every trace reader against many mutated real samples (the test run does a few dozen)
 fuzz:

@@ -17,7 +17,12 @@ With --in-pieces each run trains on the trace read a piece at a time instead
 one reading the trace itself in three passes, while the driver, training none, makes its own
 three passes; the plain run is still the whole read.
 
-    python benches/ray_cluster.py [--lines 4000000] [--repeat 3] [--in-pieces]
+With --characterize each run characterizes the trace instead (`characterize --ray`: Ray
+tasks survey and count a partition of its row groups each, the driver takes them in); the
+plain run is the trace read in pieces on one machine, and every run's profile must equal it
+(floats to 1e-9: sums taken in another order).
+
+    python benches/ray_cluster.py [--lines 4000000] [--repeat 3] [--in-pieces | --characterize]
 """
 
 from __future__ import annotations
@@ -32,14 +37,17 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_common import OUT  # noqa: E402
+from msr_synth import realistic_trace  # noqa: E402
+
 BAR = 1.6
 
 
-def run(cpus: int, trace: Path, in_pieces: bool = False) -> dict:
+def run(cpus: int, trace: Path, mode: str) -> dict:
     """One measurement in a process of its own (0 CPUs: the plain local run, no Ray)."""
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", str(cpus), "--trace", str(trace)]
-        + (["--in-pieces"] if in_pieces and cpus else []),
+        [sys.executable, __file__, "--worker", str(cpus), "--trace", str(trace), "--mode", mode],
         capture_output=True,
         text=True,
         check=True,
@@ -47,11 +55,12 @@ def run(cpus: int, trace: Path, in_pieces: bool = False) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def worker(cpus: int, trace_path: str, in_pieces: bool) -> None:
+def worker(cpus: int, trace_path: str, mode: str) -> None:
     import iomimic
     from iomimic.model import train, train_in_pieces
 
-    trace = None if in_pieces else iomimic.read_trace(trace_path)
+    in_pieces = mode == "in-pieces" and cpus > 0
+    trace = None if in_pieces or mode == "characterize" else iomimic.read_trace(trace_path)
     ray = None
     if cpus:
         import os
@@ -73,15 +82,43 @@ def worker(cpus: int, trace_path: str, in_pieces: bool) -> None:
         cores = ray.get([warm.remote() for _ in range(cpus)])
         assert cores == [cpus] * cpus, f"Ray's workers run on {cores} cores, not {cpus}"
     t0 = time.perf_counter()
-    if in_pieces:
-        model = train_in_pieces(trace_path, levels=2, states=8, ray=True)
+    if mode == "characterize":
+        from iomimic.profile import characterize_parquet
+
+        profile = characterize_parquet(trace_path, memory=4 << 30, ray=ray)
+        seconds = time.perf_counter() - t0
+        out = OUT / f"ray-profile-{cpus}.json"
+        out.write_text(json.dumps(profile))
+        result = {"seconds": seconds, "threads": len(profile["volumes"]), "profile": str(out)}
     else:
-        model = train(trace, levels=2, states=8, ray=True if cpus else None)
-    seconds = time.perf_counter() - t0
-    digest = hashlib.sha256(model.to_json().encode()).hexdigest()
+        if in_pieces:
+            model = train_in_pieces(trace_path, levels=2, states=8, ray=True)
+        else:
+            model = train(trace, levels=2, states=8, ray=True if cpus else None)
+        seconds = time.perf_counter() - t0
+        digest = hashlib.sha256(model.to_json().encode()).hexdigest()
+        result = {"seconds": seconds, "threads": len(model.threads), "sha256": digest}
     if ray is not None:
         ray.shutdown()
-    print(json.dumps({"seconds": seconds, "threads": len(model.threads), "sha256": digest}))
+    print(json.dumps(result))
+
+
+def same_figures(a, b) -> bool:
+    """Equal field by field, floats to 1e-9 relative."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_figures(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_figures(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(a - b) <= 1e-9 * max(abs(a), abs(b)) + 1e-12
+    return a == b
+
+
+def same_result(r: dict, plain: dict) -> bool:
+    if "sha256" in r:
+        return r["sha256"] == plain["sha256"]
+    got, want = (json.loads(Path(x["profile"]).read_text()) for x in (r, plain))
+    return same_figures(got, want)
 
 
 def main() -> int:
@@ -90,17 +127,17 @@ def main() -> int:
     ap.add_argument(
         "--repeat", type=int, default=3, help="interleaved pairs of runs; the median of their ratios counts"
     )
-    ap.add_argument("--in-pieces", action="store_true", help="train on the trace read in pieces (see above)")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--in-pieces", action="store_true", help="train on the trace read in pieces (see above)")
+    how.add_argument("--characterize", action="store_true", help="characterize by partitions (see above)")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--trace", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
-        worker(args.worker, args.trace, args.in_pieces)
+        worker(args.worker, args.trace, args.mode)
         return 0
-
-    sys.path.insert(0, str(HERE))
-    from bench_common import OUT
-    from msr_synth import realistic_trace
+    mode = "in-pieces" if args.in_pieces else "characterize" if args.characterize else "train"
 
     import iomimic
 
@@ -110,26 +147,27 @@ def main() -> int:
         print(f"writing a 16-volume trace of {args.lines:,} requests to {trace} ...", flush=True)
         iomimic.write_trace(realistic_trace(args.lines, volumes=16, streams_per_volume=1), trace)
 
-    plain = run(0, trace)
+    plain = run(0, trace, mode)
     print(f"plain local run: {plain['seconds']:.2f} s, {plain['threads']} threads")
     times: dict[int, list[float]] = {1: [], 2: []}
     same = True
     for pair in range(args.repeat):
         for cpus in (1, 2):
-            r = run(cpus, trace, args.in_pieces)
+            r = run(cpus, trace, mode)
             times[cpus].append(r["seconds"])
-            same &= r["sha256"] == plain["sha256"]
+            same &= same_result(r, plain)
         print(f"pair {pair + 1}: 1 worker {times[1][-1]:.2f} s, 2 workers {times[2][-1]:.2f} s", flush=True)
     # the median of the pairs' ratios: this VM varies ±20 %, and a pair shares its conditions
     ratio = statistics.median(one / two for one, two in zip(times[1], times[2]))
     best = min(times[1]) / min(times[2])
-    how = " in pieces" if args.in_pieces else ""
-    print(f"\nray training{how}, {args.lines:,} requests, 16 volumes: 2 workers vs 1, {args.repeat} pairs")
+    what = {"train": "training", "in-pieces": "training in pieces", "characterize": "characterizing"}[mode]
+    print(f"\nray {what}, {args.lines:,} requests, 16 volumes: 2 workers vs 1, {args.repeat} pairs")
+    bar = f"bar >= {BAR}; " if mode != "characterize" else ""
     print(
-        f"speed-up {ratio:.2f}x, median of the pairs (bar >= {BAR}; best against best {best:.2f}x); "
-        f"models equal to the plain run: {same}"
+        f"speed-up {ratio:.2f}x, median of the pairs ({bar}best against best {best:.2f}x); "
+        f"results equal to the plain run: {same}"
     )
-    (OUT / f"ray{'-pieces' if args.in_pieces else ''}.json").write_text(
+    (OUT / f"ray-{mode}.json").write_text(
         json.dumps(
             {
                 "requests": args.lines,

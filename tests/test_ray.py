@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import iomimic
 from iomimic.cli import main
@@ -97,6 +99,130 @@ def test_training_in_pieces_with_the_threads_on_ray_gives_the_local_model(local_
     assert main(["model", "train", str(path), "-o", str(out), "--memory", "1K", "--ray", *quick]) == 0
     assert "the threads on Ray" in capsys.readouterr().err
     assert_same_model(iomimic.Model.load(out), train(iomimic.read_trace(path), levels=1, select_device=None))
+
+
+def assert_same_figures(got, want, path: str = "profile") -> None:
+    """Equal field by field, floats to 1e-9 relative (sums taken in another order); a
+    difference names its place."""
+    if isinstance(want, dict):
+        assert got.keys() == want.keys(), path
+        for key in want:
+            assert_same_figures(got[key], want[key], f"{path}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), path
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert_same_figures(a, b, f"{path}[{i}]")
+    elif isinstance(want, float) or isinstance(got, float):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), path
+    else:
+        assert got == want, path
+
+
+def test_characterizing_by_partition_on_ray_gives_the_local_profile(local_ray, tmp_path, capsys):
+    """`characterize --ray`: each partition of a Parquet trace's row groups (two files, row
+    groups numbered across them) is counted by a Ray task where it runs and taken in on the
+    driver, in time order: the profile the trace read in pieces gives, field by field, and the
+    whole read's figures wherever they are exact."""
+    import pyarrow.parquet as pq
+
+    from iomimic.profile import characterize, characterize_parquet
+
+    t = volumes_and_streams()
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    table = t.to_arrow()
+    pq.write_table(table.slice(0, 7_000), folder / "part-0.parquet", row_group_size=1_000)
+    pq.write_table(table.slice(7_000), folder / "part-1.parquet", row_group_size=1_000)
+    options = {"by": "stream", "window": "100ms"}
+    in_pieces = characterize_parquet(folder, memory=1 << 30, **options)
+    out = tmp_path / "ray.json"
+    cli = ["characterize", str(folder), "--ray", "--memory", "1G", "--by", "stream", "--window", "100ms"]
+    assert main([*cli, "--json", str(out)]) == 0
+    on_ray = json.loads(out.read_text())
+    assert_same_figures(on_ray, json.loads(json.dumps(in_pieces)))
+    whole = characterize(iomimic.read_trace(folder), **options)
+    for group in [on_ray, on_ray["volumes"]["log"], on_ray["streams"]["3"]]:
+        assert group["mrc"]["sampling_rate"] == 1.0
+    for key in [
+        "requests",
+        "reads",
+        "bytes_written",
+        "sequentiality",
+        "mrc",
+        "spatial",
+        "fluctuation",
+        "size",
+    ]:
+        assert_same_figures(on_ray[key], whole[key], key)
+        assert_same_figures(on_ray["volumes"]["index"][key], whole["volumes"]["index"][key], key)
+        assert_same_figures(on_ray["streams"]["4"][key], whole["streams"]["4"][key], key)
+    gaps = on_ray["interarrival"]
+    assert (gaps["count"], gaps["mean_us"]) == (
+        whole["interarrival"]["count"],
+        pytest.approx(whole["interarrival"]["mean_us"]),
+    )
+
+
+def test_a_real_trace_by_seven_partitions_on_ray_gives_its_profile_in_pieces(
+    local_ray, wsrch_small, tmp_path, monkeypatch
+):
+    """The WebSearch trace (six volumes, reads at random with re-use), as Parquet of 24 row
+    groups cut into seven partitions (more than the CPUs: they queue), each starting in the
+    middle of the volumes' runs and re-uses: the profile the trace read in pieces gives."""
+    import pyarrow.parquet as pq
+
+    from iomimic.profile import characterize_parquet
+
+    path = tmp_path / "wsrch.parquet"
+    pq.write_table(iomimic.read_trace(wsrch_small).to_arrow(), path, row_group_size=1_033)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 24
+    monkeypatch.setattr(local_ray, "cluster_resources", lambda: {"CPU": 7.0})
+    in_pieces = characterize_parquet(path, memory=1 << 30, by="volume")
+    on_ray = characterize_parquet(path, memory=1 << 30, by="volume", ray=local_ray)
+    assert_same_figures(json.loads(json.dumps(on_ray)), json.loads(json.dumps(in_pieces)))
+
+
+def test_row_groups_that_go_back_in_time_are_characterized_whole_here(local_ray, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    t = volumes_and_streams(3_000)
+    table = t.to_arrow()
+    path = tmp_path / "back.parquet"
+    with pq.ParquetWriter(path, table.schema) as w:
+        for a, b in [(0, 1_000), (2_000, 3_000), (1_000, 2_000)]:  # two partitions, the second goes back
+            w.write_table(table.slice(a, b - a))
+    # and files named out of time order: the second one wholly before the first one's start
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(table.slice(1_500), folder / "a.parquet", row_group_size=500)
+    pq.write_table(table.slice(0, 1_500), folder / "b.parquet", row_group_size=500)
+    for trace in [path, folder]:
+        plain, on_ray = tmp_path / "plain.json", tmp_path / "ray.json"
+        assert main(["characterize", str(trace), "--json", str(plain)]) == 0
+        assert main(["characterize", str(trace), "--ray", "--json", str(on_ray)]) == 0
+        assert "its row groups go back in time: characterizing it here" in capsys.readouterr().err
+        assert json.loads(on_ray.read_text()) == json.loads(plain.read_text())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 1_000), min_size=1, max_size=40), st.integers(1, 50))
+def test_partitions_are_consecutive_ranges_of_the_row_groups(sizes, count):
+    from iomimic.cluster import _even_ranges
+
+    parts = _even_ranges(sizes, count)
+    assert 1 <= len(parts) <= count
+    assert [i for r in parts for i in r] == list(range(len(sizes)))
+    assert all(len(r) > 0 for r in parts)
+
+
+def test_characterize_with_ray_counts_other_formats_here_and_says_so(local_ray, tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    iomimic.write_trace(volumes_and_streams(2_000), path)
+    plain, on_ray = tmp_path / "plain.json", tmp_path / "ray.json"
+    assert main(["characterize", str(path), "--json", str(plain)]) == 0
+    assert main(["characterize", str(path), "--ray", "--json", str(on_ray)]) == 0
+    assert "only a Parquet trace is cut into partitions" in capsys.readouterr().err
+    assert json.loads(on_ray.read_text()) == json.loads(plain.read_text())
 
 
 def test_one_thread_without_reuse_on_ray_is_the_local_one_too(local_ray):

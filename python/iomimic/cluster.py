@@ -134,6 +134,107 @@ def _train_threads_in_pieces(shared: tuple[str, dict[str, Any], dict[str, Any], 
     return run.parts()
 
 
+def characterize_partitions(ray, path, memory: int, options: dict[str, Any], progress=None):
+    """The profile of the Parquet trace at ``path`` (characterize's ``options``, within
+    ``memory``) taken by partitions: ranges of its row groups, so of its time, one per CPU of
+    the cluster with the rows dealt evenly. Two rounds of Ray tasks, each task reading its row
+    groups where it runs: the first surveys each partition and the driver merges the surveys;
+    the second counts each partition from the setup that gives, and the driver takes the counts
+    in, in time order (docs/scale.md). The driver reads only the first row group (the trace's
+    start, which every task counts times from) and, rarely, a partition again (a key whose
+    requests there must be counted again). Returns the profile and the streams' names; raises
+    OutOfOrder when row groups go back in time (the trace must then be read whole)."""
+    from iomimic.errors import InputError
+    from iomimic.io import OutOfOrder, _parquet_layouts, parquet_traces
+    from iomimic.profile import Profile, chunked_profile
+    from iomimic.remote import for_tasks
+
+    layouts = _parquet_layouts(path)
+    sizes = [lay["meta"].row_group(i).num_rows for lay in layouts for i in range(lay["meta"].num_row_groups)]
+    first = next(iter(parquet_traces(path) or ()), None)  # reads the first row group with rows
+    if first is None:
+        raise InputError(f"{path}: cannot characterize an empty trace")
+    start = first.report["start_ns"]
+    parts = _even_ranges(sizes, max(1, min(len(sizes), int(ray.cluster_resources().get("CPU", 1)))))
+    total, done = 2 * sum(sizes), 0
+
+    def step(groups: range) -> None:
+        nonlocal done
+        done += sum(sizes[i] for i in groups)
+        if progress:
+            progress(done, total)
+
+    shared = ray.put((for_tasks(path), start, memory, options))
+    surveys = [ray.remote(_survey_partition).remote(shared, groups) for groups in parts]
+    chunked = chunked_profile(memory, options)
+    try:
+        for groups, ref in zip(parts, surveys):
+            if not chunked.take_survey(gather(ray, [ref])[0]):
+                raise OutOfOrder(f"{path}: row group {groups.start}")
+            step(groups)
+    except OutOfOrder:
+        for ref in surveys:
+            ray.cancel(ref)
+        raise
+    chunked.start(list(layouts[0]["volumes"]))
+    setup = ray.put(chunked.setup())
+    share = [sum(sizes[i] for i in groups) / max(sum(sizes), 1) for groups in parts]
+    counts = [ray.remote(_count_partition).remote(shared, setup, g, s) for g, s in zip(parts, share)]
+    for groups, ref in zip(parts, counts):
+        if not chunked.absorb(gather(ray, [ref])[0]):
+            for piece in _partition(path, groups, start):
+                chunked.redo(*piece)
+            chunked.redone()
+        step(groups)
+    return Profile(chunked.finish()), first.stream_names
+
+
+def _even_ranges(sizes: list[int], count: int) -> list[range]:
+    """``count`` or fewer consecutive, non-empty ranges of the indices of ``sizes``, each ending
+    where the running total first reaches its share."""
+    total, ranges, start, running = sum(sizes), [], 0, 0
+    for i, size in enumerate(sizes):
+        running += size
+        share = len(ranges) + 1
+        if (share < count and running * count >= total * share) or i == len(sizes) - 1:
+            ranges.append(range(start, i + 1))
+            start = i + 1
+    return ranges
+
+
+def _survey_partition(shared: tuple[str, int, int, dict[str, Any]], groups: range) -> bytes:
+    """A Ray task: the survey of row groups ``groups`` of a Parquet trace, read where it runs."""
+    from iomimic.profile import chunked_profile
+
+    path, start, memory, options = shared
+    chunked = chunked_profile(memory, options)
+    for columns, volumes, files in _partition(path, groups, start):
+        chunked.survey(columns, volumes, files)
+    return chunked.surveyed()
+
+
+def _count_partition(
+    shared: tuple[str, int, int, dict[str, Any]], setup: str, groups: range, share: float
+) -> bytes:
+    """A Ray task: the counts of row groups ``groups`` of a Parquet trace (``share`` of its
+    requests), read where it runs."""
+    from iomimic import _core
+
+    path, start, _, _ = shared
+    part = _core.ChunkedPartition(setup, share)
+    for piece in _partition(path, groups, start):
+        part.add(*piece)
+    return part.finish()
+
+
+def _partition(path: str, groups: range, start_ns: int):
+    """Row groups ``groups`` of a Parquet trace as the core takes them, times from ``start_ns``."""
+    from iomimic.io import parquet_traces
+
+    for piece in parquet_traces(path, groups=groups, start_ns=start_ns) or ():
+        yield piece._core_args()
+
+
 def generate_slices(ray, model, args: dict[str, Any], count: int, progress=None) -> Iterator[Any]:
     """The ``count`` slices of a generation (``args`` as ``_core.Model.generation`` takes them),
     each made by one Ray task, given out in order as Traces. The first slice is made first (its
@@ -208,7 +309,9 @@ def gather(ray, refs: list[Any]) -> list[Any]:
     try:
         return ray.get(refs)
     except ray.exceptions.RayTaskError as e:
-        if isinstance(e.cause, IomimicError):
+        from iomimic.io import OutOfOrder
+
+        if isinstance(e.cause, (IomimicError, OutOfOrder)):  # OutOfOrder: read the trace whole
             raise e.cause from None
         raise IomimicError(f"a Ray task failed: {e.cause!r}") from None
     except ray.exceptions.RayError as e:

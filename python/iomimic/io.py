@@ -674,14 +674,20 @@ class OutOfOrder(Exception):
     """A row group of a Parquet trace read in pieces lies before the one read last."""
 
 
-def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
+def parquet_traces(
+    path: str | os.PathLike, groups: range | None = None, start_ns: int | None = None
+) -> Iterator[Trace] | None:
     """A Parquet trace (a file, or a directory or glob of files naming volumes alike, such as
     generated parts) as one Trace per row group, in order, times counted from the trace's first
     request: what the whole read would give, cut in pieces, without holding more than one. None
     when the files do not suit (see :func:`parquet_summary`); the iteration raises
     :class:`OutOfOrder` at a row group whose times go back (the trace must then be read whole,
     which sorts it) and InputError, naming the file and row group, at a row that breaks the
-    Trace's rules."""
+    Trace's rules.
+
+    ``groups``: only these row groups, numbered across the files in order (the others are not
+    read); their times are then counted from ``start_ns`` (the trace's first request's, which
+    they may not hold) when given."""
 
     from iomimic.trace import _copy_column
 
@@ -693,10 +699,16 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
     shown = origin(path) or str(path)
 
     def pieces() -> Iterator[Trace]:
-        start = previous = None
+        start, previous, number = start_ns, None, 0
         for lay in layouts:
+            chosen = range(lay["meta"].num_row_groups)
+            if groups is not None:
+                chosen = range(max(groups.start - number, 0), min(groups.stop - number, len(chosen)))
+            number += lay["meta"].num_row_groups
+            if not chosen:
+                continue
             reader = _parquet_file(lay)
-            for i in range(lay["meta"].num_row_groups):
+            for i in chosen:
                 g = reader.read_row_group(i, columns=lay["present"])
                 cols = {}
                 for c in lay["present"]:
@@ -705,7 +717,8 @@ def parquet_traces(path: str | os.PathLike) -> Iterator[Trace] | None:
                 if not g.num_rows:
                     continue
                 ts = cols["ts_ns"]
-                if bool((ts[1:] < ts[:-1]).any()) or (previous is not None and ts[0] < previous):
+                back = (previous is not None and ts[0] < previous) or (start is not None and ts[0] < start)
+                if bool((ts[1:] < ts[:-1]).any()) or back:
                     raise OutOfOrder(f"{lay['path']}: row group {i}")
                 start = int(ts[0]) if start is None else start
                 previous = int(ts[-1])

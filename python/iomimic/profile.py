@@ -127,6 +127,7 @@ def characterize_parquet(
     *,
     memory: int,
     progress: Callable[[int, int], None] | None = None,
+    ray=None,
     **options: Any,
 ) -> Profile | None:
     """:func:`characterize` (``options`` its keywords) of a Parquet trace read a row group at a
@@ -136,6 +137,10 @@ def characterize_parquet(
     fit's KS distances are taken on those histograms (``fit.criterion`` says ``ks-binned``). The
     curves track at most ``mrc_budget`` blocks each, and no more than 3/8 of ``memory`` allows
     all of them together (SHARDS-sampled past that, with the error stated).
+
+    With ``ray`` (the module, connected), Ray tasks survey and count the trace, one partition
+    of its row groups each (a range of time), each reading its row groups where it runs; the
+    driver takes their results in, in time order (docs/scale.md), and the profile is the same.
 
     None when the files do not suit reading in pieces (see :func:`iomimic.io.parquet_traces`,
     including times that go back between row groups): then read the trace whole."""
@@ -158,10 +163,16 @@ def characterize_parquet(
                 progress(done, 2 * rows)
 
     try:
-        profile = _in_two_passes(memory, options, pieces(), pieces)
+        if ray is None:
+            profile = _in_two_passes(memory, options, pieces(), pieces)
+            names = first[0].stream_names
+        else:
+            from iomimic.cluster import characterize_partitions
+
+            profile, names = characterize_partitions(ray, path, memory, options, progress)
     except OutOfOrder:
         return None
-    return _name(profile, {"path": origin(path) or str(path), "format": "parquet"}, first[0].stream_names)
+    return _name(profile, {"path": origin(path) or str(path), "format": "parquet"}, names)
 
 
 def characterize_text(
@@ -304,7 +315,7 @@ def _in_two_passes(
     (columns, volumes, files) for the first pass (in time order, or any with ``in_order``
     False), then ``counting()`` yields them again in time order. ``volumes()``: the trace's
     volume names once surveyed, when the last piece's may not be all of them."""
-    chunked = _core.ChunkedProfile(memory, **_core_options(options))
+    chunked = chunked_profile(memory, options)
     names: list[str] = []
     for columns, names, files in survey:
         chunked.survey(columns, names, files, in_order=in_order)
@@ -312,6 +323,11 @@ def _in_two_passes(
     for piece in counting():
         chunked.add(*piece)
     return Profile(chunked.finish())
+
+
+def chunked_profile(memory: int, options: dict[str, Any]):
+    """A ``_core.ChunkedProfile`` with characterize's ``options``, within ``memory``."""
+    return _core.ChunkedProfile(memory, **_core_options(options))
 
 
 def _name(profile: Profile, source: dict[str, Any], stream_names: dict[int, str]) -> Profile:

@@ -1,6 +1,6 @@
 //! Small statistics helpers: moments and exact percentiles.
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Mean and coefficient of variation (population sd / mean) of `values`.
 pub fn mean_cv(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
@@ -85,8 +85,9 @@ impl Sketch {
     #[inline]
     pub fn record(&mut self, v: u64) {
         self.count += 1;
-        self.sum += u128::from(v);
-        self.sum_sq += u128::from(v) * u128::from(v);
+        // saturating: only values near 2^64 ns (a latency written negative) could reach the top
+        self.sum = self.sum.saturating_add(u128::from(v));
+        self.sum_sq = self.sum_sq.saturating_add(u128::from(v) * u128::from(v));
         self.max = self.max.max(v);
         if self.histogram.record(v).is_err() {
             // past what even a resized histogram tracks (near 2^64 ns): kept at its top
@@ -96,8 +97,8 @@ impl Sketch {
 
     pub fn merge(&mut self, other: &Sketch) {
         self.count += other.count;
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
+        self.sum = self.sum.saturating_add(other.sum);
+        self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
         self.max = self.max.max(other.max);
         self.histogram
             .add(&other.histogram)
@@ -136,6 +137,45 @@ impl Sketch {
         })
     }
 
+    /// The sketch as plain numbers (a partition's partial result crosses to another process):
+    /// the sums as decimal text (JSON numbers stop at 64 bits), the histogram as its
+    /// non-empty bins' highest values and counts.
+    fn to_data(&self) -> SketchData {
+        SketchData {
+            count: self.count,
+            sum: self.sum.to_string(),
+            sum_sq: self.sum_sq.to_string(),
+            max: self.max,
+            bins: self
+                .histogram
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
+                .collect(),
+        }
+    }
+
+    fn from_data(d: SketchData) -> Result<Self, String> {
+        let number = |s: &str| {
+            s.parse::<u128>()
+                .map_err(|e| format!("a sketch's sum {s:?}: {e}"))
+        };
+        let mut sketch = Self {
+            count: d.count,
+            sum: number(&d.sum)?,
+            sum_sq: number(&d.sum_sq)?,
+            max: d.max,
+            ..Self::default()
+        };
+        for (value, count) in d.bins {
+            // a bin's highest value falls in that bin again (the top one, of values past what
+            // the histogram tracks, saturates as recording them did)
+            if sketch.histogram.record_n(value, count).is_err() {
+                sketch.histogram.saturating_record_n(value, count);
+            }
+        }
+        Ok(sketch)
+    }
+
     /// The recorded values as bins `(lowest, highest, count)` in ascending order.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         let h = &self.histogram;
@@ -147,6 +187,27 @@ impl Sketch {
                 v.count_since_last_iteration(),
             )
         })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SketchData {
+    count: u64,
+    sum: String,
+    sum_sq: String,
+    max: u64,
+    bins: Vec<(u64, u64)>,
+}
+
+impl Serialize for Sketch {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_data().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Sketch {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Sketch::from_data(SketchData::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -164,5 +225,17 @@ mod tests {
         );
         let (mean, cv) = mean_cv([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0].into_iter());
         assert_eq!((mean, cv), (5.0, 0.4));
+    }
+
+    #[test]
+    fn a_sketch_crosses_as_json_unchanged() {
+        let mut s = Sketch::default();
+        for v in [0u64, 1, 7, 1_000, 123_456_789, u64::MAX / 3, 5, 5, u64::MAX - 5] {
+            s.record(v);
+        }
+        let back: Sketch = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!((back.count, back.sums(), back.max), (s.count, s.sums(), s.max));
+        assert_eq!(back.bins().collect::<Vec<_>>(), s.bins().collect::<Vec<_>>());
+        assert_eq!(back.percentiles(1.0), s.percentiles(1.0));
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use iomimic_core::analyze::{self, chunked, compare};
 
@@ -170,6 +171,25 @@ impl PyChunkedProfile {
         self.take_piece(py, &columns, &volumes, &files, Some(in_order))
     }
 
+    /// The survey so far, as bytes (a partition's, for the driver's `take_survey`).
+    fn surveyed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let Stage::Surveying(survey, _) = &*self.stage() else {
+            return Err(InputError::new_err("the survey has ended already"));
+        };
+        Ok(PyBytes::new(py, &survey.to_bytes().map_err(err_to_py)?))
+    }
+
+    /// Adds the survey of the partition that comes next in time (`surveyed` of another
+    /// characterization); false, and nothing added, when it starts before the ones before
+    /// it end.
+    fn take_survey(&self, py: Python<'_>, survey_bytes: &[u8]) -> PyResult<bool> {
+        let Stage::Surveying(survey, _) = &mut *self.stage() else {
+            return Err(InputError::new_err("the survey has ended already"));
+        };
+        py.detach(|| Ok(survey.merge(chunked::Survey::from_bytes(survey_bytes)?)))
+            .map_err(err_to_py)
+    }
+
     /// Ends the survey: the counting of a trace with these volume names begins.
     fn start(&self, volumes: Vec<String>) -> PyResult<()> {
         let mut stage = self.stage();
@@ -196,13 +216,119 @@ impl PyChunkedProfile {
         self.take_piece(py, &columns, &volumes, &files, None)
     }
 
-    /// The profile of every piece added.
+    /// What counting a partition of this trace on its own needs (after `start`), as text for
+    /// `ChunkedPartition`.
+    fn setup(&self) -> PyResult<String> {
+        let Stage::Counting(chunked) = &*self.stage() else {
+            return Err(InputError::new_err(
+                "the setup is known once the survey has ended",
+            ));
+        };
+        chunked.setup().to_json().map_err(err_to_py)
+    }
+
+    /// Takes in the next partition's counts (the bytes of `ChunkedPartition.finish`), in time
+    /// order. False when some of its requests must be counted again: give its pieces again to
+    /// `redo`, then call `redone`.
+    fn absorb(&self, py: Python<'_>, part: &[u8]) -> PyResult<bool> {
+        let Stage::Counting(chunked) = &mut *self.stage() else {
+            return Err(InputError::new_err("partitions are taken in after `start`"));
+        };
+        py.detach(|| {
+            let part = chunked::Part::from_bytes(part)?;
+            chunked.absorb(part)
+        })
+        .map_err(err_to_py)
+    }
+
+    /// Counts a piece of the partition taken in last again (see `absorb`).
+    fn redo(
+        &self,
+        py: Python<'_>,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+    ) -> PyResult<()> {
+        let mut stage = self.stage();
+        let Stage::Counting(chunked) = &mut *stage else {
+            return Err(InputError::new_err("partitions are taken in after `start`"));
+        };
+        with_view(&columns, &volumes, &files, |view| {
+            py.detach(|| chunked.redo(view)).map_err(err_to_py)
+        })
+    }
+
+    /// Ends `redo`.
+    fn redone(&self) {
+        if let Stage::Counting(chunked) = &mut *self.stage() {
+            chunked.redone();
+        }
+    }
+
+    /// The profile of every piece added (or partition taken in).
     fn finish(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Stage::Counting(chunked) = &*self.stage() {
+            chunked.whole_so_far().map_err(err_to_py)?;
+        }
         let Stage::Counting(chunked) = std::mem::replace(&mut *self.stage(), Stage::Done) else {
             return Err(InputError::new_err("nothing is being counted"));
         };
         let profile = py.detach(|| chunked.finish());
         to_py(py, &profile)
+    }
+}
+
+/// One partition of a trace (a range of its time) counted on its own, a piece at a time, from
+/// the setup of the trace's `ChunkedProfile`; `finish` gives its counts as bytes for
+/// `ChunkedProfile.absorb` (in another process, a Ray task's result).
+#[pyclass(name = "ChunkedPartition", module = "iomimic._core", frozen)]
+pub struct PyChunkedPartition {
+    counting: Mutex<Option<chunked::Chunked>>,
+}
+
+#[pymethods]
+impl PyChunkedPartition {
+    /// `share`: the partition's part of the trace's requests (it sizes the curves' maps).
+    #[new]
+    fn new(setup: &str, share: f64) -> PyResult<Self> {
+        let setup = chunked::Setup::from_json(setup).map_err(err_to_py)?;
+        Ok(Self {
+            counting: Mutex::new(Some(chunked::Chunked::partition(setup, share))),
+        })
+    }
+
+    /// Counts the partition's next piece (in time order).
+    fn add(
+        &self,
+        py: Python<'_>,
+        columns: Columns<'_>,
+        volumes: Vec<String>,
+        files: Vec<String>,
+    ) -> PyResult<()> {
+        let mut counting = self
+            .counting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(chunked) = counting.as_mut() else {
+            return Err(InputError::new_err("the partition is finished"));
+        };
+        with_view(&columns, &volumes, &files, |view| {
+            py.detach(|| chunked.add(view)).map_err(err_to_py)
+        })
+    }
+
+    /// The partition's counts, as bytes.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let taken = self
+            .counting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(chunked) = taken else {
+            return Err(InputError::new_err("the partition is finished"));
+        };
+        let bytes = py.detach(|| chunked.into_part()?.to_bytes()).map_err(err_to_py)?;
+        Ok(PyBytes::new(py, &bytes))
     }
 }
 

@@ -32,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::format_table, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::characterize, m)?)?;
     m.add_class::<analyze::PyChunkedProfile>()?;
+    m.add_class::<analyze::PyChunkedPartition>()?;
     m.add_function(wrap_pyfunction!(analyze::miss_ratio_curve, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::validate_traces, m)?)?;
     m.add_function(wrap_pyfunction!(analyze::plot_data, m)?)?;

@@ -8,6 +8,7 @@ import sys
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import (
     TRACE_HELP,
+    add_ray,
     add_read_options,
     count,
     read_reported,
@@ -28,7 +29,8 @@ def register(subparsers) -> None:
         "  iomimic characterize trace.csv --json profile.json\n"
         "  iomimic characterize trace.csv --by stream --ranges 4 --window 60s\n"
         "  iomimic characterize big.csv --mrc trace           # skip per-volume/stream curves\n"
-        "  iomimic characterize trace.csv --report figures/   # the report's figures as PNG\n",
+        "  iomimic characterize trace.csv --report figures/   # the report's figures as PNG\n"
+        "  iomimic characterize 's3://bucket/trace/*.parquet' --ray   # partitions counted on Ray\n",
     )
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON (- for stdout only)")
@@ -63,6 +65,11 @@ def register(subparsers) -> None:
         "exact, percentiles of gaps and latencies to 0.1 %%, curves SHARDS-sampled to fit "
         "(docs/scale.md)",
     )
+    add_ray(
+        p,
+        "count a Parquet trace's partitions (ranges of its row groups, so of its time) with the "
+        "same figures as --memory's pieces,",
+    )
     add_read_options(p)
     p.set_defaults(parquet_in_place=True)  # a Parquet URL is read in place (iomimic.remote)
 
@@ -75,7 +82,9 @@ def handle(args: argparse.Namespace) -> int:
 
     memory = memory_budget(args.memory)
     options = {k: getattr(args, k) for k in ("ranges", "window", "by", "mrc", "mrc_sampling", "mrc_budget")}
-    streamed = _characterize_in_pieces(args, memory, options)
+    streamed = _characterize_on_ray(args, memory, options)
+    if streamed is None:
+        streamed = _characterize_in_pieces(args, memory, options)
     if isinstance(streamed, dict):
         if args.json and write_json(args.json, streamed):
             return EXIT_OK
@@ -99,6 +108,35 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_OK
     render_profile(profile, make_console())
     return EXIT_OK
+
+
+def _characterize_on_ray(args: argparse.Namespace, memory: int, options: dict):
+    """With --ray, the profile of a Parquet trace counted by partitions on Ray (whatever its
+    size); None without --ray, or when the trace is not one Ray can partition (then it is
+    characterized here, and that is said)."""
+    from iomimic.cli.args import ray_engine, selecting
+    from iomimic.cli.progress import working
+    from iomimic.errors import InputError
+    from iomimic.profile import characterize_parquet, parquet_rows
+
+    if args.ray is None:
+        return None
+    if args.report:
+        raise InputError("--report draws from the whole trace read here: drop --ray, or --report")
+    ray = ray_engine(args)
+    why = None
+    if selecting(args) or getattr(args, "volume_names", "records") != "records":
+        why = "choosing requests (--start, --volume, ...) or naming volumes by file needs it whole"
+    elif parquet_rows(args.trace) is None:
+        why = "only a Parquet trace is cut into partitions (iomimic convert makes one)"
+    if why is None:
+        with working("characterizing (partitions on Ray)", share=True) as progress:
+            profile = characterize_parquet(args.trace, memory=memory, **options, progress=progress, ray=ray)
+        if profile is not None:
+            return profile
+        why = "its row groups go back in time"
+    print(f"note: --ray: {why}: characterizing it here", file=sys.stderr)
+    return None
 
 
 def _characterize_in_pieces(args: argparse.Namespace, memory: int, options: dict):

@@ -229,6 +229,16 @@ impl<const LANES: usize, const WORDS: usize> BlockMap<LANES, WORDS> {
             .filter_map(|stored| stored.checked_sub(1))
     }
 
+    /// Every key with its value, in no order.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.buckets.iter().filter(|b| b[0] != 0).flat_map(|b| {
+            (0..LANES).filter_map(move |lane| {
+                let key = (b[0] - 1) << LANES.trailing_zeros() | lane as u64;
+                Self::lane(b, lane).checked_sub(1).map(|value| (key, value))
+            })
+        })
+    }
+
     fn grow(&mut self) {
         let mut bigger = Self::with_capacity(self.buckets.len() * 3 / 2);
         for b in self.buckets.iter().filter(|b| b[0] != 0) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::distfit::{self, Fit};
 use super::mrc::Mrc;
@@ -16,7 +16,7 @@ use crate::trace::{TraceView, LATENCY_UNKNOWN};
 /// Most request sizes listed in a size distribution; the rest are summed in `other_fraction`.
 pub const SIZES_LISTED: usize = 32;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct GroupAcc {
     pub ops: [u64; 4],
     pub bytes: [u64; 4],
@@ -51,6 +51,25 @@ impl GroupAcc {
             *self.sizes[o].entry(size).or_default() += 1;
         }
         self.windows[window] += 1;
+    }
+
+    /// Adds the counts of `other` (the same group over other requests), sequentiality aside:
+    /// its state carries over, so the caller merges those counts once they are known.
+    pub fn merge_counts(&mut self, other: &GroupAcc) {
+        let add = |a: &mut [u64], b: &[u64]| a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+        add(&mut self.ops, &other.ops);
+        add(&mut self.bytes, &other.bytes);
+        for (mine, theirs) in self.sizes.iter_mut().zip(&other.sizes) {
+            for (&size, &n) in theirs {
+                *mine.entry(size).or_default() += n;
+            }
+        }
+        for (a, b) in self.windows.iter_mut().zip(&other.windows) {
+            *a += b;
+        }
+        for (mine, theirs) in self.spatial.iter_mut().zip(&other.spatial) {
+            add(mine, theirs);
+        }
     }
 
     #[inline]

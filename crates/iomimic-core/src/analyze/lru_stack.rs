@@ -196,6 +196,8 @@ pub trait TouchTimes {
     fn keys(&self) -> usize;
     /// Rewrites every time through `f`.
     fn renumber(&mut self, f: impl FnMut(u32) -> u32);
+    /// Every key with its time, in no order.
+    fn entries(&self) -> Vec<(Self::Key, u32)>;
     /// Starts loading where `key` would be, if the map can.
     fn preload(&self, _key: Self::Key) {}
     /// Which of `regions` equal stretches of the map's slots `key`'s lookup starts in, for a
@@ -229,6 +231,9 @@ where
             *t = f(*t);
         }
     }
+    fn entries(&self) -> Vec<(K, u32)> {
+        self.iter().map(|(&k, &t)| (k, t)).collect()
+    }
 }
 
 impl<const L: usize, const W: usize> TouchTimes for BlockMap<L, W> {
@@ -249,6 +254,9 @@ impl<const L: usize, const W: usize> TouchTimes for BlockMap<L, W> {
     }
     fn renumber(&mut self, f: impl FnMut(u32) -> u32) {
         BlockMap::renumber(self, f);
+    }
+    fn entries(&self) -> Vec<(u64, u32)> {
+        BlockMap::entries(self).collect()
     }
     fn preload(&self, key: u64) {
         BlockMap::preload(self, key);
@@ -462,6 +470,13 @@ impl<M: TouchTimes> Stack<M> {
     /// Distinct keys touched.
     pub fn keys(&self) -> usize {
         self.last.keys()
+    }
+
+    /// The keys on the stack, least recently touched first.
+    pub fn keys_by_last_touch(&self) -> Vec<M::Key> {
+        let mut keys = self.last.entries();
+        keys.sort_unstable_by_key(|&(_, t)| t);
+        keys.into_iter().map(|(k, _)| k).collect()
     }
 }
 

@@ -23,7 +23,7 @@ mod threads;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use group::{Figures, PEAK_SIGMAS};
 use group::{GroupAcc, Members};
@@ -39,7 +39,7 @@ use crate::trace::TraceView;
 pub const CORRELATION_VOLUMES: usize = 64;
 
 /// Which groups the thread table classifies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     Stream,
@@ -47,7 +47,7 @@ pub enum GroupBy {
 }
 
 /// Miss-ratio curves to compute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MrcScope {
     /// None at all.
@@ -58,7 +58,7 @@ pub enum MrcScope {
     All,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Options {
     /// Equal ranges of each volume's address span for the spatial histogram.
     pub ranges: usize,

@@ -21,14 +21,14 @@
 //! "LRU stack processing" (1975); Waldspurger et al., "Efficient MRC Construction with SHARDS"
 //! (FAST 2015).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use rustc_hash::FxHashMap;
 
 use super::block_map::{BlockMap, DenseBlockMap, SparseBlockMap};
 use super::lru_stack::{Batch, Stack, TouchTimes};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::trace::{Op, TraceView};
 
@@ -97,6 +97,7 @@ const EXACT_COUNT_ACCESSES: u64 = 1 << 16;
 
 /// What a curve of some rows will hold, counted before it is taken: how fast to sample it
 /// and how large to make its map.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Blocks {
     /// Block accesses of reads and writes.
     pub accesses: u64,
@@ -114,6 +115,7 @@ pub struct Blocks {
 
 /// [`Blocks`] counted a piece of a trace at a time (a trace read in row groups): the distinct
 /// blocks on those a hash keeps 1 in `every` of.
+#[derive(Serialize, Deserialize)]
 pub struct BlockCount {
     every: u64,
     accesses: u64,
@@ -158,6 +160,16 @@ impl BlockCount {
                 }
             }
         }
+    }
+
+    /// Adds the count of other requests' blocks (counted at the same rate).
+    pub fn merge(&mut self, other: BlockCount) {
+        debug_assert_eq!(self.every, other.every);
+        self.accesses += other.accesses;
+        self.top = self.top.max(other.top);
+        self.volumes = self.volumes.max(other.volumes);
+        self.seen.extend(other.seen);
+        self.seen_groups.extend(other.seen_groups);
     }
 
     pub fn finish(self) -> Blocks {
@@ -231,6 +243,13 @@ pub fn miss_ratio_curve(
 #[inline]
 fn pack(bits: u32, volume: u32, block: u64) -> u64 {
     u64::from(volume) << (64 - bits) | block
+}
+
+/// The (volume, block) pair a key of [`pack`] stands for.
+#[inline]
+fn unpack(bits: u32, key: u64) -> (u32, u64) {
+    let shift = 64 - bits;
+    ((key >> shift) as u32, key & ((1u64 << shift) - 1))
 }
 
 /// Distinct blocks that the rows' reads and writes touch, and how many of them more than once.
@@ -329,6 +348,48 @@ impl Curve {
         Self { replay }
     }
 
+    /// A curve of one partition of a trace (a time range, taken on its own from an empty
+    /// stack), made as [`Curve::new`] makes the whole trace's, keeping what the curve of the
+    /// whole needs to take it in ([`Curve::into_part`]).
+    pub fn of_partition(blocks: &Blocks, rate: f64, expected: u64) -> Self {
+        let mut curve = Self::new(blocks, rate, expected);
+        match &mut curve.replay {
+            Replaying::Dense(r, _) => r.first_touches = Some(Vec::new()),
+            Replaying::Sparse(r, _) => r.first_touches = Some(Vec::new()),
+            Replaying::Pairs(r) => r.first_touches = Some(Vec::new()),
+        }
+        curve
+    }
+
+    /// What this partition's curve adds to the curve of the whole.
+    pub fn into_part(self) -> CurvePart {
+        match self.replay {
+            Replaying::Dense(r, bits) => r.into_part(|k| unpack(bits, k)),
+            Replaying::Sparse(r, bits) => r.into_part(|k| unpack(bits, k)),
+            Replaying::Pairs(r) => r.into_part(|k| k),
+        }
+    }
+
+    /// Takes in the curve of the partition that follows the requests fed so far. Its re-uses
+    /// within the partition have their distances already (every block touched between was
+    /// touched in it); each block's first touch there is measured here, in this stack: its
+    /// depth among the blocks not yet touched in the partition, plus the partition's distinct
+    /// blocks touched before it. Then the partition's blocks go on top, in their last-touch
+    /// order. The work is the partition's distinct blocks, not its requests.
+    pub fn absorb(&mut self, part: CurvePart) -> Result<()> {
+        match &mut self.replay {
+            Replaying::Dense(r, bits) => {
+                let bits = *bits;
+                r.absorb(part, |v, b| pack(bits, v, b))
+            }
+            Replaying::Sparse(r, bits) => {
+                let bits = *bits;
+                r.absorb(part, |v, b| pack(bits, v, b))
+            }
+            Replaying::Pairs(r) => r.absorb(part, |v, b| (v, b)),
+        }
+    }
+
     /// Replays requests `rows` of `t`, counted in `progress` by [`Progress::tick`].
     pub fn feed(
         &mut self,
@@ -369,6 +430,46 @@ struct Replay<M: TouchTimes> {
     keys: Vec<M::Key>,
     groups: Vec<u8>,
     batch: Batch<M::Key>,
+    /// A partition's curve: each block's first touch, in order, with its jackknife group.
+    first_touches: Option<Vec<(M::Key, u8)>>,
+}
+
+impl CurvePart {
+    /// Leaves the blocks out, to be filled in from the whole trace's curve
+    /// ([`CurvePart::share_blocks`]).
+    pub fn drop_blocks(&mut self) {
+        self.first = Vec::new();
+        self.last = Vec::new();
+    }
+
+    /// Fills in each volume's curve's blocks (`volumes[v]`, left out by
+    /// [`CurvePart::drop_blocks`]) from this curve of all volumes: a volume's blocks are its
+    /// own, in the same order.
+    pub fn share_blocks(&self, volumes: &mut [CurvePart]) {
+        for &(pair, group) in &self.first {
+            if let Some(v) = volumes.get_mut(pair.0 as usize) {
+                v.first.push((pair, group));
+            }
+        }
+        for &pair in &self.last {
+            if let Some(v) = volumes.get_mut(pair.0 as usize) {
+                v.last.push(pair);
+            }
+        }
+    }
+}
+
+/// What the curve of one partition of a trace adds to the curve of the whole
+/// ([`Curve::absorb`]).
+#[derive(Serialize, Deserialize)]
+pub struct CurvePart {
+    /// The distances counted within the partition, every first touch counted cold.
+    distances: Distances,
+    /// The sampled blocks, (volume, block), in the order of their first touch in the
+    /// partition, with their jackknife groups.
+    first: Vec<((u32, u64), u8)>,
+    /// The same blocks in the order of their last touch, least recent first.
+    last: Vec<(u32, u64)>,
 }
 
 impl<M: TouchTimes> Replay<M> {
@@ -381,7 +482,50 @@ impl<M: TouchTimes> Replay<M> {
             keys: Vec::new(),
             groups: Vec::new(),
             batch: Batch::default(),
+            first_touches: None,
         }
+    }
+
+    fn into_part(mut self, pair: impl Fn(M::Key) -> (u32, u64)) -> CurvePart {
+        self.touch();
+        let first = self.first_touches.take().unwrap_or_default();
+        CurvePart {
+            first: first.into_iter().map(|(k, g)| (pair(k), g)).collect(),
+            last: self.stack.keys_by_last_touch().into_iter().map(pair).collect(),
+            distances: self.h,
+        }
+    }
+
+    fn absorb(&mut self, part: CurvePart, key: impl Fn(u32, u64) -> M::Key) -> Result<()> {
+        self.touch();
+        let CurvePart {
+            distances: d,
+            first,
+            last,
+        } = part;
+        if d.bounds != self.h.bounds || d.counts.len() != self.h.counts.len() {
+            return Err(Error::Usage(
+                "a partition's curve was taken at another sampling rate".into(),
+            ));
+        }
+        for (a, b) in self.h.counts.iter_mut().zip(&d.counts) {
+            *a += b;
+        }
+        for (a, b) in self.h.cold.iter_mut().zip(d.cold) {
+            *a += b;
+        }
+        self.h.total += d.total;
+        for (j, &((volume, block), group)) in first.iter().enumerate() {
+            let group = usize::from(group);
+            self.h.cold[group] -= 1; // counted cold within the partition
+            match self.stack.remove(key(volume, block)) {
+                Some(depth) => self.h.reuse(group, depth - 1 + j as u64),
+                None => self.h.cold(group),
+            }
+        }
+        let keys: Vec<M::Key> = last.iter().map(|&(v, b)| key(v, b)).collect();
+        self.stack.touch_all(&keys, &mut self.batch, |_, _| {});
+        Ok(())
     }
 
     fn feed(
@@ -418,11 +562,17 @@ impl<M: TouchTimes> Replay<M> {
 
     /// Touches the batch gathered so far.
     fn touch(&mut self) {
-        let (h, groups) = (&mut self.h, &self.groups);
+        let (h, groups, keys) = (&mut self.h, &self.groups, &self.keys);
+        let mut first = self.first_touches.as_mut();
         self.stack
             .touch_all(&self.keys, &mut self.batch, |i, depth| match depth {
                 Some(depth) => h.reuse(groups[i] as usize, depth - 1),
-                None => h.cold(groups[i] as usize),
+                None => {
+                    h.cold(groups[i] as usize);
+                    if let Some(first) = first.as_mut() {
+                        first.push((keys[i], groups[i]));
+                    }
+                }
             });
         self.keys.clear();
         self.groups.clear();
@@ -446,6 +596,7 @@ const GROUPS: usize = 16;
 /// Sampled stack distances, counted in ranges whose bounds are every distance at which a
 /// figure changes (a curve point's limit, a reuse bucket's start): the curve is as exact as
 /// with a count per distance, in a few hundred bytes rather than 8 bytes per distinct block.
+#[derive(Serialize, Deserialize)]
 struct Distances {
     rate: f64,
     /// Starts of the ranges, ascending, the first 0.

@@ -29,7 +29,7 @@
 
 use crate::trace::TraceView;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest forward hole a relaxed stream tolerates.
 pub const RELAXED_GAP: u64 = 64 << 10;
@@ -39,7 +39,7 @@ pub const HEAD_WINDOW: u64 = 1 << 16;
 pub const JUMP_BUCKETS: usize = 129;
 
 /// State of one key (volume, or stream on a volume).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct KeyState {
     last_end: Option<u64>,
     /// Requests of this key so far.
@@ -50,14 +50,66 @@ pub struct KeyState {
     relaxed: FxHashMap<u64, (u64, u64)>,
 }
 
+impl KeyState {
+    /// Requests of this key so far.
+    pub fn requests(&self) -> u64 {
+        self.count
+    }
+
+    /// Whether this state, after requests some of which came before `base` (this key's
+    /// requests before a partition of the trace), will count every later request as `local`
+    /// (the same requests from the partition's start alone) does: the same last end, and the
+    /// same heads once those set before the partition are left out (every one of them is then
+    /// too old to be continued, `local` having seen at least [`HEAD_WINDOW`] requests).
+    pub fn agrees_from(&self, base: u64, local: &KeyState) -> bool {
+        let own = |at: u64| at >= base;
+        self.last_end == local.last_end
+            && self.heads.values().filter(|&&at| own(at)).count() == local.heads.len()
+            && local
+                .heads
+                .iter()
+                .all(|(end, at)| self.heads.get(end) == Some(&(at + base)))
+            && self.relaxed.values().filter(|&&(_, at)| own(at)).count() == local.relaxed.len()
+            && local
+                .relaxed
+                .iter()
+                .all(|(b, &(end, at))| self.relaxed.get(b) == Some(&(end, at + base)))
+    }
+
+    /// This state without the heads no later request can continue (older than
+    /// [`HEAD_WINDOW`] requests of the key): it counts every later request alike.
+    #[must_use]
+    pub fn within_reach(mut self) -> KeyState {
+        let now = self.count;
+        self.heads.retain(|_, at| now - *at <= HEAD_WINDOW);
+        self.relaxed.retain(|_, (_, at)| now - *at <= HEAD_WINDOW);
+        self
+    }
+
+    /// The state of a partition's requests taken from the partition's start alone, placed
+    /// after `base` earlier requests of the key.
+    #[must_use]
+    pub fn after(mut self, base: u64) -> KeyState {
+        self.count += base;
+        for at in self.heads.values_mut() {
+            *at += base;
+        }
+        for (_, at) in self.relaxed.values_mut() {
+            *at += base;
+        }
+        self
+    }
+}
+
 /// Counters that add up across keys.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SeqCounts {
     pub requests: u64,
     pub with_predecessor: u64,
     pub sequential: u64,
     pub backward: u64,
     pub forward: u64,
+    #[serde(with = "jump_counts")]
     pub jumps: [u64; JUMP_BUCKETS],
     pub streams: u64,
     pub relaxed_streams: u64,
@@ -182,6 +234,22 @@ impl SeqCounts {
         self.interference_sum += other.interference_sum;
     }
 
+    /// Takes `other`'s counts back out (counts of some of the requests merged before).
+    pub fn unmerge(&mut self, other: &SeqCounts) {
+        self.requests -= other.requests;
+        self.with_predecessor -= other.with_predecessor;
+        self.sequential -= other.sequential;
+        self.backward -= other.backward;
+        self.forward -= other.forward;
+        for (a, b) in self.jumps.iter_mut().zip(other.jumps) {
+            *a -= b;
+        }
+        self.streams -= other.streams;
+        self.relaxed_streams -= other.relaxed_streams;
+        self.continuations -= other.continuations;
+        self.interference_sum -= other.interference_sum;
+    }
+
     pub fn figures(&self) -> Sequentiality {
         let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         let jump_histogram = self
@@ -216,6 +284,23 @@ impl SeqCounts {
             relaxed_detangled_run_count: ratio(self.requests, self.relaxed_streams),
             relaxed_gap_bytes: RELAXED_GAP,
         }
+    }
+}
+
+/// The jump histogram as a list (serde's arrays stop at 32).
+mod jump_counts {
+    use super::JUMP_BUCKETS;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(jumps: &[u64; JUMP_BUCKETS], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(jumps)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u64; JUMP_BUCKETS], D::Error> {
+        let v = Vec::<u64>::deserialize(d)?;
+        let n = v.len();
+        v.try_into()
+            .map_err(|_| serde::de::Error::custom(format!("{n} jump buckets, not {JUMP_BUCKETS}")))
     }
 }
 

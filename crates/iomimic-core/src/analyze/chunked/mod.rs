@@ -16,13 +16,18 @@
 //! KS distances are taken on those histograms' bins instead of a strided sample of values (its
 //! parameters come from exact moments).
 
+mod partition;
+
+pub use partition::Part;
+
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use super::group::{GroupAcc, Interarrival, Latencies};
-use super::mrc::{BlockCount, Curve};
-use super::sequentiality::KeyState;
+use super::mrc::{BlockCount, Blocks, Curve};
+use super::sequentiality::{KeyState, SeqCounts, HEAD_WINDOW};
 use super::stats::Sketch;
 use super::{check_counters, distfit, window_for, Grouped, MrcScope, Options, Profile, MAX_RANGES};
 use crate::error::{Error, Result};
@@ -47,7 +52,8 @@ pub fn curve_budget(memory: u64, scope: MrcScope) -> u64 {
 }
 
 /// What the figures need known before the first piece is counted, gathered by a pass over all
-/// of them.
+/// of them (or over each partition of the trace apart, and merged).
+#[derive(Serialize, Deserialize)]
 pub struct Survey {
     rows: u64,
     first: Option<u64>,
@@ -108,6 +114,42 @@ impl Survey {
     pub fn rows(&self) -> u64 {
         self.rows
     }
+
+    /// Adds the survey of the partition of the trace that comes next in time. False, and
+    /// nothing added, when it starts before the requests surveyed so far end.
+    pub fn merge(&mut self, other: Survey) -> bool {
+        let (Some(first), Some(_)) = (other.first, self.first) else {
+            if self.first.is_none() {
+                *self = other;
+            }
+            return true;
+        };
+        if first < self.last {
+            return false;
+        }
+        self.rows += other.rows;
+        self.last = self.last.max(other.last);
+        let n = self.reach.len().max(other.reach.len());
+        self.reach.resize(n, 0);
+        self.volume_rows.resize(n, 0);
+        for (v, (&reach, &rows)) in other.reach.iter().zip(&other.volume_rows).enumerate() {
+            self.reach[v] = self.reach[v].max(reach);
+            self.volume_rows[v] += rows;
+        }
+        for (s, n) in other.streams {
+            *self.streams.entry(s).or_default() += n;
+        }
+        self.blocks.merge(other.blocks);
+        true
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        partition::to_bytes(self, "a survey")
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Survey> {
+        partition::from_bytes(bytes, "a survey")
+    }
 }
 
 /// Fails unless the piece's times ascend from `after` (the previous piece's last).
@@ -124,8 +166,10 @@ pub(crate) fn in_order(t: &TraceView<'_>, after: Option<u64>) -> Result<()> {
 
 /// The arrivals of a group: the gaps between them sketched, the logs of the positive ones
 /// summed for the fit.
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 struct Gaps {
+    /// The first arrival (a partition's first gap is measured from the partition before).
+    first: Option<u64>,
     last: Option<u64>,
     all: Sketch,
     positive: u64,
@@ -136,15 +180,20 @@ struct Gaps {
 impl Gaps {
     #[inline]
     fn arrive(&mut self, ts: u64) {
-        if let Some(last) = self.last.replace(ts) {
-            let gap = ts - last;
-            self.all.record(gap);
-            if gap > 0 {
-                let ln = (gap as f64 / 1e3).ln();
-                self.positive += 1;
-                self.ln_sum += ln;
-                self.ln_sq += ln * ln;
-            }
+        match self.last.replace(ts) {
+            Some(last) => self.gap(ts - last),
+            None => self.first = Some(ts),
+        }
+    }
+
+    #[inline]
+    fn gap(&mut self, gap: u64) {
+        self.all.record(gap);
+        if gap > 0 {
+            let ln = (gap as f64 / 1e3).ln();
+            self.positive += 1;
+            self.ln_sum += ln;
+            self.ln_sq += ln * ln;
         }
     }
 
@@ -188,6 +237,7 @@ impl Gaps {
 }
 
 /// One group's counts, arrivals and (when the trace has them) response times by op code.
+#[derive(Serialize, Deserialize)]
 struct Group {
     acc: GroupAcc,
     gaps: Gaps,
@@ -248,26 +298,61 @@ struct Counts {
 /// own only; a stream's, any).
 struct Keyed {
     groups: Vec<Group>,
-    keys: Vec<FxHashMap<u32, KeyState>>,
+    keys: Vec<FxHashMap<u32, Key>>,
+    /// Counting a partition of the trace: each key keeps its own counts and first requests.
+    partition: bool,
+}
+
+/// A key's sequentiality state, and in a partition of the trace what taking the partition in
+/// needs ([`KeyPart`]).
+#[derive(Default)]
+struct Key {
+    state: KeyState,
+    part: Option<Box<KeyPart>>,
+}
+
+/// What one key's requests in a partition of the trace leave: their counts and final state
+/// taken from the partition's start alone, and the first [`HEAD_WINDOW`] of them, which are
+/// replayed with the state the partition really starts from (only they can continue a head
+/// set before it).
+#[derive(Default, Serialize, Deserialize)]
+struct KeyPart {
+    counts: SeqCounts,
+    head: Vec<(u64, u32)>,
+    state: KeyState,
 }
 
 impl Keyed {
-    fn new(groups: usize, new_group: impl Fn() -> Group) -> Self {
+    fn new(groups: usize, new_group: impl Fn() -> Group, partition: bool) -> Self {
         Self {
             groups: (0..groups).map(|_| new_group()).collect(),
             keys: (0..groups).map(|_| FxHashMap::default()).collect(),
+            partition,
         }
     }
 
     /// Counts the rows of one piece, row `i` in group `group_of(i)`.
     fn observe(&mut self, t: &TraceView<'_>, at: &Where<'_>, group_of: impl Fn(usize) -> usize) {
+        let partition = self.partition;
         for i in 0..t.len() {
             let g = group_of(i);
             let (window, range, latency) = at.of(t, i);
             let group = &mut self.groups[g];
             group.observe(t.ts_ns[i], t.size[i], t.op[i], window, range, latency);
-            let key = self.keys[g].entry(t.volume[i]).or_default();
-            group.acc.seq.observe(key, t.offset[i], u64::from(t.size[i]));
+            let key = self.keys[g].entry(t.volume[i]).or_insert_with(|| Key {
+                state: KeyState::default(),
+                part: partition.then(Box::default),
+            });
+            let (offset, size) = (t.offset[i], t.size[i]);
+            match &mut key.part {
+                None => group.acc.seq.observe(&mut key.state, offset, u64::from(size)),
+                Some(part) => {
+                    if part.head.len() < HEAD_WINDOW as usize {
+                        part.head.push((offset, size));
+                    }
+                    part.counts.observe(&mut key.state, offset, u64::from(size));
+                }
+            }
         }
     }
 }
@@ -309,28 +394,33 @@ enum Task<'c> {
     Curve(&'c mut Curve, Option<&'c [u32]>),
 }
 
-/// A characterization being taken a piece at a time.
-pub struct Chunked {
+/// What every count of a characterization needs known before its first piece, worked out
+/// from the [`Survey`]: the same for the whole trace and for each partition of it counted
+/// apart (it crosses to the processes that count them).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Setup {
     opts: Options,
     start: u64,
     span: u64,
     window_ns: u64,
+    windows: usize,
     ranges: usize,
     reach: Vec<u64>,
     volumes: Vec<String>,
-    /// Stream id → dense id, and each dense id's stream id.
-    dense: FxHashMap<u32, u32>,
+    /// Each dense stream id's stream id, when there are several streams (else empty).
     stream_ids: Vec<u32>,
     /// The trace's one stream, when it has only one (its figures are the trace's).
     single_stream: Option<u32>,
-    counts: Counts,
-    curves: Curves,
-    rows: u64,
+    /// The curves: the trace's blocks, the rate they are sampled at, and the distinct blocks
+    /// each volume's and stream's curve is expected to hold (`None` without those curves).
+    blocks: Blocks,
+    rate: f64,
+    volume_blocks: Option<Vec<u64>>,
+    stream_blocks: Option<Vec<u64>>,
 }
 
-impl Chunked {
-    /// Ready to take the pieces `survey` counted, of a trace of `volumes`.
-    pub fn new(survey: Survey, volumes: Vec<String>, opts: &Options) -> Result<Self> {
+impl Setup {
+    fn of(survey: Survey, volumes: Vec<String>, opts: &Options) -> Result<Self> {
         let ranges = opts.ranges.max(1);
         if ranges > MAX_RANGES {
             return Err(Error::Usage(format!(
@@ -356,10 +446,8 @@ impl Chunked {
             .unwrap_or_else(|| blocks.sampling_rate(opts.mrc_budget));
         let share = |rows: u64| (blocks.distinct as f64 * rows as f64 / survey.rows.max(1) as f64) as u64;
         let per_group = opts.mrc == MrcScope::All;
-        let curve = |rows: u64| Curve::new(&blocks, rate, share(rows));
         let mut reach = survey.reach.clone();
         reach.resize(n_volumes, 0);
-        let new_group = || Group::new(n_windows, ranges);
         Ok(Self {
             opts: Options {
                 window_ns: Some(window_ns),
@@ -369,73 +457,138 @@ impl Chunked {
             start,
             span,
             window_ns,
+            windows: n_windows,
             ranges,
             reach,
             volumes,
-            dense: stream_ids
-                .iter()
-                .enumerate()
-                .map(|(d, &s)| (s, d as u32))
-                .collect(),
-            counts: Counts {
-                whole: new_group(),
-                volumes: Keyed::new(n_volumes, new_group),
-                streams: Keyed::new(stream_ids.len(), new_group),
-            },
-            curves: Curves {
-                whole: (opts.mrc != MrcScope::None).then(|| Curve::new(&blocks, rate, blocks.distinct)),
-                volumes: if per_group && n_volumes > 1 {
-                    (0..n_volumes)
-                        .map(|v| curve(survey.volume_rows.get(v).copied().unwrap_or(0)))
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-                streams: if per_group {
-                    stream_ids.iter().map(|s| curve(survey.streams[s])).collect()
-                } else {
-                    Vec::new()
-                },
-            },
+            volume_blocks: (per_group && n_volumes > 1).then(|| {
+                (0..n_volumes)
+                    .map(|v| share(survey.volume_rows.get(v).copied().unwrap_or(0)))
+                    .collect()
+            }),
+            stream_blocks: per_group.then(|| stream_ids.iter().map(|s| share(survey.streams[s])).collect()),
             single_stream: if several {
                 None
             } else {
                 survey.streams.keys().next().copied()
             },
             stream_ids,
-            rows: 0,
+            blocks,
+            rate,
         })
+    }
+}
+
+/// A characterization being taken a piece at a time.
+pub struct Chunked {
+    setup: Setup,
+    /// Stream id → dense id.
+    dense: FxHashMap<u32, u32>,
+    counts: Counts,
+    curves: Curves,
+    rows: u64,
+    /// Keys whose requests in the last partition taken in must be counted again
+    /// ([`Chunked::absorb`]): (stream group or volume group, group, volume).
+    redo: Vec<(bool, usize, u32)>,
+    /// A partition was taken in part way (an error in the middle): the figures are not whole.
+    broken: bool,
+}
+
+impl Chunked {
+    /// Ready to take the pieces `survey` counted, of a trace of `volumes`.
+    pub fn new(survey: Survey, volumes: Vec<String>, opts: &Options) -> Result<Self> {
+        Ok(Self::with(Setup::of(survey, volumes, opts)?, None))
+    }
+
+    /// Ready to count one partition of a trace (a range of its time, `share` of its
+    /// requests) on its own, from the setup the trace's [`Chunked`] gives;
+    /// [`Chunked::into_part`] then says what that characterization takes in.
+    pub fn partition(setup: Setup, share: f64) -> Self {
+        Self::with(setup, Some(share.clamp(0.0, 1.0)))
+    }
+
+    /// What counting a partition of this trace needs known.
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    /// Ready to count the whole trace, or (`partition`: its share of the requests) a
+    /// partition of it.
+    fn with(setup: Setup, partition: Option<f64>) -> Self {
+        let s = &setup;
+        let new_group = || Group::new(s.windows, s.ranges);
+        // a partition's curve holds about its share of the blocks: a map sized for more
+        // misses the caches
+        let curve = |expected: u64| match partition {
+            Some(share) => Curve::of_partition(&s.blocks, s.rate, (expected as f64 * share) as u64 + 1),
+            None => Curve::new(&s.blocks, s.rate, expected),
+        };
+        let partition = partition.is_some();
+        let n_volumes = s.reach.len();
+        let curves = Curves {
+            whole: (s.opts.mrc != MrcScope::None).then(|| curve(s.blocks.distinct)),
+            volumes: s.volume_blocks.iter().flatten().map(|&b| curve(b)).collect(),
+            streams: s.stream_blocks.iter().flatten().map(|&b| curve(b)).collect(),
+        };
+        Self {
+            dense: s
+                .stream_ids
+                .iter()
+                .enumerate()
+                .map(|(d, &id)| (id, d as u32))
+                .collect(),
+            counts: Counts {
+                whole: new_group(),
+                volumes: Keyed::new(n_volumes, new_group, partition),
+                streams: Keyed::new(s.stream_ids.len(), new_group, partition),
+            },
+            curves,
+            rows: 0,
+            redo: Vec::new(),
+            broken: false,
+            setup,
+        }
+    }
+
+    /// The dense stream id of each row of `t` (none with one stream).
+    fn streams_of(&self, t: &TraceView<'_>) -> Result<Vec<u32>> {
+        if self.setup.stream_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        t.stream
+            .iter()
+            .map(|s| {
+                self.dense
+                    .get(s)
+                    .copied()
+                    .ok_or_else(|| Error::Usage(format!("stream {s} was not in the trace surveyed")))
+            })
+            .collect()
     }
 
     /// Counts the next piece: its rows in time order, after the previous piece's, of the
     /// trace surveyed. The counters and each curve are independent: they run on every core.
     pub fn add(&mut self, t: &TraceView<'_>) -> Result<()> {
         let n = t.len();
-        let stream_of: Vec<u32> = if self.stream_ids.is_empty() {
-            Vec::new()
-        } else {
-            t.stream
-                .iter()
-                .map(|s| {
-                    self.dense
-                        .get(s)
-                        .copied()
-                        .ok_or_else(|| Error::Usage(format!("stream {s} was not in the trace surveyed")))
-                })
-                .collect::<Result<_>>()?
-        };
-        if let Some(&v) = t.volume.iter().find(|&&v| v as usize >= self.reach.len()) {
+        if !self.redo.is_empty() {
+            return Err(Error::Usage(
+                "a partition's requests are being counted again: `redo` them first".into(),
+            ));
+        }
+        let stream_of = self.streams_of(t)?;
+        let s = &self.setup;
+        if let Some(&v) = t.volume.iter().find(|&&v| v as usize >= s.reach.len()) {
             return Err(Error::Usage(format!("volume {v} was not in the trace surveyed")));
         }
-        if t.ts_ns.first().is_some_and(|&f| f < self.start)
-            || t.ts_ns.last().is_some_and(|&l| l > self.start + self.span)
+        if t.ts_ns.first().is_some_and(|&f| f < s.start)
+            || t.ts_ns.last().is_some_and(|&l| l > s.start + s.span)
         {
             return Err(Error::Usage("a piece lies outside the time span surveyed".into()));
         }
         let by_volume = (!self.curves.volumes.is_empty())
-            .then(|| Grouped::new(self.reach.len(), t.volume.iter().map(|&v| v as usize)));
+            .then(|| Grouped::new(s.reach.len(), t.volume.iter().map(|&v| v as usize)));
         let by_stream = (!self.curves.streams.is_empty())
-            .then(|| Grouped::new(self.stream_ids.len(), stream_of.iter().map(|&s| s as usize)));
+            .then(|| Grouped::new(s.stream_ids.len(), stream_of.iter().map(|&s| s as usize)));
         let counts = &mut self.counts;
         let mut tasks = vec![
             Task::Streams(&mut counts.streams),
@@ -459,10 +612,10 @@ impl Chunked {
             ));
         }
         let at = Where {
-            start: self.start,
-            window_ns: self.window_ns,
-            ranges: self.ranges,
-            reach: &self.reach,
+            start: s.start,
+            window_ns: s.window_ns,
+            ranges: s.ranges,
+            reach: &s.reach,
         };
         let several_streams = !stream_of.is_empty();
         let done = crate::parallel::on_all_cores(tasks, |task| match task {
@@ -496,17 +649,21 @@ impl Chunked {
     /// The profile of every piece added.
     pub fn finish(self) -> Profile {
         let Self {
+            setup,
+            counts,
+            curves,
+            rows,
+            ..
+        } = self;
+        let Setup {
             opts,
             span,
             window_ns,
             volumes: names,
             stream_ids,
             single_stream,
-            counts,
-            curves,
-            rows,
             ..
-        } = self;
+        } = setup;
         let Counts {
             mut whole,
             volumes,
@@ -565,7 +722,7 @@ impl Chunked {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use serde_json::Value;
 
     use super::*;
@@ -574,7 +731,7 @@ mod tests {
     /// A trace of three volumes (and a fourth named but never used) and five streams, with
     /// reuse, runs, zero gaps, trims, flushes and latencies (some unknown), from a seeded
     /// generator.
-    fn mixed(n: usize, seed: u64) -> Trace {
+    pub(super) fn mixed(n: usize, seed: u64) -> Trace {
         let mut x = seed;
         let mut next = move |m: u64| {
             x = x
@@ -614,7 +771,7 @@ mod tests {
         t
     }
 
-    fn chunked(t: &TraceView<'_>, cuts: &[usize], opts: &Options) -> Profile {
+    pub(super) fn chunked(t: &TraceView<'_>, cuts: &[usize], opts: &Options) -> Profile {
         let pieces: Vec<TraceView<'_>> = cuts.windows(2).map(|w| t.rows(w[0]..w[1])).collect();
         let mut survey = Survey::new(t.volumes.len());
         for p in &pieces {
@@ -630,7 +787,7 @@ mod tests {
     /// Compares two profiles' JSON: every figure equal (floats to 1e-9 relative), but
     /// percentiles within the sketch's 0.1 % and the fits' KS distances and sample sizes
     /// (taken differently) only present alike.
-    fn same(a: &Value, b: &Value, path: &str) {
+    pub(super) fn same(a: &Value, b: &Value, path: &str) {
         match (a, b) {
             (Value::Object(x), Value::Object(y)) => {
                 assert_eq!(
