@@ -135,8 +135,8 @@ def _train_threads_in_pieces(shared: tuple[str, dict[str, Any], dict[str, Any], 
 
 
 def characterize_partitions(ray, path, memory: int, options: dict[str, Any], progress=None):
-    """The profile of the Parquet trace at ``path`` (characterize's ``options``, within
-    ``memory``) taken by partitions: ranges of its row groups, so of its time, one per CPU of
+    """The profile of the Parquet trace at ``path`` (``_core.ChunkedProfile``'s ``options``,
+    within ``memory``) taken by partitions: ranges of its row groups, so of its time, one per CPU of
     the cluster with the rows dealt evenly. Two rounds of Ray tasks, each task reading its row
     groups where it runs: the first surveys each partition and the driver merges the surveys;
     the second counts each partition from the setup that gives, and the driver takes the counts
@@ -144,9 +144,8 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
     start, which every task counts times from) and, rarely, a partition again (a key whose
     requests there must be counted again). Returns the profile and the streams' names; raises
     OutOfOrder when row groups go back in time (the trace must then be read whole)."""
-    from iomimic.errors import InputError
+    from iomimic import _core
     from iomimic.io import OutOfOrder, _parquet_layouts, parquet_traces
-    from iomimic.profile import Profile, chunked_profile
     from iomimic.remote import for_tasks
 
     layouts = _parquet_layouts(path)
@@ -166,7 +165,7 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
 
     shared = ray.put((for_tasks(path), start, memory, options))
     surveys = [ray.remote(_survey_partition).remote(shared, groups) for groups in parts]
-    chunked = chunked_profile(memory, options)
+    chunked = _core.ChunkedProfile(memory, **options)
     try:
         for groups, ref in zip(parts, surveys):
             if not chunked.take_survey(gather(ray, [ref])[0]):
@@ -186,7 +185,7 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
                 chunked.redo(*piece)
             chunked.redone()
         step(groups)
-    return Profile(chunked.finish()), first.stream_names
+    return chunked.finish(), first.stream_names
 
 
 def _even_ranges(sizes: list[int], count: int) -> list[range]:
@@ -204,10 +203,10 @@ def _even_ranges(sizes: list[int], count: int) -> list[range]:
 
 def _survey_partition(shared: tuple[str, int, int, dict[str, Any]], groups: range) -> bytes:
     """A Ray task: the survey of row groups ``groups`` of a Parquet trace, read where it runs."""
-    from iomimic.profile import chunked_profile
+    from iomimic import _core
 
     path, start, memory, options = shared
-    chunked = chunked_profile(memory, options)
+    chunked = _core.ChunkedProfile(memory, **options)
     for columns, volumes, files in _partition(path, groups, start):
         chunked.survey(columns, volumes, files)
     return chunked.surveyed()

@@ -169,7 +169,8 @@ def characterize_parquet(
         else:
             from iomimic.cluster import characterize_partitions
 
-            profile, names = characterize_partitions(ray, path, memory, options, progress)
+            counted, names = characterize_partitions(ray, path, memory, _core_options(options), progress)
+            profile = Profile(counted)
     except OutOfOrder:
         return None
     return _name(profile, {"path": origin(path) or str(path), "format": "parquet"}, names)
@@ -315,7 +316,7 @@ def _in_two_passes(
     (columns, volumes, files) for the first pass (in time order, or any with ``in_order``
     False), then ``counting()`` yields them again in time order. ``volumes()``: the trace's
     volume names once surveyed, when the last piece's may not be all of them."""
-    chunked = chunked_profile(memory, options)
+    chunked = _core.ChunkedProfile(memory, **_core_options(options))
     names: list[str] = []
     for columns, names, files in survey:
         chunked.survey(columns, names, files, in_order=in_order)
@@ -323,11 +324,6 @@ def _in_two_passes(
     for piece in counting():
         chunked.add(*piece)
     return Profile(chunked.finish())
-
-
-def chunked_profile(memory: int, options: dict[str, Any]):
-    """A ``_core.ChunkedProfile`` with characterize's ``options``, within ``memory``."""
-    return _core.ChunkedProfile(memory, **_core_options(options))
 
 
 def _name(profile: Profile, source: dict[str, Any], stream_names: dict[int, str]) -> Profile:

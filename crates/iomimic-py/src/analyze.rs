@@ -129,6 +129,16 @@ impl PyChunkedProfile {
         })
     }
 
+    /// Runs `work` on the characterization being counted (after `start`).
+    fn counting<R>(&self, work: impl FnOnce(&mut chunked::Chunked) -> PyResult<R>) -> PyResult<R> {
+        match &mut *self.stage() {
+            Stage::Counting(chunked) => work(chunked),
+            _ => Err(InputError::new_err(
+                "the counting runs between `start` and `finish`",
+            )),
+        }
+    }
+
     fn stage(&self) -> std::sync::MutexGuard<'_, Stage> {
         self.stage
             .lock()
@@ -219,26 +229,17 @@ impl PyChunkedProfile {
     /// What counting a partition of this trace on its own needs (after `start`), as text for
     /// `ChunkedPartition`.
     fn setup(&self) -> PyResult<String> {
-        let Stage::Counting(chunked) = &*self.stage() else {
-            return Err(InputError::new_err(
-                "the setup is known once the survey has ended",
-            ));
-        };
-        chunked.setup().to_json().map_err(err_to_py)
+        self.counting(|chunked| chunked.setup().to_json().map_err(err_to_py))
     }
 
     /// Takes in the next partition's counts (the bytes of `ChunkedPartition.finish`), in time
     /// order. False when some of its requests must be counted again: give its pieces again to
     /// `redo`, then call `redone`.
     fn absorb(&self, py: Python<'_>, part: &[u8]) -> PyResult<bool> {
-        let Stage::Counting(chunked) = &mut *self.stage() else {
-            return Err(InputError::new_err("partitions are taken in after `start`"));
-        };
-        py.detach(|| {
-            let part = chunked::Part::from_bytes(part)?;
-            chunked.absorb(part)
+        self.counting(|chunked| {
+            py.detach(|| chunked.absorb(chunked::Part::from_bytes(part)?))
+                .map_err(err_to_py)
         })
-        .map_err(err_to_py)
     }
 
     /// Counts a piece of the partition taken in last again (see `absorb`).
@@ -249,12 +250,10 @@ impl PyChunkedProfile {
         volumes: Vec<String>,
         files: Vec<String>,
     ) -> PyResult<()> {
-        let mut stage = self.stage();
-        let Stage::Counting(chunked) = &mut *stage else {
-            return Err(InputError::new_err("partitions are taken in after `start`"));
-        };
-        with_view(&columns, &volumes, &files, |view| {
-            py.detach(|| chunked.redo(view)).map_err(err_to_py)
+        self.counting(|chunked| {
+            with_view(&columns, &volumes, &files, |view| {
+                py.detach(|| chunked.redo(view)).map_err(err_to_py)
+            })
         })
     }
 
