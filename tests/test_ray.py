@@ -163,20 +163,24 @@ def test_characterizing_by_partition_on_ray_gives_the_local_profile(local_ray, t
     )
 
 
-def test_a_real_trace_by_seven_partitions_on_ray_gives_its_profile_in_pieces(
+def test_a_real_trace_by_many_partitions_on_ray_gives_its_profile_in_pieces(
     local_ray, wsrch_small, tmp_path, monkeypatch
 ):
     """The WebSearch trace (six volumes, reads at random with re-use), as Parquet of 24 row
-    groups cut into seven partitions (more than the CPUs: they queue), each starting in the
-    middle of the volumes' runs and re-uses: the profile the trace read in pieces gives."""
+    groups cut into 13 partitions of at most 2,000 requests (more than the CPUs, and more than
+    the 8 kept in flight: they queue), each starting in the middle of the volumes' runs and
+    re-uses: the profile the trace read in pieces gives."""
     import pyarrow.parquet as pq
 
+    from iomimic import cluster
     from iomimic.profile import characterize_parquet
 
     path = tmp_path / "wsrch.parquet"
     pq.write_table(iomimic.read_trace(wsrch_small).to_arrow(), path, row_group_size=1_033)
     assert pq.ParquetFile(path).metadata.num_row_groups == 24
     monkeypatch.setattr(local_ray, "cluster_resources", lambda: {"CPU": 7.0})
+    monkeypatch.setattr(cluster, "PARTITION_ROWS", 2_000)
+    assert len(cluster._even_ranges([1_033] * 24, 13)) == 13
     in_pieces = characterize_parquet(path, memory=1 << 30, by="volume")
     on_ray = characterize_parquet(path, memory=1 << 30, by="volume", ray=local_ray)
     assert_same_figures(json.loads(json.dumps(on_ray)), json.loads(json.dumps(in_pieces)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -136,8 +136,9 @@ def _train_threads_in_pieces(shared: tuple[str, dict[str, Any], dict[str, Any], 
 
 def characterize_partitions(ray, path, memory: int, options: dict[str, Any], progress=None):
     """The profile of the Parquet trace at ``path`` (``_core.ChunkedProfile``'s ``options``,
-    within ``memory``) taken by partitions: ranges of its row groups, so of its time, one per CPU of
-    the cluster with the rows dealt evenly. Two rounds of Ray tasks, each task reading its row
+    within ``memory``) taken by partitions: ranges of its row groups, so of its time, the rows
+    dealt evenly (at least one per CPU of the cluster, at most ``PARTITION_ROWS`` requests each,
+    one task per CPU and one more in flight). Two rounds of Ray tasks, each task reading its row
     groups where it runs: the first surveys each partition and the driver merges the surveys;
     the second counts each partition from the setup that gives, and the driver takes the counts
     in, in time order (docs/scale.md). The driver reads only the first row group (the trace's
@@ -154,7 +155,9 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
     if first is None:
         raise InputError(f"{path}: cannot characterize an empty trace")
     start = first.report["start_ns"]
-    parts = _even_ranges(sizes, max(1, min(len(sizes), int(ray.cluster_resources().get("CPU", 1)))))
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    # at least one partition per CPU, and small enough that the few in flight hold little
+    parts = _even_ranges(sizes, max(cpus, -(-sum(sizes) // PARTITION_ROWS)))
     total, done = 2 * sum(sizes), 0
 
     def step(groups: range) -> None:
@@ -164,28 +167,57 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
             progress(done, total)
 
     shared = ray.put((for_tasks(path), start, memory, options))
-    surveys = [ray.remote(_survey_partition).remote(shared, groups) for groups in parts]
     chunked = _core.ChunkedProfile(memory, **options)
-    try:
-        for groups, ref in zip(parts, surveys):
-            if not chunked.take_survey(gather(ray, [ref])[0]):
-                raise OutOfOrder(f"{path}: row group {groups.start}")
-            step(groups)
-    except OutOfOrder:
-        for ref in surveys:
-            ray.cancel(ref)
-        raise
+    survey = ray.remote(_survey_partition)
+    for groups, surveyed in in_order(ray, lambda g: survey.remote(shared, g), parts, cpus + 1):
+        if not chunked.take_survey(surveyed):
+            raise OutOfOrder(f"{path}: row group {groups.start}")
+        step(groups)
     chunked.start(list(layouts[0]["volumes"]))
     setup = ray.put(chunked.setup())
-    share = [sum(sizes[i] for i in groups) / max(sum(sizes), 1) for groups in parts]
-    counts = [ray.remote(_count_partition).remote(shared, setup, g, s) for g, s in zip(parts, share)]
-    for groups, ref in zip(parts, counts):
-        if not chunked.absorb(gather(ray, [ref])[0]):
+    count = ray.remote(_count_partition)
+    rows = sum(sizes)
+
+    def counting(groups: range):
+        return count.remote(shared, setup, groups, sum(sizes[i] for i in groups) / max(rows, 1))
+
+    # the driver takes the partitions in one after another: a few ahead of it are enough, and
+    # the object store holds those, not every partition's counts
+    for groups, counted in in_order(ray, counting, parts, cpus + 1):
+        if not chunked.absorb(counted):
             for piece in _partition(path, groups, start):
                 chunked.redo(*piece)
             chunked.redone()
         step(groups)
     return chunked.finish(), first.stream_names
+
+
+# Requests a partition of `characterize --ray` holds at most (its counts are about 65 bytes a
+# request): more partitions than CPUs, so the driver takes one in while others are counted.
+PARTITION_ROWS = 8 << 20
+
+
+def in_order(ray, submit, items: Iterable[Any], ahead: int) -> Iterator[tuple[Any, Any]]:
+    """Each item with the result of the Ray task ``submit(item)`` made for it, in the items'
+    order, at most ``ahead`` tasks submitted and not yet given out (their results are what the
+    object store holds); the tasks still pending are cancelled when the caller stops early."""
+    from collections import deque
+
+    pending: deque = deque()
+    upcoming = iter(items)
+    try:
+        while True:
+            for item in upcoming:
+                pending.append((item, submit(item)))
+                if len(pending) >= ahead:
+                    break
+            if not pending:
+                return
+            item, ref = pending.popleft()
+            yield item, gather(ray, [ref])[0]
+    finally:
+        for _, ref in pending:
+            ray.cancel(ref)
 
 
 def _even_ranges(sizes: list[int], count: int) -> list[range]:
@@ -240,37 +272,24 @@ def generate_slices(ray, model, args: dict[str, Any], count: int, progress=None)
     first time is the whole trace's start, which every other slice is shifted by); then a few
     slices run ahead of the one given out, one per CPU of the cluster and one more, so memory
     holds that many slices however long the trace."""
-    from collections import deque
-
     shared = ray.put((model.to_json(), args))
     task = ray.remote(_generate_slice)
     first = gather(ray, [task.remote(shared, 0, None)])[0]
     if not len(first["ts_ns"]):
         return
     start = first.pop("start_ns")
-    done = 1
     ahead = max(2, int(ray.cluster_resources().get("CPU", 1)) + 1)
-    pending: deque = deque()
-    upcoming = iter(range(1, count))
     if progress is not None:
-        progress(done, count)  # slices made, of all
+        progress(1, count)  # slices made, of all
     yield model._generated(first)
-    while True:
-        for s in upcoming:
-            pending.append(task.remote(shared, s, start))
-            if len(pending) >= ahead:
-                break
-        if not pending:
-            break
-        d = gather(ray, [pending.popleft()])[0]
+    made = in_order(ray, lambda s: task.remote(shared, s, start), range(1, count), ahead)
+    for s, d in made:
         if not len(d["ts_ns"]):
-            for ref in pending:
-                ray.cancel(ref)
-            break  # past the duration asked for: so is every later slice
+            made.close()  # past the duration asked for: so is every later slice (cancelled)
+            break
         del d["start_ns"]
-        done += 1
         if progress is not None:
-            progress(done, count)
+            progress(s + 1, count)
         yield model._generated(d)
     if progress is not None:
         progress(count, count)
