@@ -141,20 +141,23 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
     one task per CPU and one more in flight). Two rounds of Ray tasks, each task reading its row
     groups where it runs: the first surveys each partition and the driver merges the surveys;
     the second counts each partition from the setup that gives, and the driver takes the counts
-    in, in time order (docs/scale.md). The driver reads only the first row group (the trace's
-    start, which every task counts times from) and, rarely, a partition again (a key whose
-    requests there must be counted again). Returns the profile and the streams' names; raises
-    OutOfOrder when row groups go back in time (the trace must then be read whole)."""
+    in, in time order (docs/scale.md). The driver reads the footers (the trace's start, which
+    every task counts times from, is the first row group's least time) and, rarely, a partition
+    again (a key whose requests there must be counted again). Returns the profile and the
+    streams' names; raises OutOfOrder when row groups go back in time (the trace must then be
+    read whole)."""
     from iomimic import _core
     from iomimic.io import OutOfOrder, _parquet_layouts, parquet_traces
     from iomimic.remote import for_tasks
 
     layouts = _parquet_layouts(path)
     sizes = [lay["meta"].row_group(i).num_rows for lay in layouts for i in range(lay["meta"].num_row_groups)]
-    first = next(iter(parquet_traces(path) or ()), None)  # reads the first row group with rows
-    if first is None:
-        raise InputError(f"{path}: cannot characterize an empty trace")
-    start = first.report["start_ns"]
+    start = _first_time(layouts)
+    if start is None:  # the footer does not say: read the first row group with rows
+        first = next(iter(parquet_traces(path) or ()), None)
+        if first is None:
+            raise InputError(f"{path}: cannot characterize an empty trace")
+        start = first.report["start_ns"]
     cpus = int(ray.cluster_resources().get("CPU", 1))
     # at least one partition per CPU, and small enough that the few in flight hold little
     parts = _even_ranges(sizes, max(cpus, -(-sum(sizes) // PARTITION_ROWS)))
@@ -189,7 +192,26 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
                 chunked.redo(*piece)
             chunked.redone()
         step(groups)
-    return chunked.finish(), first.stream_names
+    return chunked.finish(), {int(k): v for k, v in layouts[0]["streams"].items()}
+
+
+def _first_time(layouts: list[dict[str, Any]]) -> int | None:
+    """The first time of a Parquet trace in time order: the least of its first row group with
+    rows, from the footer's statistics (no data read, a URL's included); None when the footer
+    has none."""
+    for lay in layouts:
+        meta = lay["meta"]
+        for i in range(meta.num_row_groups):
+            group = meta.row_group(i)
+            if group.num_rows == 0:
+                continue
+            for j in range(group.num_columns):
+                column = group.column(j)
+                if column.path_in_schema == "ts_ns":
+                    stats = column.statistics
+                    return int(stats.min) if stats is not None and stats.has_min_max else None
+            return None
+    return None
 
 
 # Requests a partition of `characterize --ray` holds at most (its counts are about 65 bytes a
