@@ -5,8 +5,9 @@
 //!
 //! - each group's first gap: measured from the previous partition's last arrival;
 //! - sequentiality, the detangling heads and Keeton's runs, per key: the partition's first
-//!   [`HEAD_WINDOW`](crate::analyze::sequentiality::HEAD_WINDOW) requests of the key are replayed with the state the partition really
-//!   starts from (no request later than those can continue a head set before the partition).
+//!   [`HEAD_WINDOW`](crate::analyze::sequentiality::HEAD_WINDOW) requests of the key are
+//!   replayed with the state the partition really starts from (no request later than those
+//!   can continue a head set before the partition).
 //!   When the replayed state then agrees with the partition's own (the usual case), every
 //!   later count agrees too and the partition's counts are corrected by the difference;
 //!   otherwise (a relaxed head that the true start used differently) the key's requests of
