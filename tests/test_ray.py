@@ -189,6 +189,24 @@ def test_a_real_trace_by_many_partitions_on_ray_gives_its_profile_in_pieces(
     assert_same_figures(json.loads(json.dumps(on_ray)), json.loads(json.dumps(in_pieces)))
 
 
+def test_cli_characterize_with_ray_joins_the_cluster_at_ray_address(local_ray, tmp_path, monkeypatch):
+    """A fresh `iomimic characterize --ray` process joins the test's Ray through RAY_ADDRESS:
+    its profile is the one the trace read in pieces gives."""
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(volumes_and_streams(6_000, seed=3).to_arrow(), path, row_group_size=1_500)
+    pieces, on_ray = tmp_path / "pieces.json", tmp_path / "ray.json"
+    # --memory 1K: too small to read it whole, so it is read in pieces here
+    r = run_cli("characterize", str(path), "--memory", "1K", "--json", str(pieces))
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("RAY_ADDRESS", local_ray.get_runtime_context().gcs_address)
+    r = run_cli("characterize", str(path), "--memory", "1K", "--ray", "--json", str(on_ray))
+    assert r.returncode == 0, r.stderr
+    assert "characterizing it here" not in r.stderr
+    assert_same_figures(json.loads(on_ray.read_text()), json.loads(pieces.read_text()))
+
+
 def test_row_groups_that_go_back_in_time_are_characterized_whole_here(local_ray, tmp_path, capsys):
     import pyarrow.parquet as pq
 
