@@ -147,12 +147,18 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
     streams' names; raises OutOfOrder when row groups go back in time (the trace must then be
     read whole)."""
     from iomimic import _core
-    from iomimic.io import OutOfOrder, _parquet_layouts, parquet_traces
+    from iomimic.io import (
+        OutOfOrder,
+        _parquet_layouts,
+        parquet_first_time,
+        parquet_row_groups,
+        parquet_traces,
+    )
     from iomimic.remote import for_tasks
 
     layouts = _parquet_layouts(path)
-    sizes = [lay["meta"].row_group(i).num_rows for lay in layouts for i in range(lay["meta"].num_row_groups)]
-    start = _first_time(layouts)
+    sizes = parquet_row_groups(layouts)
+    start = parquet_first_time(layouts)
     if start is None:  # the footer does not say: read the first row group with rows
         first = next(iter(parquet_traces(path) or ()), None)
         if first is None:
@@ -193,25 +199,6 @@ def characterize_partitions(ray, path, memory: int, options: dict[str, Any], pro
             chunked.redone()
         step(groups)
     return chunked.finish(), {int(k): v for k, v in layouts[0]["streams"].items()}
-
-
-def _first_time(layouts: list[dict[str, Any]]) -> int | None:
-    """The first time of a Parquet trace in time order: the least of its first row group with
-    rows, from the footer's statistics (no data read, a URL's included); None when the footer
-    has none."""
-    for lay in layouts:
-        meta = lay["meta"]
-        for i in range(meta.num_row_groups):
-            group = meta.row_group(i)
-            if group.num_rows == 0:
-                continue
-            for j in range(group.num_columns):
-                column = group.column(j)
-                if column.path_in_schema == "ts_ns":
-                    stats = column.statistics
-                    return int(stats.min) if stats is not None and stats.has_min_max else None
-            return None
-    return None
 
 
 # Requests a partition of `characterize --ray` holds at most (its counts are about 65 bytes a

@@ -737,6 +737,31 @@ def parquet_traces(
     return pieces()
 
 
+def parquet_row_groups(layouts: list[dict[str, Any]]) -> list[int]:
+    """The rows of each row group of the files of :func:`_parquet_layouts`, numbered across
+    them in order (as ``parquet_traces(groups=)`` numbers them), from the footers."""
+    return [lay["meta"].row_group(i).num_rows for lay in layouts for i in range(lay["meta"].num_row_groups)]
+
+
+def parquet_first_time(layouts: list[dict[str, Any]]) -> int | None:
+    """The first time of a Parquet trace in time order (the files of :func:`_parquet_layouts`):
+    the least of its first row group with rows, from the footer's statistics (no data read, a
+    URL's included); None when the footer has none."""
+    for lay in layouts:
+        meta = lay["meta"]
+        for i in range(meta.num_row_groups):
+            group = meta.row_group(i)
+            if group.num_rows == 0:
+                continue
+            for j in range(group.num_columns):
+                column = group.column(j)
+                if column.path_in_schema == "ts_ns":
+                    stats = column.statistics
+                    return int(stats.min) if stats is not None and stats.has_min_max else None
+            return None
+    return None
+
+
 def _parquet_layouts(path: str | Path) -> list[dict[str, Any]] | None:
     """The :func:`_parquet_layout` of each file ``path`` names (itself, or a directory's or a
     glob's), in name order; None unless every one is a Parquet trace and all name alike. A URL

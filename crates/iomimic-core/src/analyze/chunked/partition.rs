@@ -101,16 +101,20 @@ impl Keyed {
 /// when they must be counted again (the state is then left as the partition found it).
 fn absorb_key(truth: &mut KeyState, counts: &mut SeqCounts, part: KeyPart) -> bool {
     let base = truth.requests();
-    let before = truth.clone();
-    let (mut true_counts, mut local_counts, mut local) =
-        (SeqCounts::default(), SeqCounts::default(), KeyState::default());
+    let mut true_counts = SeqCounts::default();
+    if part.head.len() as u64 == part.state.requests() {
+        // every request of the key is in the head: replayed from the true state, it is all
+        for &(offset, size) in &part.head {
+            true_counts.observe(truth, offset, u64::from(size));
+        }
+        counts.merge(&true_counts);
+        return true;
+    }
+    let before = truth.clone(); // kept for a key counted again
+    let (mut local_counts, mut local) = (SeqCounts::default(), KeyState::default());
     for &(offset, size) in &part.head {
         true_counts.observe(truth, offset, u64::from(size));
         local_counts.observe(&mut local, offset, u64::from(size));
-    }
-    if part.head.len() as u64 == part.state.requests() {
-        counts.merge(&true_counts); // every request of the key replayed
-        return true;
     }
     if !truth.agrees_from(base, &local) {
         *truth = before;
