@@ -123,6 +123,44 @@ def test_popular_blocks_stay_popular() -> None:
     assert abs(hits[1] - hits[0]) < 0.1, hits
 
 
+def test_a_state_without_edges_takes_a_states_stats_not_the_threads(tmp_path: Path) -> None:
+    """A walk that reaches a state the trace only ever left by a move of a level above (no edges
+    of its own) is entered afresh and draws its move from there: its request keeps the edges'
+    stats (4 KiB sequential reads here), not the thread's averages (64 KiB random writes here),
+    which broke scans off on a VM-disk-like trace."""
+    n = 20_000
+    i = np.arange(n)
+    trace = Trace(ts_ns=i * 100_000, offset=(i % 5000) * 4096, size=np.full(n, 4096), op=np.zeros(n, int))
+    path = tmp_path / "m.json"
+    train(trace, levels=2, states=4, seed=1).save(path)
+    data = json.loads(path.read_text())
+    thread = data["threads"][0]
+    reads = {"ops": [1.0, 0.0, 0.0, 0.0], "sequential": 1.0, "reuse": 0.0, "continuation": 0.0,
+             "near": 0.0, "sizes": {"bytes": [4096], "p": [1.0]}}  # fmt: skip
+    writes = {**reads, "ops": [0.0, 1.0, 0.0, 0.0], "sequential": 0.0}
+    writes["sizes"] = {"bytes": [65536], "p": [1.0]}
+    # the thread's and the volume's stats are what edges without their own take
+    thread["defaults"].update(writes)
+    for v in thread.get("volumes", []):
+        v["stats"].update(writes)
+    top = thread["chain"]
+    top["transitions"] = [{"from": k, "to": [k], "count": [1]} for k in range(len(top["states"]))]
+    top["initial"] = [1.0] + [0.0] * (len(top["states"]) - 1)
+    for state in top["states"]:
+        for row in state["children"]["transitions"]:
+            row["stats"] = {str(to): reads for to in row["to"]}
+    # the third leaf of the first state: no edges of its own
+    first = top["states"][0]["children"]
+    first["transitions"] = [row for row in first["transitions"] if row["from"] != 2]
+    path.write_text(json.dumps(data))
+    synthetic = Model.load(path).generate(4000, seed=5)
+    offsets = np.asarray(synthetic.offset)
+    leaf = first["states"][2]
+    assert ((offsets >= leaf["start"]) & (offsets < leaf["end"])).sum() > 100  # it was reached
+    assert (np.asarray(synthetic.op) == 0).all()
+    assert (np.asarray(synthetic.size) == 4096).all()
+
+
 def test_validation_with_locality_free_baseline(locality_trace: Trace, locality_model: Model) -> None:
     result = validate(locality_trace, locality_model.generate(seed=9), baseline="locality-free")
     rows = {r["metric"]: r for r in result["rows"]}
