@@ -123,7 +123,7 @@ def test_popular_blocks_stay_popular() -> None:
     assert abs(hits[1] - hits[0]) < 0.1, hits
 
 
-def test_a_state_without_edges_takes_a_states_stats_not_the_threads(tmp_path: Path) -> None:
+def test_a_state_without_edges_takes_an_edges_stats_not_the_threads(tmp_path: Path) -> None:
     """A walk that reaches a state the trace only ever left by a move of a level above (no edges
     of its own) is entered afresh and draws its move from there: its request keeps the edges'
     stats (4 KiB sequential reads here), not the thread's averages (64 KiB random writes here),
@@ -137,20 +137,23 @@ def test_a_state_without_edges_takes_a_states_stats_not_the_threads(tmp_path: Pa
     thread = data["threads"][0]
     reads = {"ops": [1.0, 0.0, 0.0, 0.0], "sequential": 1.0, "reuse": 0.0, "continuation": 0.0,
              "near": 0.0, "sizes": {"bytes": [4096], "p": [1.0]}}  # fmt: skip
-    writes = {**reads, "ops": [0.0, 1.0, 0.0, 0.0], "sequential": 0.0}
-    writes["sizes"] = {"bytes": [65536], "p": [1.0]}
+    writes = {**reads, "ops": [0.0, 1.0, 0.0, 0.0], "sequential": 0.0, "sizes": {"bytes": [65536]}}
+    writes["sizes"]["p"] = [1.0]
     # the thread's and the volume's stats are what edges without their own take
     thread["defaults"].update(writes)
     for v in thread.get("volumes", []):
         v["stats"].update(writes)
+    # the walk stays in the first top-level state (its trained moves carry no stats of their
+    # own, so they would take the writes), enters its leaves at the first, and every leaf edge
+    # reads; the third leaf keeps no edges of its own
     top = thread["chain"]
     top["transitions"] = [{"from": k, "to": [k], "count": [1]} for k in range(len(top["states"]))]
     top["initial"] = [1.0] + [0.0] * (len(top["states"]) - 1)
     for state in top["states"]:
         for row in state["children"]["transitions"]:
             row["stats"] = {str(to): reads for to in row["to"]}
-    # the third leaf of the first state: no edges of its own
     first = top["states"][0]["children"]
+    first["initial"] = [1.0] + [0.0] * (len(first["states"]) - 1)
     first["transitions"] = [row for row in first["transitions"] if row["from"] != 2]
     path.write_text(json.dumps(data))
     synthetic = Model.load(path).generate(4000, seed=5)

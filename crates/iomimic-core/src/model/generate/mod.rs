@@ -7,9 +7,9 @@
 //! Each thread walks its state diagram: from the current leaf, the top chain's edge is drawn;
 //! if it stays in the same state and that state has children, the child chain's edge is drawn
 //! instead, and so on down. A move to another state enters its children by their entry
-//! probabilities. A state with no edges of its own (the trace left it only by moves of a level
-//! above) is entered afresh by its chain's entry probabilities and the move drawn again from
-//! there. The deciding edge's stats (or the thread's) give the op, the size and the
+//! probabilities. A state with no edges of its own is entered afresh by its chain's entry
+//! probabilities and the whole move drawn again, once. The deciding edge's stats (or, for an
+//! edge without its own, its volume's or the thread's) give the op, the size and the
 //! model-time gap; the request is then sequential (it starts at its volume's previous end),
 //! a reuse (it repeats the offset and size of the request that last started in the block at a
 //! depth of the thread's LRU stack drawn from the reuse distribution) or random (uniform and aligned inside the new leaf).

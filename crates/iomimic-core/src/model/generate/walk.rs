@@ -245,11 +245,14 @@ impl ThreadState {
     }
 
     /// Draws the next move and returns the stats of the edge that decided it, if it has any.
-    /// A state without edges of its own (the trace only left it by a move of a level above) is
-    /// entered afresh by its chain's entry probabilities, and the move is then drawn from
-    /// where that put the walk: the request takes a state's own edge stats, not the thread's
-    /// averages (which made a scan that reached such a state break off, 78 % of the time on a
-    /// VM-disk-like trace, as a thread-average request).
+    /// A state without edges of its own (the trace left it only by moves of a level above,
+    /// held only its last request, or was never visited) is entered afresh by its chain's entry
+    /// probabilities, and the whole move is drawn again from the top: the request takes the
+    /// stats of an edge where the walk now is, not its volume's or thread's, which are no
+    /// place's in particular (a scan that reached such a state broke off there). The levels
+    /// above draw twice on such a step; drawing again only from the re-entered level down was
+    /// measured worse (docs/model.md, Generation). Once only, so the work stays bounded when
+    /// entry leads to another state without edges.
     fn step<'r>(&mut self, rt: &'r ThreadRt) -> Option<&'r Ready> {
         match self.draw_move(rt) {
             Move::Edge(ready) => ready,
