@@ -129,6 +129,14 @@ impl PyChunkedProfile {
         })
     }
 
+    /// Runs `work` on the survey (before `start`).
+    fn surveying<R>(&self, work: impl FnOnce(&mut chunked::Survey) -> PyResult<R>) -> PyResult<R> {
+        match &mut *self.stage() {
+            Stage::Surveying(survey, _) => work(survey),
+            _ => Err(InputError::new_err("the survey has ended already")),
+        }
+    }
+
     /// Runs `work` on the characterization being counted (after `start`).
     fn counting<R>(&self, work: impl FnOnce(&mut chunked::Chunked) -> PyResult<R>) -> PyResult<R> {
         match &mut *self.stage() {
@@ -183,21 +191,17 @@ impl PyChunkedProfile {
 
     /// The survey so far, as bytes (a partition's, for the driver's `take_survey`).
     fn surveyed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let Stage::Surveying(survey, _) = &*self.stage() else {
-            return Err(InputError::new_err("the survey has ended already"));
-        };
-        Ok(PyBytes::new(py, &survey.to_bytes().map_err(err_to_py)?))
+        self.surveying(|survey| Ok(PyBytes::new(py, &survey.to_bytes().map_err(err_to_py)?)))
     }
 
     /// Adds the survey of the partition that comes next in time (`surveyed` of another
     /// characterization); false, and nothing added, when it starts before the ones before
     /// it end.
     fn take_survey(&self, py: Python<'_>, survey_bytes: &[u8]) -> PyResult<bool> {
-        let Stage::Surveying(survey, _) = &mut *self.stage() else {
-            return Err(InputError::new_err("the survey has ended already"));
-        };
-        py.detach(|| Ok(survey.merge(chunked::Survey::from_bytes(survey_bytes)?)))
-            .map_err(err_to_py)
+        self.surveying(|survey| {
+            py.detach(|| Ok(survey.merge(chunked::Survey::from_bytes(survey_bytes)?)))
+                .map_err(err_to_py)
+        })
     }
 
     /// Ends the survey: the counting of a trace with these volume names begins.
@@ -285,6 +289,14 @@ pub struct PyChunkedPartition {
     counting: Mutex<Option<chunked::Chunked>>,
 }
 
+impl PyChunkedPartition {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<chunked::Chunked>> {
+        self.counting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 #[pymethods]
 impl PyChunkedPartition {
     /// `share`: the partition's part of the trace's requests (it sizes the curves' maps).
@@ -304,10 +316,7 @@ impl PyChunkedPartition {
         volumes: Vec<String>,
         files: Vec<String>,
     ) -> PyResult<()> {
-        let mut counting = self
-            .counting
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut counting = self.lock();
         let Some(chunked) = counting.as_mut() else {
             return Err(InputError::new_err("the partition is finished"));
         };
@@ -318,12 +327,7 @@ impl PyChunkedPartition {
 
     /// The partition's counts, as bytes.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let taken = self
-            .counting
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        let Some(chunked) = taken else {
+        let Some(chunked) = self.lock().take() else {
             return Err(InputError::new_err("the partition is finished"));
         };
         let bytes = py.detach(|| chunked.into_part()?.to_bytes()).map_err(err_to_py)?;
