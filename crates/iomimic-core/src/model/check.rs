@@ -2,8 +2,8 @@
 //! distributions), each refusal naming the field's path.
 
 use super::{
-    Arrivals, Chain, Dist, Model, OpStats, Reuse, ReuseBucket, Sizes, State, Stats, Thread, FORMAT,
-    GAP_CLASSES, READS,
+    Arrivals, Bucket, Chain, Dist, Model, OpStats, Reuse, Sizes, State, Stats, Thread, FORMAT, GAP_CLASSES,
+    READS,
 };
 use crate::error::{Error, Result};
 
@@ -236,6 +236,15 @@ impl Model {
                 ));
             }
         }
+        if let Some(stays) = &state.stays {
+            if parent.is_some() {
+                return Err(invalid(
+                    &format!("{sp}.stays"),
+                    "only top-level states have stays",
+                ));
+            }
+            check_buckets(&format!("{sp}.stays"), stays)?;
+        }
         Ok(())
     }
 }
@@ -335,7 +344,7 @@ fn check_dist(path: &str, d: &Dist) -> Result<()> {
     }
 }
 
-fn check_buckets(path: &str, buckets: &[ReuseBucket]) -> Result<()> {
+fn check_buckets(path: &str, buckets: &[Bucket]) -> Result<()> {
     check_probabilities(
         &format!("{path}[].p"),
         &buckets.iter().map(|b| b.p).collect::<Vec<_>>(),

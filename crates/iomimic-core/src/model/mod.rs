@@ -153,6 +153,11 @@ pub struct State {
     /// counts rather than uniformly, so where they fall holds below the leaf's width.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fine: Option<Vec<u32>>,
+    /// A top-level state's stays: how many requests in a row the thread made in it per visit.
+    /// The walk stays a drawn length and then leaves by the edges to other states, so a long
+    /// scan or a storm stays one visit (a self-loop's odds alone give geometric stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stays: Option<Vec<Bucket>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -273,7 +278,7 @@ pub struct Reuse {
     /// where requests start. Version 2: depth of the re-used request in the LRU stack of
     /// distinct requests (keyed by volume and start offset). `[from, to)` and its probability;
     /// 1 is the most recently used.
-    pub buckets: Vec<ReuseBucket>,
+    pub buckets: Vec<Bucket>,
     /// Version 2: the depths again, by the re-using request's op and the re-used request's op
     /// and size class, so writes re-read and reads re-read each come back as soon as they did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -304,14 +309,14 @@ pub struct ReuseClass {
     /// Share of `op`'s re-uses.
     pub p: f64,
     /// Depths of its re-uses by recency (empty when all are by frequency).
-    pub buckets: Vec<ReuseBucket>,
+    pub buckets: Vec<Bucket>,
     /// Share of its re-uses by frequency: they repeat the request of the class (in the
     /// top-level state) at a rank by touches among those touched twice or more, drawn from
     /// `ranks` (1 = the most touched), instead of one at a depth of its stack.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rank_share: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ranks: Vec<ReuseBucket>,
+    pub ranks: Vec<Bucket>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -319,9 +324,10 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
+/// A range of counts `[from, to)` and its probability: drawn log-uniformly inside it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct ReuseBucket {
+pub struct Bucket {
     pub from: u64,
     pub to: u64,
     pub p: f64,

@@ -4,12 +4,12 @@ use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal, Poisson};
 
 pub use crate::random::Prng;
 
-use super::{Dist, ReuseBucket, Sizes};
+use super::{Bucket, Dist, Sizes};
 
-/// Index drawn from probabilities `p` (summing to 1) by a linear scan; lists are short.
+/// The index whose share of `[0, 1)` holds `u`, shares `p` (summing to 1) laid out in order:
+/// a linear scan, for short lists.
 #[inline]
-pub fn pick(p: impl IntoIterator<Item = f64>, rng: &mut Prng) -> usize {
-    let mut u = rng.f64();
+pub fn pick_at(p: impl IntoIterator<Item = f64>, mut u: f64) -> usize {
     let mut last = 0;
     for (i, q) in p.into_iter().enumerate() {
         if u < q {
@@ -141,24 +141,31 @@ impl SizeSampler {
     }
 }
 
-/// Reuse times: a bucket by its probability, then log-uniform within it.
-pub struct ReuseSampler {
+/// Counts (reuse depths, stays): a bucket by its probability, then log-uniform within it.
+pub struct BucketSampler {
     buckets: Vec<(u64, u64)>,
     p: Vec<f64>,
 }
 
-impl ReuseSampler {
-    pub fn from_buckets(buckets: &[ReuseBucket]) -> Self {
+impl BucketSampler {
+    pub fn from_buckets(buckets: &[Bucket]) -> Self {
         Self {
             buckets: buckets.iter().map(|b| (b.from, b.to)).collect(),
             p: buckets.iter().map(|b| b.p).collect(),
         }
     }
 
-    /// How many of the thread's requests back to re-use (≥ 1).
+    /// A count (≥ 1).
     #[inline]
     pub fn draw(&self, rng: &mut Prng) -> u64 {
-        let (from, to) = self.buckets[pick(self.p.iter().copied(), rng)];
+        let u = rng.f64();
+        self.draw_at(u, rng)
+    }
+
+    /// A count (≥ 1) from the bucket at `u` of `[0, 1)` (buckets laid out in order).
+    #[inline]
+    pub fn draw_at(&self, u: f64, rng: &mut Prng) -> u64 {
+        let (from, to) = self.buckets[pick_at(self.p.iter().copied(), u)];
         let (lo, hi) = ((from as f64).ln(), (to as f64).ln());
         ((lo + (hi - lo) * rng.f64()).exp() as u64).clamp(from, to - 1)
     }

@@ -28,7 +28,7 @@
 //! Thiébaut, Wolf & Stone, "Synthetic traces for trace-driven simulation of cache memories"
 //! (1992): generating by LRU stack depth.
 
-use super::super::sample::{Alias, Prng, ReuseSampler};
+use super::super::sample::{Alias, BucketSampler, Prng};
 use crate::analyze::frequency_ranks::CountRanks;
 use crate::analyze::lru_stack::GenStack;
 use crate::model::{request_class, Reuse, REQUEST_CLASSES};
@@ -45,10 +45,10 @@ struct OpClasses {
 /// One class made ready to sample from.
 struct ClassRt {
     stack: usize,
-    depths: ReuseSampler,
+    depths: BucketSampler,
     /// share of its re-uses by frequency, and their ranks
     by_rank: f64,
-    ranks: ReuseSampler,
+    ranks: BucketSampler,
 }
 
 /// A thread's reuse extension made ready to sample from.
@@ -74,9 +74,9 @@ impl ReuseRt {
                     pick: Alias::new(&[1.0]),
                     classes: vec![ClassRt {
                         stack: 0,
-                        depths: ReuseSampler::from_buckets(&r.buckets),
+                        depths: BucketSampler::from_buckets(&r.buckets),
                         by_rank: 0.0,
-                        ranks: ReuseSampler::from_buckets(&[]),
+                        ranks: BucketSampler::from_buckets(&[]),
                     }],
                 });
             }
@@ -87,9 +87,9 @@ impl ReuseRt {
                     .iter()
                     .map(|c| ClassRt {
                         stack: usize::from(request_class(c.last_op, c.max_size, c.again)),
-                        depths: ReuseSampler::from_buckets(&c.buckets),
+                        depths: BucketSampler::from_buckets(&c.buckets),
                         by_rank: c.rank_share,
-                        ranks: ReuseSampler::from_buckets(&c.ranks),
+                        ranks: BucketSampler::from_buckets(&c.ranks),
                     })
                     .collect(),
             })

@@ -1,9 +1,9 @@
 //! A thread of the model made ready to generate from: every distribution turned into its
 //! sampler once, before the walk, and never changed while generating.
 
-use super::super::sample::{Alias, Sampler, SizeSampler};
+use super::super::sample::{Alias, BucketSampler, Sampler, SizeSampler};
 use super::reuse::ReuseRt;
-use crate::model::{Chain, Model, OpStats, Sizes, Stats, Thread};
+use crate::model::{Bucket, Chain, Edge, Model, OpStats, Sizes, Stats, Thread};
 
 /// How requests of one op (or of both) are placed and sized.
 pub(super) struct Placement {
@@ -72,6 +72,29 @@ pub(super) struct ChainRt {
     pub fine: Vec<Option<(Alias, u64)>>,
 }
 
+/// A top-level state's stays, and its row's edges for while one lasts and for when it is over.
+pub(super) struct Stay {
+    pub lengths: BucketSampler,
+    /// The edge back to the state itself (none: every stay is one request).
+    pub itself: Option<usize>,
+    /// The other edges by their odds, as indices into the row (none: the row has no other).
+    pub leave: Option<(Alias, Vec<usize>)>,
+}
+
+impl Stay {
+    fn new(s: usize, lengths: &[Bucket], row: &[Edge]) -> Self {
+        let others: Vec<usize> = (0..row.len()).filter(|&e| row[e].to as usize != s).collect();
+        Self {
+            lengths: BucketSampler::from_buckets(lengths),
+            itself: row.iter().position(|e| e.to as usize == s),
+            leave: (!others.is_empty()).then(|| {
+                let p: Vec<f64> = others.iter().map(|&e| row[e].p).collect();
+                (Alias::new(&p), others)
+            }),
+        }
+    }
+}
+
 /// One state's outgoing edges, column by column so a draw scans only the probabilities.
 pub(super) struct Row {
     pub pick: Alias,
@@ -119,6 +142,15 @@ impl ChainRt {
     }
 }
 
+/// The top-level states' stays, when any keeps them.
+fn stays_of(c: &Chain) -> Option<Vec<Option<Stay>>> {
+    let stays = c.states.iter().zip(&c.transitions).enumerate();
+    let stays: Vec<Option<Stay>> = stays
+        .map(|(s, (state, row))| state.stays.as_deref().map(|l| Stay::new(s, l, row)))
+        .collect();
+    stays.iter().any(Option::is_some).then_some(stays)
+}
+
 /// What a thread generates from: built once, never changed while generating.
 pub(super) struct ThreadRt {
     pub root: ChainRt,
@@ -133,6 +165,9 @@ pub(super) struct ThreadRt {
     pub near: Option<(Alias, SizeSampler)>,
     pub alignment: u64,
     pub spans: Vec<u64>,
+    /// Per top-level state, its stays when it keeps them; `None` when none does (the walk then
+    /// skips them).
+    pub stays: Option<Vec<Option<Stay>>>,
     /// The thread's requests in the training trace: past them, fresh placements thin out by
     /// the reuse extension's `tail_fresh`.
     pub trained: u64,
@@ -168,6 +203,7 @@ impl ThreadRt {
                 .filter(|s| !s.near_depth.is_empty() && !s.near_gap.bytes.is_empty())
                 .map(|s| (Alias::new(&s.near_depth), SizeSampler::new(&s.near_gap))),
             alignment: thread.alignment,
+            stays: stays_of(&thread.chain),
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
             trained: (thread.weight * model.requests as f64).round() as u64,
         }

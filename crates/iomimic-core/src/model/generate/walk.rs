@@ -6,13 +6,16 @@ use std::collections::VecDeque;
 use super::super::sample::Prng;
 use super::super::used::Used;
 use super::reuse::ReuseState;
-use super::runtime::{ChainRt, Ready, ThreadRt};
+use super::runtime::{ChainRt, Ready, Stay, ThreadRt};
 use crate::error::Result;
 use crate::model::{Chain, Model, Sizes, Stats, Thread};
 use crate::progress::Progress;
 
 /// Tries at placing a new request on an unused offset before accepting a used one.
 const NEW_OFFSET_TRIES: usize = 8;
+
+/// The golden ratio's fractional part: steps by it spread over `[0, 1)` as evenly as any.
+const GOLDEN: f64 = 0.618_033_988_749_894_9;
 
 /// One request in model time.
 #[derive(Clone, Copy)]
@@ -61,6 +64,13 @@ struct ThreadState {
     left: u64,
     /// The thread's requests before this one (counting earlier segments).
     index: u64,
+    /// The top-level state the walk is visiting and how many more requests its stay makes
+    /// there (when the state has stays).
+    visit: (usize, u64),
+    /// Per top-level state, where its next stay is drawn in `[0, 1)`: a golden-ratio sequence,
+    /// so each length's share of the visits holds over any stretch of them, not only on
+    /// average (a few long visits decide a bursty trace's op and size shares).
+    stay_at: Vec<f64>,
 }
 
 /// How the next request is to be placed.
@@ -203,7 +213,13 @@ impl ThreadState {
             u: 0.0,
             left: count,
             index: 0,
+            visit: (usize::MAX, 0),
+            stay_at: Vec::new(),
         };
+        // (drawn only when there are stays: a model without any generates as it did before)
+        if rt.stays.is_some() {
+            st.stay_at = (0..rt.root.states.len()).map(|_| st.rng.f64()).collect();
+        }
         // start anywhere in the first gap, so threads do not all begin at 0
         st.u = rt.defaults.gap.as_ref().map_or(0.0, |g| g.draw(&mut st.rng)) * st.rng.f64();
         st.enter(rt, 0);
@@ -274,7 +290,11 @@ impl ThreadState {
                 self.enter(rt, level);
                 return Move::Entered;
             }
-            let e = row.pick.draw(&mut self.rng);
+            let e = match &rt.stays {
+                Some(stays) if level == 0 => stays[s].as_ref().and_then(|stay| self.stay_or_leave(stay, s)),
+                _ => None,
+            }
+            .unwrap_or_else(|| row.pick.draw(&mut self.rng));
             let (to, ready) = (row.to[e], &row.ready[e]);
             if to != s || chain.children[s].is_none() || level + 1 == depth {
                 if to != s {
@@ -288,6 +308,41 @@ impl ThreadState {
             }
         }
         Move::Edge(None)
+    }
+
+    /// The edge a top-level state with stays takes: back to itself while the stay lasts, to
+    /// another state by their odds once it is over (`None`: the row's odds decide). Out of
+    /// line, as `visited`, so that the walk of a model without stays stays as compact as it was.
+    #[inline(never)]
+    fn stay_or_leave(&mut self, stay: &Stay, s: usize) -> Option<usize> {
+        if self.visit.0 != s {
+            return None;
+        }
+        if self.visit.1 > 0 {
+            stay.itself
+        } else {
+            let (odds, edges) = stay.leave.as_ref()?;
+            Some(edges[odds.draw(&mut self.rng)])
+        }
+    }
+
+    /// A request made in the top-level state `top`: a visit goes on, or a new one starts with
+    /// a stay drawn for it.
+    #[inline(never)]
+    fn visited(&mut self, stays: &[Option<Stay>], top: usize) {
+        if self.visit.0 == top {
+            self.visit.1 = self.visit.1.saturating_sub(1);
+        } else {
+            let length = match stays[top].as_ref() {
+                Some(stay) => {
+                    let at = &mut self.stay_at[top];
+                    *at = (*at + GOLDEN).fract();
+                    stay.lengths.draw_at(*at, &mut self.rng)
+                }
+                None => 1,
+            };
+            self.visit = (top, length - 1);
+        }
     }
 
     /// The leaf the path ends in: its chain and index.
@@ -365,6 +420,9 @@ impl ThreadState {
             None => (volume, self.place_new(volume, aligned, size, candidate)),
         };
         self.record(rt, volume, offset, size, op, gap, &follow);
+        if let Some(stays) = &rt.stays {
+            self.visited(stays, self.path[0]);
+        }
     }
 
     /// Where `pick` puts the request: after its volume's previous request, continuing or near
@@ -474,20 +532,29 @@ impl ThreadState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Preset;
+    use crate::model::{Bucket, Preset};
 
-    /// Every size distribution of `chain` (its edges' and its children's) set to `bytes`.
-    fn resize_chain(c: &mut Chain, bytes: u32) {
+    /// `f` applied to every stats of `c` (its edges' and its children's).
+    fn each_stats(c: &mut Chain, f: &mut impl FnMut(&mut Stats)) {
         for e in c.transitions.iter_mut().flatten() {
             if let Some(s) = &mut e.stats {
-                resize(s, bytes);
+                f(s);
             }
         }
         for s in &mut c.states {
             if let Some(child) = &mut s.children {
-                resize_chain(child, bytes);
+                each_stats(child, f);
             }
         }
+    }
+
+    /// `f` applied to every stats of `thread`.
+    fn each_thread_stats(thread: &mut Thread, f: &mut impl FnMut(&mut Stats)) {
+        f(&mut thread.defaults);
+        for v in &mut thread.volumes {
+            f(&mut v.stats);
+        }
+        each_stats(&mut thread.chain, f);
     }
 
     fn resize(s: &mut Stats, bytes: u32) {
@@ -501,6 +568,48 @@ mod tests {
         }
     }
 
+    /// Every request placed afresh: nothing but edges moves the walk.
+    fn fresh_only(s: &mut Stats) {
+        (s.sequential, s.continuation, s.near, s.reuse) = (0.0, 0.0, 0.0, 0.0);
+        for o in &mut s.by_op {
+            (o.sequential, o.continuation, o.near, o.reuse) = (0.0, 0.0, 0.0, 0.0);
+        }
+    }
+
+    #[test]
+    fn a_state_with_stays_is_visited_for_a_drawn_length() {
+        // a thread whose four states each lead to every state
+        let mut model = Preset::builtin("messenger").unwrap().build().unwrap();
+        let thread = &mut model.threads[0];
+        each_thread_stats(thread, &mut fresh_only);
+        // state 0 is visited 50 requests at a time; the others as their self-loops' odds say
+        thread.chain.states[0].stays = Some(vec![Bucket {
+            from: 50,
+            to: 51,
+            p: 1.0,
+        }]);
+        let thread = &model.threads[0];
+        let rt = ThreadRt::new(&model, thread, false);
+        let mut st = ThreadState::new(&rt, &model, thread, 11, 50_000);
+        let mut visits: Vec<(usize, u64)> = Vec::new();
+        let mut visit = (usize::MAX, 0);
+        while st.left > 0 {
+            st.next(&rt);
+            if st.path[0] == visit.0 {
+                visit.1 += 1;
+            } else {
+                visits.push(visit);
+                visit = (st.path[0], 1);
+            }
+        }
+        let of = |s: usize| visits.iter().filter(move |v| v.0 == s).map(|v| v.1);
+        assert!(of(0).count() >= 20, "{} visits to state 0", of(0).count());
+        assert!(of(0).all(|l| l == 50), "{:?}", of(0).collect::<Vec<_>>());
+        // without stays a visit lasts as long as the self-loop's odds say: one or more
+        let others: Vec<u64> = of(1).collect();
+        assert!(others.contains(&1) && others.iter().any(|&l| l > 1), "{others:?}");
+    }
+
     #[test]
     fn work_per_request_does_not_grow_with_its_size() {
         // 4 GiB less a block: the largest size a model holds
@@ -510,8 +619,7 @@ mod tests {
             v.span_bytes = 1 << 50;
         }
         for t in &mut model.threads {
-            resize(&mut t.defaults, huge);
-            resize_chain(&mut t.chain, huge);
+            each_thread_stats(t, &mut |s| resize(s, huge));
         }
         let thread = &model.threads[0];
         assert_eq!(largest_size(thread), huge);

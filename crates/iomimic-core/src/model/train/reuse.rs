@@ -37,7 +37,7 @@ use rustc_hash::FxHashMap;
 use crate::analyze::frequency_ranks::CountRanks;
 
 use crate::model::{
-    request_class as class_of, Reuse, ReuseBucket, ReuseClass, REQUEST_CLASSES as CLASSES, SIZE_CLASSES,
+    request_class as class_of, Bucket, Reuse, ReuseClass, REQUEST_CLASSES as CLASSES, SIZE_CLASSES,
 };
 use crate::trace::TraceView;
 
@@ -377,14 +377,14 @@ impl ReuseAcc {
         *self.kinds.entry(key).or_insert(0) += 1;
     }
 
-    fn buckets(&self, shares: impl Iterator<Item = f64>) -> Vec<ReuseBucket> {
+    fn buckets(&self, shares: impl Iterator<Item = f64>) -> Vec<Bucket> {
         let shares: Vec<f64> = shares.collect();
         let total: f64 = shares.iter().sum();
         shares
             .iter()
             .enumerate()
             .filter(|&(_, &c)| c > 0.0)
-            .map(|(b, &c)| ReuseBucket {
+            .map(|(b, &c)| Bucket {
                 from: self.bounds[b],
                 to: self.bounds[b + 1],
                 p: c / total,
@@ -576,7 +576,7 @@ mod tests {
         let sum: f64 = weights.iter().sum();
         let weights: Vec<f64> = weights.iter().map(|w| w / sum).collect();
         let zipf = reads(20_000, |_| {
-            crate::model::sample::pick(weights.iter().copied(), &mut rng) as u64
+            crate::model::sample::pick_at(weights.iter().copied(), rng.f64()) as u64
         });
         assert!(rank_share(&zipf) > 0.6, "{}", rank_share(&zipf));
         // a loop over 300 keys: each comes back at depth 300, all equally often — recency alone

@@ -278,6 +278,52 @@ impl ThreadPass {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Bucket;
+
+    #[test]
+    fn top_level_stays_are_kept_where_they_are_not_geometric() {
+        // two top-level states, [0, 2^29) and [2^29, 2^30); forty visits to each, in turn: A
+        // for 1 request three times in four and for 40 the fourth, B for 1 request always (the
+        // last B ends the thread)
+        let bounds = super::super::reuse::reuse_bounds();
+        let mut pass = ThreadPass::new(&[0], &[1 << 30], 1, 2, false, &bounds, 2000, 100);
+        let mut i = 0u64;
+        let mut request = |offset: u64| {
+            pass.request(0, offset, 4096, 0, i as f64, NO_VISIT);
+            i += 1;
+        };
+        for visit in 0..40u64 {
+            let a = if visit % 4 == 3 { 40 } else { 1 };
+            for j in 0..a {
+                request(j * 8192);
+            }
+            request((1 << 29) + visit * 8192);
+        }
+        let part = pass.finish();
+        let b = |from, to, p| Bucket { from, to, p };
+        // quarter-octave buckets: 1 is [1, 2), 40 is [40, 48); a self-loop's odds would give
+        // stays of 1 with p 1/10.75, not 3/4
+        assert_eq!(
+            part.chain.states[0].stays,
+            Some(vec![b(1, 2, 0.75), b(40, 48, 0.25)])
+        );
+        // every stay of B is 1 request, as a state without a self-loop gives anyway
+        assert_eq!(part.chain.states[1].stays, None);
+        // seven visits are too few to tell
+        let mut pass = ThreadPass::new(&[0], &[1 << 30], 1, 2, false, &bounds, 2000, 100);
+        let mut i = 0u64;
+        for visit in 0..14u64 {
+            for _ in 0..(if visit % 2 == 0 {
+                1 + 39 * (visit % 4 / 2)
+            } else {
+                1
+            }) {
+                pass.request(0, (visit % 2) << 29, 4096, 0, i as f64, NO_VISIT);
+                i += 1;
+            }
+        }
+        assert_eq!(pass.finish().chain.states[0].stays, None);
+    }
 
     #[test]
     fn gap_stride_keeps_at_most_the_gaps_asked() {
