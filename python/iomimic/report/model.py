@@ -19,6 +19,14 @@ def _dist(d: dict[str, Any]) -> str:
     return f"{kind} ({params.replace('_ns', '_us')})"
 
 
+def _stays(buckets: list[dict] | None) -> str:
+    """A top-level state's stays: kept (visits of up to so many requests) or as its self-loop
+    gives them."""
+    if not buckets:
+        return "self-loop"
+    return f"kept: 1–{max(b['to'] for b in buckets) - 1:,} a visit"
+
+
 def _stats(s: dict[str, Any] | None) -> str:
     if not s:
         return "thread's"
@@ -93,7 +101,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
     for t in d["threads"][:4]:
         chain = t["chain"]
         st = table(f"{t['name']}: top-level states")
-        for c in ("state", "volume", "range", "start share", "top transitions (p: stats)"):
+        for c in ("state", "volume", "range", "start share", "stays", "top transitions (p: stats)"):
             st.add_column(c)
         rows = chain_edges(chain)
         for i, s in enumerate(chain["states"][:max_states]):
@@ -105,8 +113,9 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
                 name,
                 f"{human_bytes(s['start'])} – {human_bytes(s['end'])}",
                 f"{chain['initial'][i]:.3f}",
+                _stays(s.get("stays")),
                 tr,
             )
         if len(chain["states"]) > max_states:
-            st.add_row("…", f"{len(chain['states']) - max_states} more (--max-states)", "", "", "")
+            st.add_row("…", f"{len(chain['states']) - max_states} more (--max-states)", "", "", "", "")
         console.print(st)
