@@ -356,6 +356,10 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
             lambda d: d["threads"][0]["chain"]["states"][0].update(stays=[{"from": 3, "to": 2, "p": 1.0}]),
             "chain.states[0].stays[0]: needs 1 <= from < to",
         ),
+        (
+            lambda d: d["threads"][0]["chain"]["states"][0].update(stays=[]),
+            "chain.states[0].stays: needs at least one bucket",
+        ),
         (lambda d: d.pop("rate"), "missing field `rate`"),
         (lambda d: d.update(colour="blue"), "unknown field `colour`"),
     ]

@@ -24,7 +24,7 @@ def _stays(buckets: list[dict] | None) -> str:
     gives them."""
     if not buckets:
         return "self-loop"
-    return f"kept: 1–{max(b['to'] for b in buckets) - 1:,} a visit"
+    return f"kept: {min(b['from'] for b in buckets):,}–{max(b['to'] for b in buckets) - 1:,} a visit"
 
 
 def _stats(s: dict[str, Any] | None) -> str:

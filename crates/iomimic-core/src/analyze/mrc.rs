@@ -44,7 +44,7 @@ pub struct MrcPoint {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Bucket {
+pub struct ReuseBucket {
     /// Distances in blocks, `[from, to)`.
     pub from_blocks: u64,
     pub to_blocks: u64,
@@ -60,7 +60,7 @@ pub struct Mrc {
     pub footprint_bytes: u64,
     pub curve: Vec<MrcPoint>,
     /// Stack distances in log2 buckets; cold misses are not in it.
-    pub reuse_histogram: Vec<Bucket>,
+    pub reuse_histogram: Vec<ReuseBucket>,
     /// 1.0 for an exact curve, else the SHARDS sampling rate.
     pub sampling_rate: f64,
     /// Estimated standard error of the miss ratio from sampling, the largest over the curve's
@@ -704,7 +704,7 @@ impl Distances {
             cache = (cache * 2).min(footprint_blocks.max(1) * BLOCK).max(cache + 1);
         }
         // counted unscaled by log2 bucket of the real distance, scaled once
-        let mut reuse_histogram: Vec<Bucket> = Vec::new();
+        let mut reuse_histogram: Vec<ReuseBucket> = Vec::new();
         for (r, &start) in self.bounds.iter().enumerate() {
             let count: u64 = (0..groups).map(|g| self.counts[g * self.bounds.len() + r]).sum();
             if count == 0 {
@@ -715,7 +715,7 @@ impl Distances {
             let to = if real == 0 { 1 } else { from * 2 };
             match reuse_histogram.last_mut() {
                 Some(b) if b.from_blocks == from => b.count += count,
-                _ => reuse_histogram.push(Bucket {
+                _ => reuse_histogram.push(ReuseBucket {
                     from_blocks: from,
                     to_blocks: to,
                     count,

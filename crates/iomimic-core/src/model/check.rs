@@ -21,7 +21,8 @@ fn check_probabilities(path: &str, p: &[f64]) -> Result<()> {
             format!("{} is not a probability", p[i]),
         ));
     }
-    let sum: f64 = p.iter().sum();
+    // (+ 0.0: an empty sum is -0.0, which would print as "-0")
+    let sum: f64 = p.iter().sum::<f64>() + 0.0;
     if (sum - 1.0).abs() > SUM_TOLERANCE {
         return Err(invalid(path, format!("probabilities sum to {sum}, not 1")));
     }
@@ -345,6 +346,9 @@ fn check_dist(path: &str, d: &Dist) -> Result<()> {
 }
 
 fn check_buckets(path: &str, buckets: &[Bucket]) -> Result<()> {
+    if buckets.is_empty() {
+        return Err(invalid(path, "needs at least one bucket"));
+    }
     check_probabilities(
         &format!("{path}[].p"),
         &buckets.iter().map(|b| b.p).collect::<Vec<_>>(),

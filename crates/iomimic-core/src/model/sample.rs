@@ -32,7 +32,7 @@ pub struct Alias {
 
 impl Alias {
     /// From probabilities (normalised here; all zero puts everything on the last index, as
-    /// [`pick`] does). An empty list gives an empty table, which must not be drawn from.
+    /// [`pick_at`] does). An empty list gives an empty table, which must not be drawn from.
     pub fn new(p: &[f64]) -> Self {
         let n = p.len();
         let sum: f64 = p.iter().sum();

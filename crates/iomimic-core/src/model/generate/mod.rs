@@ -8,7 +8,9 @@
 //! if it stays in the same state and that state has children, the child chain's edge is drawn
 //! instead, and so on down. A move to another state enters its children by their entry
 //! probabilities. A state with no edges of its own is entered afresh by its chain's entry
-//! probabilities and the whole move drawn again, once. The deciding edge's stats (or, for an
+//! probabilities and the whole move drawn again, once. A top-level state with stays is
+//! semi-Markov: each visit draws a stay, the top level takes the self-loop while it lasts and
+//! one of the other edges once it is over. The deciding edge's stats (or, for an
 //! edge without its own, its volume's or the thread's) give the op, the size and the
 //! model-time gap; the request is then sequential (it starts at its volume's previous end),
 //! a reuse (it repeats the offset and size of the request that last started in the block at a

@@ -73,6 +73,9 @@ pub(super) struct ChainRt {
 }
 
 /// A top-level state's stays, and its row's edges for while one lasts and for when it is over.
+/// A hand-written row may lack either: without a self-loop (or with odds of 0 for it) every
+/// stay is one request; without another edge of non-zero odds the row's odds decide when the
+/// stay is over.
 pub(super) struct Stay {
     pub lengths: BucketSampler,
     /// The edge back to the state itself (none: every stay is one request).
@@ -83,10 +86,12 @@ pub(super) struct Stay {
 
 impl Stay {
     fn new(s: usize, lengths: &[Bucket], row: &[Edge]) -> Self {
-        let others: Vec<usize> = (0..row.len()).filter(|&e| row[e].to as usize != s).collect();
+        let others: Vec<usize> = (0..row.len())
+            .filter(|&e| row[e].to as usize != s && row[e].p > 0.0)
+            .collect();
         Self {
             lengths: BucketSampler::from_buckets(lengths),
-            itself: row.iter().position(|e| e.to as usize == s),
+            itself: row.iter().position(|e| e.to as usize == s && e.p > 0.0),
             leave: (!others.is_empty()).then(|| {
                 let p: Vec<f64> = others.iter().map(|&e| row[e].p).collect();
                 (Alias::new(&p), others)

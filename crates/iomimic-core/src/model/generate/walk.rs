@@ -268,7 +268,10 @@ impl ThreadState {
     /// place's in particular (a scan that reached such a state broke off there). The levels
     /// above draw twice on such a step; drawing again only from the re-entered level down was
     /// measured worse (docs/model.md, Generation). Once only, so the work stays bounded when
-    /// entry leads to another state without edges.
+    /// entry leads to another state without edges. A top-level state with stays takes its
+    /// self-loop while the visit's stay lasts and its other edges once it is over
+    /// ([`Self::stay_or_leave`]); a request placed in another state (following a run there)
+    /// ends the visit early.
     fn step<'r>(&mut self, rt: &'r ThreadRt) -> Option<&'r Ready> {
         match self.draw_move(rt) {
             Move::Edge(ready) => ready,
@@ -279,7 +282,8 @@ impl ThreadState {
         }
     }
 
-    /// One draw down the levels: an edge taken, or a state without edges entered afresh.
+    /// One draw down the levels (the top level's edge chosen by the stay, where the state has
+    /// stays): an edge taken, or a state without edges entered afresh.
     fn draw_move<'r>(&mut self, rt: &'r ThreadRt) -> Move<'r> {
         let depth = self.path.len();
         for level in 0..depth {
@@ -608,6 +612,24 @@ mod tests {
         // without stays a visit lasts as long as the self-loop's odds say: one or more
         let others: Vec<u64> = of(1).collect();
         assert!(others.contains(&1) && others.iter().any(|&l| l > 1), "{others:?}");
+        // a hand-written row without a self-loop: every visit is one request, whatever the
+        // stays say
+        let mut model = model.clone();
+        let row = &mut model.threads[0].chain.transitions[0];
+        row.retain(|e| e.to != 0);
+        let total: f64 = row.iter().map(|e| e.p).sum();
+        for e in row.iter_mut() {
+            e.p /= total;
+        }
+        let thread = &model.threads[0];
+        let rt = ThreadRt::new(&model, thread, false);
+        let mut st = ThreadState::new(&rt, &model, thread, 11, 5_000);
+        let mut last = usize::MAX;
+        while st.left > 0 {
+            st.next(&rt);
+            assert!(!(st.path[0] == 0 && last == 0), "state 0 visited twice in a row");
+            last = st.path[0];
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::normalise;
 use super::placement::Kind;
-use super::reuse::reuse_bounds;
+use super::reuse::{buckets_of, reuse_bounds};
 use super::stats::{differs, StatsAcc, MIN_STATS};
 use crate::model::{Bucket, Chain, Edge, State, Stats};
 
@@ -158,7 +158,7 @@ impl Hierarchy {
 
     /// The top-level visit in progress ends (its state left, or the thread's end).
     fn end_visit(stays: &mut [(Vec<u64>, u64)], bounds: &[u64], (state, length): (usize, u64)) {
-        let b = bounds.partition_point(|&x| x <= length) - 1;
+        let b = (bounds.partition_point(|&x| x <= length) - 1).min(bounds.len() - 2);
         let (counts, requests) = &mut stays[state];
         if counts.len() <= b {
             counts.resize(b + 1, 0);
@@ -215,7 +215,8 @@ impl Hierarchy {
     /// Returns the chain and, per volume, the stats of the requests over edges without their
     /// own: those edges take these, so every op, placement and size share of the volume holds
     /// as the trace had it (falling back to the volume's whole stats would count the edges
-    /// with their own twice).
+    /// with their own twice). The top-level states get their stays ([`Self::stays_of`]); the
+    /// visit the thread ended in counts as a whole one (it is cut short at most once).
     pub fn build(&self, fallback: &Fallback<'_>) -> (Chain, FxHashMap<u32, Stats>) {
         let mut rest: FxHashMap<u32, StatsAcc> = FxHashMap::default();
         for acc in &self.chains {
@@ -246,9 +247,12 @@ impl Hierarchy {
     }
 
     /// A state's stays as buckets, when it was visited often enough and they are not what its
-    /// self-loop's odds give anyway: a geometric law of their mean (Kolmogorov–Smirnov at 5 %,
-    /// the empirical law known at bucket ends). Most states' stays are (a stream-rich trace's
-    /// all are); kept for them the model would grow and the walk draw more for nothing.
+    /// self-loop's odds give anyway: a geometric law of their mean (Kolmogorov–Smirnov's
+    /// critical value at 5 %, the empirical law known at bucket ends; conservative, as the
+    /// law's parameter comes from the same visits and the law is discrete, so a state keeps
+    /// its stays only when they are plainly not geometric). Most states' stays are (a
+    /// stream-rich trace's all are); kept for them the model would grow and the walk draw more
+    /// for nothing.
     fn stays_of(&self, counts: &[u64], requests: u64) -> Option<Vec<Bucket>> {
         let visits: u64 = counts.iter().sum();
         if visits < MIN_VISITS {
@@ -263,18 +267,8 @@ impl Hierarchy {
             let geometric = 1.0 - stay_on.powf(longest as f64);
             distance = distance.max((below as f64 / visits as f64 - geometric).abs());
         }
-        (distance > KS_5_PERCENT / (visits as f64).sqrt()).then(|| {
-            counts
-                .iter()
-                .enumerate()
-                .filter(|&(_, &c)| c > 0)
-                .map(|(b, &c)| Bucket {
-                    from: self.bounds[b],
-                    to: self.bounds[b + 1],
-                    p: c as f64 / visits as f64,
-                })
-                .collect()
-        })
+        (distance > KS_5_PERCENT / (visits as f64).sqrt())
+            .then(|| buckets_of(&self.bounds, counts.iter().map(|&c| c as f64)))
     }
 }
 

@@ -19,6 +19,8 @@
 //!    paths differ decides the edge: it gets the count and the arriving request's stats; the
 //!    levels above count a self-loop, the levels below an entry into the new state's children.
 //!    Requests in the same leaf count a self-loop at every level and give stats to the leaf's.
+//!    Each top-level state's visits (requests in a row in it) are counted by length, and kept
+//!    as its stays where they are not geometric.
 //! 5. Stats per edge: op mix, P(sequential) (starts at the previous end on its volume),
 //!    P(reuse) (not sequential, and starts at an offset the thread used before), the sizes
 //!    (at most [`MAX_SIZES`](sizes::MAX_SIZES), the rarest merged into the nearest kept size)

@@ -699,6 +699,43 @@ mod tests {
     }
 
     #[test]
+    fn stays_cut_by_pieces_train_the_whole_traces_stays() {
+        // one stream: scans of 400 requests amid single random requests, three in four visits
+        // of one request; cut inside scans
+        let mut rng = crate::random::Prng::new(5);
+        let mut rows: Vec<(u64, u32)> = Vec::new();
+        for visit in 0..400u64 {
+            let scan = if visit % 4 == 3 { 400 } else { 1 };
+            for j in 0..scan {
+                rows.push((visit * (1 << 22) % (1 << 30) + j * 65_536, 65_536));
+            }
+            rows.push(((3 << 30) + rng.below(1 << 18) * 4096, 4096));
+        }
+        let n = rows.len();
+        let t = Trace {
+            volumes: vec!["a".into()],
+            ts_ns: (0..n as u64).map(|i| i * 1000).collect(),
+            offset: rows.iter().map(|r| r.0).collect(),
+            size: rows.iter().map(|r| r.1).collect(),
+            op: vec![0; n],
+            volume: vec![0; n],
+            stream: vec![0; n],
+            ..Trace::default()
+        };
+        let opts = TrainOptions {
+            levels: Some(1),
+            states: Some(4),
+            ..TrainOptions::default()
+        };
+        let whole = super::super::train(&t.view(), &opts).unwrap();
+        assert!(
+            whole.threads[0].chain.states[0].stays.is_some(),
+            "the scans' stays are kept"
+        );
+        same(&t, &opts, &[150, 151, 20_000, 40_321]);
+    }
+
+    #[test]
     fn one_stream_with_reuse_in_many_small_pieces() {
         let t = mixed(30_000, 1, 5);
         let opts = TrainOptions {

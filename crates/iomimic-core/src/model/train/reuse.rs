@@ -53,6 +53,23 @@ pub(super) fn reuse_bounds() -> Vec<u64> {
     b
 }
 
+/// Counts over the buckets of `bounds` (the first count's bucket `[bounds[0], bounds[1])`)
+/// as buckets with their shares, the empty ones left out.
+pub(super) fn buckets_of(bounds: &[u64], counts: impl Iterator<Item = f64>) -> Vec<Bucket> {
+    let counts: Vec<f64> = counts.collect();
+    let total: f64 = counts.iter().sum();
+    counts
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| c > 0.0)
+        .map(|(b, &c)| Bucket {
+            from: bounds[b],
+            to: bounds[b + 1],
+            p: c / total,
+        })
+        .collect()
+}
+
 /// A request touched before: where the request it touches again stood.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Touch {
@@ -378,18 +395,7 @@ impl ReuseAcc {
     }
 
     fn buckets(&self, shares: impl Iterator<Item = f64>) -> Vec<Bucket> {
-        let shares: Vec<f64> = shares.collect();
-        let total: f64 = shares.iter().sum();
-        shares
-            .iter()
-            .enumerate()
-            .filter(|&(_, &c)| c > 0.0)
-            .map(|(b, &c)| Bucket {
-                from: self.bounds[b],
-                to: self.bounds[b + 1],
-                p: c / total,
-            })
-            .collect()
+        buckets_of(&self.bounds, shares)
     }
 
     /// The mix's parts given each kind's chance of being a re-use by frequency.

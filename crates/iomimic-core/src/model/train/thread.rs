@@ -323,6 +323,23 @@ mod tests {
             }
         }
         assert_eq!(pass.finish().chain.states[0].stays, None);
+        // geometric visits (a one-in-five chance a request to leave) are what a self-loop
+        // gives: not kept
+        let mut pass = ThreadPass::new(&[0], &[1 << 30], 1, 2, false, &bounds, 4000, 100);
+        let mut rng = crate::random::Prng::new(7);
+        let mut i = 0u64;
+        for visit in 0..300u64 {
+            loop {
+                pass.request(0, (visit % 2) << 29, 4096, 0, i as f64, NO_VISIT);
+                i += 1;
+                if rng.below(5) == 0 {
+                    break;
+                }
+            }
+        }
+        let part = pass.finish();
+        assert_eq!(part.chain.states[0].stays, None);
+        assert_eq!(part.chain.states[1].stays, None);
     }
 
     #[test]
