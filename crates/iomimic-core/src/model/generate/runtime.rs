@@ -147,8 +147,8 @@ impl ChainRt {
     }
 }
 
-/// The top-level states' stays, when any keeps them.
-fn stays_of(c: &Chain) -> Option<Vec<Option<Stay>>> {
+/// The top-level states' stays made ready to draw from, when any keeps them.
+fn ready_stays(c: &Chain) -> Option<Vec<Option<Stay>>> {
     let stays = c.states.iter().zip(&c.transitions).enumerate();
     let stays: Vec<Option<Stay>> = stays
         .map(|(s, (state, row))| state.stays.as_deref().map(|l| Stay::new(s, l, row)))
@@ -208,7 +208,7 @@ impl ThreadRt {
                 .filter(|s| !s.near_depth.is_empty() && !s.near_gap.bytes.is_empty())
                 .map(|s| (Alias::new(&s.near_depth), SizeSampler::new(&s.near_gap))),
             alignment: thread.alignment,
-            stays: stays_of(&thread.chain),
+            stays: ready_stays(&thread.chain),
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
             trained: (thread.weight * model.requests as f64).round() as u64,
         }

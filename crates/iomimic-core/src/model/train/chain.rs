@@ -75,10 +75,12 @@ pub(super) struct Hierarchy {
     chains: Vec<ChainAcc>,
     /// Sub-ranges per leaf for fresh placements (1: none kept).
     fine: u64,
+    /// Requests in each top-level state: where the thread starts, and its visits' total.
+    occupancy: Vec<u64>,
     /// Top-level visits: the state visited now and its requests so far, and per state the
-    /// finished visits' lengths counted in quarter-octave buckets of `bounds` and their sum.
+    /// finished visits' lengths counted in quarter-octave buckets of `bounds`.
     visit: (usize, u64),
-    stays: Vec<(Vec<u64>, u64)>,
+    stays: Vec<Vec<u64>>,
     bounds: Vec<u64>,
 }
 
@@ -93,7 +95,8 @@ impl Hierarchy {
         Self {
             levels,
             k,
-            stays: vec![(Vec::new(), 0); top.len()],
+            occupancy: vec![0; top.len()],
+            stays: vec![Vec::new(); top.len()],
             chains: vec![ChainAcc::new(top)],
             fine: FINE_PER_VOLUME.div_ceil(leaves.max(1)),
             visit: (0, 0),
@@ -154,17 +157,17 @@ impl Hierarchy {
             self.chains[c].initial[s] += 1;
         }
         self.visit = (path[0].1, 1);
+        self.occupancy[path[0].1] += 1;
     }
 
     /// The top-level visit in progress ends (its state left, or the thread's end).
-    fn end_visit(stays: &mut [(Vec<u64>, u64)], bounds: &[u64], (state, length): (usize, u64)) {
+    fn end_visit(stays: &mut [Vec<u64>], bounds: &[u64], (state, length): (usize, u64)) {
         let b = (bounds.partition_point(|&x| x <= length) - 1).min(bounds.len() - 2);
-        let (counts, requests) = &mut stays[state];
+        let counts = &mut stays[state];
         if counts.len() <= b {
             counts.resize(b + 1, 0);
         }
         counts[b] += 1;
-        *requests += length;
     }
 
     /// A move from `prev` to `cur`: the first level where the paths differ (else the leaf)
@@ -188,6 +191,7 @@ impl Hierarchy {
         } else {
             self.visit.1 += 1;
         }
+        self.occupancy[cur[0].1] += 1;
         for (level, (&(c, a), &(_, b))) in prev.iter().zip(cur).enumerate() {
             match level.cmp(&decided) {
                 std::cmp::Ordering::Less => self.chains[c].passes[a] += 1,
@@ -202,12 +206,6 @@ impl Hierarchy {
         }
     }
 
-    /// Top-level starts follow occupancy (each top-level state's requests), not just the first
-    /// request.
-    pub fn start_by_occupancy(&mut self, occupancy: Vec<u64>) {
-        self.chains[0].initial = occupancy;
-    }
-
     /// The finished chains. An edge has stats of its own from [`MIN_STATS`] requests, where
     /// they differ from the stats it would otherwise take (`fallback` of the volume it leads
     /// into).
@@ -215,8 +213,10 @@ impl Hierarchy {
     /// Returns the chain and, per volume, the stats of the requests over edges without their
     /// own: those edges take these, so every op, placement and size share of the volume holds
     /// as the trace had it (falling back to the volume's whole stats would count the edges
-    /// with their own twice). The top-level states get their stays ([`Self::stays_of`]); the
-    /// visit the thread ended in counts as a whole one (it is cut short at most once).
+    /// with their own twice). Top-level starts follow occupancy (each top-level state's
+    /// requests), not just the first request; the top-level states get their stays
+    /// ([`Self::stays_of`]), the visit the thread ended in counting as a whole one (it is cut
+    /// short at most once).
     pub fn build(&self, fallback: &Fallback<'_>) -> (Chain, FxHashMap<u32, Stats>) {
         let mut rest: FxHashMap<u32, StatsAcc> = FxHashMap::default();
         for acc in &self.chains {
@@ -235,13 +235,14 @@ impl Hierarchy {
             .map(|(v, acc)| (v, acc.finish(None)))
             .collect();
         let mut chain = build_chain(&self.chains, 0, fallback);
+        chain.initial = normalise(&self.occupancy);
         // the visit the thread ended in counts as it stands
         let mut stays = self.stays.clone();
         if self.visit.1 > 0 {
             Self::end_visit(&mut stays, &self.bounds, self.visit);
         }
-        for (state, (counts, requests)) in chain.states.iter_mut().zip(&stays) {
-            state.stays = self.stays_of(counts, *requests);
+        for ((state, counts), &requests) in chain.states.iter_mut().zip(&stays).zip(&self.occupancy) {
+            state.stays = self.stays_of(counts, requests);
         }
         (chain, rest)
     }

@@ -117,8 +117,6 @@ pub(super) struct ThreadPass {
     counts: TouchCounts,
     /// the top-level states, which the counts are kept per
     top: Vec<(u32, u64, u64)>,
-    /// requests in each top-level state (where the thread starts)
-    occupancy: Vec<u64>,
     alignment: AlignmentAcc,
     /// The previous request's path of (chain, state), and this one's.
     prev: Vec<(usize, usize)>,
@@ -147,7 +145,6 @@ impl ThreadPass {
         let hierarchy = Hierarchy::new(volumes, spans, levels, k);
         let top = hierarchy.top_states();
         Self {
-            occupancy: vec![0; top.len()],
             counts: if reuse_on {
                 TouchCounts::new(top.len())
             } else {
@@ -223,7 +220,6 @@ impl ThreadPass {
         }
         let kept = gap.filter(|_| (row - 1).is_multiple_of(self.gap_stride));
         self.stats.add(op, size, kind, kept);
-        self.occupancy[self.cur[0].1] += 1;
         self.by_volume
             .entry(volume)
             .or_default()
@@ -236,10 +232,8 @@ impl ThreadPass {
         std::mem::swap(&mut self.prev, &mut self.cur);
     }
 
-    pub fn finish(mut self) -> Part {
+    pub fn finish(self) -> Part {
         let reuse_on = self.reuse_on;
-        self.hierarchy
-            .start_by_occupancy(std::mem::take(&mut self.occupancy));
         let gaps = self.stats.gaps.as_deref().unwrap_or(&[]);
         let overall_gap = if gaps.is_empty() {
             Dist::Fixed { value_ns: 0.0 }
