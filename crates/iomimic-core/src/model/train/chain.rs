@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::normalise;
 use super::placement::Kind;
-use super::reuse::{buckets_of, reuse_bounds};
+use super::reuse::buckets_of;
 use super::stats::{differs, StatsAcc, MIN_STATS};
 use crate::model::{Bucket, Chain, Edge, State, Stats};
 
@@ -85,8 +85,9 @@ pub(super) struct Hierarchy {
 }
 
 impl Hierarchy {
-    /// `k` states per volume of `volumes` at the top, `k` per visited state below, `levels` deep.
-    pub fn new(volumes: &[u32], spans: &[u64], levels: u32, k: u32) -> Self {
+    /// `k` states per volume of `volumes` at the top, `k` per visited state below, `levels` deep;
+    /// visits counted in the buckets of `bounds` (the reuse extension's).
+    pub fn new(volumes: &[u32], spans: &[u64], levels: u32, k: u32, bounds: &[u64]) -> Self {
         let top: Vec<(u32, u64, u64)> = volumes
             .iter()
             .flat_map(|&v| split(v, 0, spans[v as usize], k))
@@ -100,7 +101,7 @@ impl Hierarchy {
             chains: vec![ChainAcc::new(top)],
             fine: FINE_PER_VOLUME.div_ceil(leaves.max(1)),
             visit: (0, 0),
-            bounds: reuse_bounds(),
+            bounds: bounds.to_vec(),
         }
     }
 

@@ -394,10 +394,6 @@ impl ReuseAcc {
         *self.kinds.entry(key).or_insert(0) += 1;
     }
 
-    fn buckets(&self, shares: impl Iterator<Item = f64>) -> Vec<Bucket> {
-        buckets_of(&self.bounds, shares)
-    }
-
     /// The mix's parts given each kind's chance of being a re-use by frequency.
     fn maximise(&self, kinds: &[(ReuseKey, f64)], by_rank: &[f64]) -> Vec<ClassFit> {
         let n = self.bounds.len();
@@ -472,7 +468,7 @@ impl ReuseAcc {
 
     /// The histograms, `None` without a re-use.
     pub fn finish(&self) -> Option<Reuse> {
-        let buckets = self.buckets(self.counts.iter().map(|&c| c as f64));
+        let buckets = buckets_of(&self.bounds, self.counts.iter().map(|&c| c as f64));
         if buckets.is_empty() {
             return None;
         }
@@ -484,7 +480,7 @@ impl ReuseAcc {
             .filter(|(_, part)| part.share > 0.0)
             .map(|(k, part)| {
                 let (op, class) = ((k / CLASSES) as u8, (k % CLASSES) as u8);
-                let depths = self.buckets(part.depths.into_iter());
+                let depths = buckets_of(&self.bounds, part.depths.into_iter());
                 ReuseClass {
                     op,
                     last_op: (class / n) % 2,
@@ -494,7 +490,7 @@ impl ReuseAcc {
                     // all by frequency when no re-use is left to recency
                     rank_share: if depths.is_empty() { 1.0 } else { part.by_rank },
                     buckets: depths,
-                    ranks: self.buckets(part.ranks.into_iter()),
+                    ranks: buckets_of(&self.bounds, part.ranks.into_iter()),
                 }
             })
             .collect();

@@ -142,7 +142,7 @@ impl ThreadPass {
         requests: usize,
         gaps_kept: usize,
     ) -> Self {
-        let hierarchy = Hierarchy::new(volumes, spans, levels, k);
+        let hierarchy = Hierarchy::new(volumes, spans, levels, k, bounds);
         let top = hierarchy.top_states();
         Self {
             counts: if reuse_on {
