@@ -145,6 +145,9 @@ def test_the_curve_is_exact_while_its_blocks_fit_the_budget_and_states_its_error
     assert f"SHARDS sampled at {sampled['sampling_rate']:.3g}, error ±{error:.4f}" in words
     r = run_cli("characterize", str(path), "--mrc-budget", "0")
     assert r.returncode == 2 and "--mrc-budget: a whole number of at least 1" in r.stderr
+    # a budget of a block would sample next to nothing (once reported a miss ratio of 0)
+    r = run_cli("characterize", str(path), "--mrc-budget", "1")
+    assert r.returncode == 2 and "--mrc-budget must be at least 1024 blocks" in r.stderr, r.stderr
 
     # watched (test_safety stops one with Ctrl-C), the same curve
     seen: list[tuple[int, int]] = []
@@ -275,8 +278,9 @@ def test_bad_options_are_input_errors() -> None:
         iomimic.characterize(t, by="thread")
     with pytest.raises(iomimic.InputError, match="`ranges` must be at least 1"):
         iomimic.characterize(t, ranges=0)
-    with pytest.raises(iomimic.InputError, match="`mrc_budget` must be at least 1 block"):
-        iomimic.characterize(t, mrc_budget=0)
+    for budget in (0, 1, 1023):
+        with pytest.raises(iomimic.InputError, match="`mrc_budget` must be at least 1024 blocks"):
+            iomimic.characterize(t, mrc_budget=budget)
     with pytest.raises(iomimic.InputError, match=r"`sampling` must be in \(0, 1\]"):
         cache.miss_ratio_curve(t, sampling=1.5)
     with pytest.raises(iomimic.InputError, match='`window`: cannot read "soon" as a duration'):

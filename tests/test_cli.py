@@ -33,6 +33,19 @@ def test_info_json(tmp_path: Path) -> None:
     assert s["span_s"] == 12900 / 1e9
 
 
+def test_info_counts_the_canonical_csv_convert_writes(tmp_path: Path) -> None:
+    """Canonical CSV names its volumes after the rows: `info`, counting a batch at a time,
+    meets the rows before the names."""
+    for name in ("hm_0.csv", "hm_0.csv.gz"):
+        out = tmp_path / name
+        assert run_cli("convert", str(MSR), "-o", str(out)).returncode == 0
+        r = run_cli("info", str(out), "--json", "-")
+        assert r.returncode == 0, r.stderr
+        s = json.loads(r.stdout)
+        assert (s["requests"], s["reads"], s["writes"]) == (3, 2, 1)
+        assert [(v["name"], v["requests"]) for v in s["volumes"]] == [("hm_0", 2), ("hm_1", 1)]
+
+
 def test_convert_to_parquet_and_csv_round_trip(tmp_path: Path) -> None:
     original = iomimic.read_trace(MSR)
     for name, fmt in (("hm_0.parquet", "parquet"), ("hm_0.csv", "csv"), ("hm_0.csv.gz", "csv.gz")):
@@ -211,6 +224,7 @@ def test_convert_slices_by_time_volume_op_and_stream(tmp_path: Path) -> None:
         (["--volume", "sdc"], "--volume: the trace has no volume 'sdc' (it has sda, sdb)"),
         (["--op", "wrote"], "--op: no op 'wrote'"),
         (["--start", "2h"], "no request is in the selection"),
+        (["--start", "30s", "--end", "10s"], "--start (30 s) must come before --end (10 s)"),
         (["--stream", "x"], "--stream: expected a stream id"),
     ]:
         r = run_cli("convert", str(src), "-o", str(tmp_path / "bad.parquet"), *args)

@@ -51,7 +51,10 @@ def test_job_options(tmp_path: Path) -> None:
     t = two_volume_trace(20)
     export_fio(t, tmp_path / "a.fio", tmp_path / "a.iolog", intensity=2, direct=True, iodepth=4)
     job = (tmp_path / "a.fio").read_text()
-    assert "replay_time_scale=50" in job and "direct=1" in job and "iodepth=4" in job
+    # twice as fast: fio's scale is a percentage of the logged rate (gaps times 100 / scale)
+    assert "replay_time_scale=200" in job and "direct=1" in job and "iodepth=4" in job
+    export_fio(t, tmp_path / "h.fio", tmp_path / "h.iolog", intensity=0.5)
+    assert "replay_time_scale=50" in (tmp_path / "h.fio").read_text()
     export_fio(t, tmp_path / "b.fio", tmp_path / "b.iolog", no_stall=True)
     assert "replay_no_stall=1" in (tmp_path / "b.fio").read_text()
 

@@ -170,6 +170,29 @@ def test_no_command_writes_over_its_input(tmp_path: Path) -> None:
     assert "the output --json is the input trace" in r.stderr
 
 
+def test_no_output_overwrites_a_file_of_a_directory_or_glob_input(tmp_path: Path) -> None:
+    """A directory or a glob is read as its files, so each of them is an input too."""
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    a, b = parts / "a.csv", parts / "b.csv"
+    a.write_text(MSR_LINE * 20)
+    b.write_text(MSR_LINE * 20)
+    before = a.read_bytes(), b.read_bytes()
+    for args in (
+        ["convert", f"{parts}/*.csv", "-o", str(b), "--to", "csv"],
+        ["model", "train", str(parts), "-o", str(a)],
+        ["info", str(parts), "--json", str(a)],
+        ["characterize", f"{parts}/*.csv", "--json", str(b)],
+    ):
+        r = run_cli(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "is a file of" in r.stderr and "would destroy the input" in r.stderr, (args, r.stderr)
+        assert (a.read_bytes(), b.read_bytes()) == before, args
+    # beside the files it reads, a new output is fine
+    r = run_cli("info", str(parts), "--json", str(tmp_path / "s.json"))
+    assert r.returncode == 0, r.stderr
+
+
 # --- 3. compressed traces are read whole, or refused -----------------------------------------
 
 

@@ -119,8 +119,9 @@ def job_file(
     if no_stall:
         lines.append("replay_no_stall=1")
     elif intensity != 1.0:
-        # fio's scale is a percentage of the logged times
-        lines.append(f"replay_time_scale={max(1, round(100 / intensity))}")
+        # fio's scale is a percentage of the logged rate: fio waits each logged gap times
+        # 100 / replay_time_scale (iolog.c), so 200 replays twice as fast
+        lines.append(f"replay_time_scale={max(1, round(100 * intensity))}")
     return "\n".join(lines) + "\n"
 
 

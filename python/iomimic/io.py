@@ -371,14 +371,22 @@ def refuse_overwriting_inputs(inputs: dict[str, str], outputs: dict[str, str]) -
     """Raises InputError when an output would be the same file as an input: the same device
     and inode, so a hard link or a symlink to the input counts too. Keys name the parameters
     (shown in backquotes, which the CLI turns into its flags)."""
-    seen: dict[tuple[int, int], tuple[str, str]] = {}
-    for name, path in inputs.items():
-        try:
-            st = os.stat(path)
-        except (OSError, ValueError):
+    seen: dict[tuple[int, int], tuple[str, str, str]] = {}
+    for name, given in inputs.items():
+        if given in (None, "-"):
             continue
-        if stat.S_ISREG(st.st_mode):
-            seen.setdefault((st.st_dev, st.st_ino), (name, path))
+        # a directory or a glob is read as its files: each of them is an input
+        try:
+            paths = [str(p) for p in trace_parts(Path(given)) or [given]]
+        except (InputError, OSError, ValueError):
+            paths = [given]
+        for path in paths:
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                seen.setdefault((st.st_dev, st.st_ino), (name, path, given))
     for name, path in outputs.items():
         if path in (None, "-"):
             continue
@@ -389,8 +397,9 @@ def refuse_overwriting_inputs(inputs: dict[str, str], outputs: dict[str, str]) -
         hit = seen.get((st.st_dev, st.st_ino))
         if hit:
             same = "" if os.path.abspath(path) == os.path.abspath(hit[1]) else f"the same file as {hit[1]}, "
+            part = "" if hit[1] == hit[2] else f"a file of {hit[2]}, "
             raise InputError(
-                f"{path}: the output `{name}` is {same}the input `{hit[0]}`; writing it would destroy "
+                f"{path}: the output `{name}` is {same}{part}the input `{hit[0]}`; writing it would destroy "
                 "the input, so choose another path"
             )
 

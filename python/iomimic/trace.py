@@ -239,6 +239,8 @@ class Trace:
         >>> s.ts_ns.tolist(), s.volumes, s.report["start_ns"]
         ([0, 20], ['b'], 10)
         """
+        if start_ns is not None and end_ns is not None and start_ns >= end_ns:
+            raise InputError(f"`start` ({start_ns / 1e9:g} s) must come before `end` ({end_ns / 1e9:g} s)")
         keep = np.ones(len(self), bool)
         if start_ns is not None:
             keep &= self.ts_ns >= start_ns

@@ -376,7 +376,11 @@ fn check_rate(name: &str, rate: Option<f64>) -> PyResult<()> {
 /// Blocks a curve may track: the default, or the caller's (at least one).
 fn budget_blocks(budget: Option<u64>) -> PyResult<u64> {
     match budget {
-        Some(0) => Err(InputError::new_err("`mrc_budget` must be at least 1 block")),
+        Some(b) if b < analyze::mrc::MIN_BUDGET_BLOCKS => Err(InputError::new_err(format!(
+            "`mrc_budget` must be at least {} blocks, found {b}: a curve sampled from fewer says \
+             little (SHARDS' error grows as one over the root of the blocks sampled)",
+            analyze::mrc::MIN_BUDGET_BLOCKS
+        ))),
         Some(blocks) => Ok(blocks),
         None => Ok(analyze::mrc::DEFAULT_BUDGET_BLOCKS),
     }

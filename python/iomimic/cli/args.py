@@ -87,7 +87,7 @@ def add_intensity(p: argparse.ArgumentParser, what: str = "the request rate", ma
     g.add_argument(
         "--time-scale",
         type=float,
-        help="multiply the times instead, as fio's replay_time_scale (0.5 = --intensity 2)",
+        help="multiply the times instead (0.5 = --intensity 2: half the gaps, twice the rate)",
     )
 
 

@@ -51,7 +51,7 @@ def register(subparsers) -> None:
         type=count,
         metavar="BLOCKS",
         help="distinct 4 KiB blocks a curve may track, at most 64 bytes each: exact when the trace's "
-        "fit, else SHARDS-sampled down to them (default 8388608, about 512 MiB)",
+        "fit, else SHARDS-sampled down to them (at least 1024; default 8388608, about 512 MiB)",
     )
     p.add_argument("--mrc-sampling", type=float, help="force a SHARDS sampling rate in (0, 1]")
     p.add_argument(

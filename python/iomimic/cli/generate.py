@@ -33,8 +33,17 @@ def register(subparsers) -> None:
         help="trace to write: .parquet, .csv or .csv.gz; or a directory (a path ending in /, or one "
         "that exists) to get one file per slice (Parquet unless --to says otherwise)",
     )
-    p.add_argument("-n", "--requests", type=count, help="requests to generate (default: the model's count)")
-    p.add_argument("--duration", help="generate this long a trace, e.g. 60s or 10m")
+    p.add_argument(
+        "-n",
+        "--requests",
+        type=count,
+        help="requests to generate (default: the model's count; with --duration, at most this many, "
+        "cut where the duration ends)",
+    )
+    p.add_argument(
+        "--duration",
+        help="generate this long a trace, e.g. 60s or 10m (with -n, the requests past it are cut)",
+    )
     add_intensity(p, "the request rate")
     p.add_argument("--seed", type=seed, default=1, help="random seed; the same seed gives the same trace")
     p.add_argument("--no-reuse", action="store_true", help="turn the temporal-locality extension off")

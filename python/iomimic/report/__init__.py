@@ -38,11 +38,14 @@ def human_bytes(n: float) -> str:
 
 
 def mib(n: int) -> str:
-    """``n`` bytes in MiB, so amounts in one table compare at a glance.
+    """``n`` bytes in MiB, so amounts in one table compare at a glance; an amount that would
+    read 0.0 MiB but is not nothing in its own unit.
 
-    >>> mib(69632)
-    '0.1 MiB'
+    >>> mib(69632), mib(32768), mib(0)
+    ('0.1 MiB', '32.0 KiB', '0.0 MiB')
     """
+    if 0 < n < 2**20 / 20:
+        return human_bytes(n)
     return f"{n / 2**20:,.1f} MiB"
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.report import figures_table, mib, pct, table
+from iomimic.report import figures_table, mib, micros, pct, table
 
 
 def render_info(s: dict[str, Any], console: Console, max_volumes: int = 20) -> None:
@@ -24,7 +24,7 @@ def render_info(s: dict[str, Any], console: Console, max_volumes: int = 20) -> N
         ("flushes", f"{s['flushes']:,}", pct(s["flushes"], n)),
         ("volumes", f"{len(s['volumes']):,}", ""),
         ("streams", f"{s['streams']:,}", ""),
-        ("span", f"{s['span_s']:,.3f} s", ""),
+        ("span", f"{s['span_s']:,.3f} s" if s["span_s"] >= 1 else micros(s["span_s"] * 1e6), ""),
         ("bytes read", mib(s["bytes_read"]), ""),
         ("bytes written", mib(s["bytes_written"]), ""),
         ("latency recorded", "yes" if s["has_latency"] else "no", ""),

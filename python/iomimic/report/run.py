@@ -8,6 +8,9 @@ from rich.console import Console
 
 from iomimic.report import figures_table, human_bytes, latency_text
 
+#: Row names of the operations, as fio names its sections (plural).
+PLURAL = {"read": "reads", "write": "writes", "trim": "trims", "flush": "flushes"}
+
 
 def render_run(f: dict[str, Any], console: Console) -> None:
     """Requests done, rate, CPU, and latency and issue-lag percentiles (per operation in a mix)."""
@@ -39,7 +42,8 @@ def render_run(f: dict[str, Any], console: Console) -> None:
     if len(by_op) > 1:
         # a mix: each operation's own rate and latency, as fio shows reads and writes apart
         for op, o in by_op.items():
-            t.add_row(f"{op}s", f"{o['completed']:,}: {o['iops']:,.1f} IOPS, {o['mb_per_s']:,.2f} MB/s")
+            rate = "" if op == "flush" else f", {o['mb_per_s']:,.2f} MB/s"
+            t.add_row(PLURAL.get(op, f"{op}s"), f"{o['completed']:,}: {o['iops']:,.1f} IOPS{rate}")
         percentiles[1:1] = [(f"{op} latency", o["latency_us"]) for op, o in by_op.items()]
     for label, lat in percentiles:
         if lat:

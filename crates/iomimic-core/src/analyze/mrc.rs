@@ -91,6 +91,11 @@ fn blocks_of(t: &TraceView<'_>, i: usize) -> std::ops::Range<u64> {
 /// about 512 MiB (a footprint of 32 GiB in 4 KiB blocks).
 pub const DEFAULT_BUDGET_BLOCKS: u64 = 1 << 23;
 
+/// The fewest blocks a curve tracks: a SHARDS sample of fewer says little (its error grows as
+/// one over the root of the blocks sampled), and of a handful nothing (a sample of no block
+/// would give a miss ratio of 0).
+pub const MIN_BUDGET_BLOCKS: u64 = 1024;
+
 /// Accesses up to which [`Blocks::of`] counts distinct blocks exactly rather than from a
 /// 1/64 sample.
 const EXACT_COUNT_ACCESSES: u64 = 1 << 16;

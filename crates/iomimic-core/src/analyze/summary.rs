@@ -70,7 +70,13 @@ impl PartialSummary {
             if op < 2 {
                 c.bytes[op] += u64::from(t.size[i]);
             }
-            c.per_volume[t.volume[i] as usize] += 1;
+            // (a reader's batch may come before its file's name table: canonical CSV names
+            // its volumes at the end)
+            let v = t.volume[i] as usize;
+            if v >= c.per_volume.len() {
+                c.per_volume.resize(v + 1, 0);
+            }
+            c.per_volume[v] += 1;
             // streams come in runs: skip the set when the stream repeats
             if last_stream != Some(t.stream[i]) {
                 c.streams.insert(t.stream[i]);

@@ -124,7 +124,12 @@ impl<R: Read> Read for Corrupt<R> {
         self.inner.read(buf).map_err(|e| {
             if matches!(e.kind(), InvalidData | InvalidInput | UnexpectedEof) {
                 let message = match e.kind() {
-                    UnexpectedEof => format!("the file ends inside compressed data (truncated?): {e}"),
+                    // (after a complete member, a few bytes that start no other read the same)
+                    UnexpectedEof => format!(
+                        "the file ends inside compressed data (truncated, or a few bytes that are \
+                         not {} follow the data): {e}",
+                        self.compression
+                    ),
                     _ => e.to_string(),
                 };
                 std::io::Error::new(

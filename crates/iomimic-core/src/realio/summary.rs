@@ -8,6 +8,8 @@
 
 use hdrhistogram::Histogram;
 
+use crate::trace::Op;
+
 /// Windows kept before they are merged pairwise.
 pub const MAX_WINDOWS: usize = 4096;
 const FIRST_WINDOW_NS: u64 = 1_000_000;
@@ -68,13 +70,17 @@ impl Summary {
     pub fn record(&mut self, op: u8, issue_ns: u64, latency_ns: u64, lag_ns: Option<u64>, bytes: u64) {
         let op = usize::from(op).min(OPS - 1);
         record(&mut self.latency[op], latency_ns);
+        // a flush moves no data; a trim's range is its own rate (as fio's trim bandwidth),
+        // not data moved, so the total counts reads and writes
+        let bytes = if op == Op::Flush as usize { 0 } else { bytes };
         self.by_op[op].0 += 1;
         self.by_op[op].1 += bytes;
         if let Some(lag) = lag_ns {
             record(&mut self.lag, lag);
         }
         self.completed += 1;
-        self.bytes += bytes;
+        let moved = if op < Op::Trim as usize { bytes } else { 0 };
+        self.bytes += moved;
         // issue times mostly grow: the last window still holding this one saves a division
         let last = self.windows.len().wrapping_sub(1) as u64;
         let w = if !self.windows.is_empty()
@@ -95,7 +101,7 @@ impl Summary {
         };
         let slot = &mut self.windows[w];
         slot.0 += 1;
-        slot.1 += bytes;
+        slot.1 += moved;
     }
 
     /// Every operation's latencies in one histogram.
@@ -215,6 +221,16 @@ mod tests {
         assert_eq!(a.windows[0].0, 7);
         assert_eq!(a.windows.iter().map(|w| w.0).sum::<u64>(), 1001);
         assert_eq!(a.all_latencies().min(), 5);
-        assert_eq!(a.by_op[3], (1, 512)); // the flush kept apart
+        // the flush kept apart, moving no data
+        assert_eq!(a.by_op[3], (1, 0));
+        assert_eq!(a.bytes, 4_096_000);
+        // a trim's range counts in its own rate, not in the data moved
+        let mut c = Summary::default();
+        c.record(2, 0, 5, None, 1 << 20);
+        c.record(0, 0, 5, None, 4096);
+        assert_eq!(
+            (c.by_op[2], c.bytes, c.windows[0]),
+            ((1, 1 << 20), 4096, (2, 4096))
+        );
     }
 }

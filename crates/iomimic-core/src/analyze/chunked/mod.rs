@@ -48,7 +48,7 @@ pub fn curve_budget(memory: u64, scope: MrcScope) -> u64 {
         MrcScope::Trace => 1,
         MrcScope::All => 3,
     };
-    (memory / 8 * 3 / (BYTES_PER_TRACKED_BLOCK * curves)).max(1)
+    (memory / 8 * 3 / (BYTES_PER_TRACKED_BLOCK * curves)).max(super::mrc::MIN_BUDGET_BLOCKS)
 }
 
 /// What the figures need known before the first piece is counted, gathered by a pass over all
