@@ -60,14 +60,13 @@ def test_an_ssd_cache_speeds_up_a_workload_with_locality(cache_report: dict) -> 
     # per stream: the hot reads gain, the other stream's cold reads and log writes barely
     streams = {s["stream"]: s for s in original["runs"][-1]["streams"]}
     assert streams[1]["speedup"] > 2 * streams[0]["speedup"]
-    # the papers' finding: the synthetic workload predicts the speedup, a workload without
-    # locality shows none. Measured 9.2, 1.0 and -3.6 % at 2, 8 and 32 MiB (25, 15 and 8 %
-    # before re-use by popularity: the disk's track buffer favours blocks read often, so the
-    # uncached baseline depends on popularity, not only on recency). Not yet the issue's 5 % at
-    # 2 MiB: the synthetic stream finds its hot set too slowly and re-uses the few it found
-    # (docs/model.md, Known limits)
+    # the papers' finding: the synthetic workload predicts the speedup (within the issue's 5 %),
+    # a workload without locality shows none. Measured 1.1, 0.9 and 0.3 % at 2, 8 and 32 MiB
+    # (over four training seeds within 1.1 / 2.3 / 3.0 %) since the model keeps the trace's
+    # population of re-used requests; 9.2, 1.0 and -3.6 % before (the synthetic stream found
+    # its hot set too slowly and re-used the few it found: docs/model.md, Extensions)
     for p in cache_report["predictions"]:
-        assert abs(p["synthetic_error"]) < 0.12, p
+        assert abs(p["synthetic_error"]) < 0.05, p
         assert p["locality_free_speedup"] < 1.02, p
     assert all(r["hit_ratio"] < 0.01 for r in free["runs"])
 

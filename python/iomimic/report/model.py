@@ -62,6 +62,20 @@ def _chosen_by(sel: dict[str, Any]) -> str:
     return f"fidelity figures {sel['levels_by_fidelity']}, {simulated}"
 
 
+def _population(sel: dict[str, Any]) -> str:
+    """Whether re-use follows the trace's stated population, and why."""
+    p = sel.get("population")
+    if not p:
+        return "-"
+    if "mean_deviation_with" not in p:
+        return "no (nothing re-used)"
+    verdict = "kept" if p["kept"] else "not kept"
+    return (
+        f"{verdict}: mean deviation {p['mean_deviation_with']:.3f} with it, "
+        f"{p['mean_deviation_without']:.3f} without (in targets)"
+    )
+
+
 def render_model(model, console: Console, max_states: int = 16) -> None:
     d = model.data
     head = table(f"model {d['name']}", show_header=False)
@@ -76,6 +90,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
         ("trained on", f"{d['requests']:,} requests over {d['duration_ns'] / 1e9:,.3f} s"),
         ("hierarchy", f"{d['levels']} level(s) x {d['states']} states per level"),
         ("levels chosen by", _chosen_by(d.get("selection") or {})),
+        ("re-use by population", _population(d.get("selection") or {})),
         ("threads", f"{len(d['threads'])}"),
         ("states / transitions", f"{total_states:,} / {total_edges:,}"),
         ("volumes", ", ".join(f"{v['name']} ({human_bytes(v['span_bytes'])})" for v in d["volumes"])),

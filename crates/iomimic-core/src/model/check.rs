@@ -129,6 +129,14 @@ impl Model {
         }
         if let Some(r) = &t.reuse {
             check_reuse(&format!("{path}.reuse"), r)?;
+            // as generation counts the thread's trained requests
+            let trained = (t.weight * self.requests as f64).round() as u64;
+            check_population(
+                &format!("{path}.reuse.population"),
+                r,
+                t.chain.states.len(),
+                trained,
+            )?;
         }
         Ok(())
     }
@@ -292,10 +300,13 @@ fn check_stats(path: &str, s: &Stats) -> Result<()> {
     check_probabilities(&format!("{path}.ops"), &s.ops)?;
     check_placement(path, s.sequential, s.reuse, s.continuation, s.near)?;
     check_sizes(&format!("{path}.sizes"), &s.sizes)?;
-    if !s.by_op.is_empty() && s.by_op.len() != 2 {
+    if !s.by_op.is_empty() && !(2..=3).contains(&s.by_op.len()) {
         return Err(invalid(
             &format!("{path}.by_op"),
-            format!("holds reads and writes (2 entries), found {}", s.by_op.len()),
+            format!(
+                "holds reads and writes, and trims if kept apart (2 or 3 entries), found {}",
+                s.by_op.len()
+            ),
         ));
     }
     for (k, o) in s.by_op.iter().enumerate() {
@@ -386,6 +397,44 @@ fn check_reuse(path: &str, r: &Reuse) -> Result<()> {
         if !(f.is_finite() && f >= 0.0) {
             return Err(invalid(&format!("{path}.tail_fresh"), "must be a number >= 0"));
         }
+    }
+    Ok(())
+}
+
+/// A population has at most a state's worth of entries per top-level state, touch counts
+/// rising from 1, and not many more placements than the thread's requests: generation holds
+/// 4 bytes for each (a mix rescales a thread's requests, so only a wide bound is checked).
+fn check_population(path: &str, r: &Reuse, states: usize, trained: u64) -> Result<()> {
+    if r.population.len() > states {
+        return Err(invalid(
+            path,
+            format!("has {} entries for {states} top-level states", r.population.len()),
+        ));
+    }
+    let mut tokens = 0u64;
+    for (s, p) in r.population.iter().enumerate() {
+        let mut last = 0;
+        for (j, &[touches, requests]) in p.touches.iter().enumerate() {
+            if touches <= last || requests == 0 {
+                return Err(invalid(
+                    &format!("{path}[{s}].touches[{j}]"),
+                    "must be [touches, requests] with touches rising from 1 and requests >= 1",
+                ));
+            }
+            last = touches;
+            tokens = tokens.saturating_add(touches.saturating_mul(requests));
+        }
+        tokens = tokens.saturating_add(p.other);
+    }
+    let most = trained.max(1 << 20).saturating_mul(16);
+    if tokens > most {
+        return Err(invalid(
+            path,
+            format!(
+                "holds {tokens} placements, more than {most} (16 times the thread's {trained} \
+                 requests, or 16 Mi)"
+            ),
+        ));
     }
     Ok(())
 }

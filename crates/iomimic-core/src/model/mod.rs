@@ -197,7 +197,9 @@ pub struct Stats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interarrival: Option<Dist>,
     /// Placement and sizes of reads and of writes apart (`[read, write]`), when both were seen
-    /// often enough; the fields above then describe both together.
+    /// often enough, and of trims (`[read, write, trim]`) when they were too (else trims are
+    /// placed and sized as writes); the fields above then describe them all together. Flushes
+    /// have no address or size.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_op: Vec<OpStats>,
 }
@@ -288,6 +290,25 @@ pub struct Reuse {
     /// scaled by it (the rest re-use), so the footprint grows as the trace's did at its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail_fresh: Option<f64>,
+    /// Version 2, where training found it makes a closer trace (`selection.population`): per
+    /// top-level state, the trace's requests placed afresh there and how often each was
+    /// re-used. Generation then draws the state's fresh placements and re-uses from it without
+    /// replacement, as an independent-reference stream with the trace's popularity would make
+    /// them (`generate/reuse.rs`, [`Urns`](crate::model::generate)); empty: the edges' odds
+    /// and the stacks decide alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub population: Vec<Population>,
+}
+
+/// One top-level state's population (see [`Reuse::population`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Population {
+    /// `[touches, requests]`: how many requests placed afresh were touched that many times
+    /// (placed, then re-used `touches − 1` times), touches rising.
+    pub touches: Vec<[u64; 2]>,
+    /// Re-uses of requests not placed afresh (a run's requests, re-used later).
+    pub other: u64,
 }
 
 /// Re-uses by one op of requests of one class.

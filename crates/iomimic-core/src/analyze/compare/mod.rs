@@ -161,6 +161,21 @@ pub fn worst_deviation(rows: &[Row]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The mean deviation of the rows that have a target, in units of each row's target, each
+/// counted at most `cap`: how far a synthetic workload is from the original over every figure,
+/// so a change that mends some and breaks others shows (one wild figure cannot decide alone).
+pub fn mean_deviation(rows: &[Row], cap: f64) -> f64 {
+    let (sum, n) = rows
+        .iter()
+        .filter_map(Row::deviation_in_targets)
+        .fold((0.0, 0u32), |(s, n), d| (s + d.min(cap), n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        sum / f64::from(n)
+    }
+}
+
 /// A baseline workload scored beside the synthetic one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

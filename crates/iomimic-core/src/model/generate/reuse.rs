@@ -31,7 +31,7 @@
 use super::super::sample::{Alias, BucketSampler, Prng};
 use crate::analyze::frequency_ranks::CountRanks;
 use crate::analyze::lru_stack::GenStack;
-use crate::model::{request_class, Reuse, REQUEST_CLASSES};
+use crate::model::{request_class, Population, Reuse, REQUEST_CLASSES};
 
 /// Draws of a reuse depth before a reuse gives up and places its request afresh.
 pub const REUSE_DRAWS: usize = 8;
@@ -62,6 +62,8 @@ pub(super) struct ReuseRt {
     pub tail_fresh: f64,
     /// Some class re-uses by frequency.
     by_rank: bool,
+    /// Per top-level state, the trace's population (empty: the edges decide alone).
+    pub population: Vec<Population>,
 }
 
 impl ReuseRt {
@@ -100,6 +102,7 @@ impl ReuseRt {
             groups: if classed { groups.max(1) } else { 1 },
             tail_fresh: r.tail_fresh.unwrap_or(1.0),
             by_rank: classed && r.classes.iter().any(|c| c.rank_share > 0.0),
+            population: if classed { r.population.clone() } else { Vec::new() },
         }
     }
 
@@ -219,6 +222,15 @@ impl ReuseState {
             .push((s as u32, u32::try_from(time).unwrap_or(u32::MAX)));
     }
 
+    /// The next request of the walk is on no stack (a flush): it keeps its index, so the
+    /// requests after it keep theirs.
+    pub fn skip(&mut self) {
+        self.slot.push((u32::MAX, u32::MAX));
+        if !self.ranks.is_empty() {
+            self.counted.push((0, 0));
+        }
+    }
+
     /// The next request (of stack `s`) is one touch more of `retouch`'s, or a first: it takes
     /// that request's place among the ranks, one count up, in its own stack's.
     fn count(&mut self, s: usize, retouch: Option<usize>) {
@@ -249,5 +261,107 @@ impl ReuseState {
         }
         self.counted.push((count, of_count[c].len() as u32));
         of_count[c].push(me);
+    }
+}
+
+/// The trace's requests placed afresh, per top-level state, drawn without replacement
+/// ([`Reuse::population`]): each state's urn holds every such request as many times as the
+/// trace placed or re-used it, and one token per re-use of a request placed otherwise, in a
+/// random order. The walk's fresh placements and re-uses in a state take the urn's next token
+/// in turn: a request not yet drawn is placed afresh, one drawn before is re-used (its latest
+/// request repeated), and a re-use of a request placed otherwise is left to the stacks. So the
+/// walk finds the hot set as early, re-uses each request as often and places as many afresh
+/// as an independent-reference stream with the trace's popularity would; past the urn's end the
+/// edges and stacks decide alone.
+///
+/// Memory: 4 bytes a token and a request (made only for a model that keeps a population).
+pub(super) struct Urns {
+    /// per top-level state: its tokens (ids of requests of the population, or [`OTHER`])
+    tokens: Vec<Vec<u32>>,
+    /// per top-level state: its next token
+    next: Vec<usize>,
+    /// per request of the population: the walk's latest request of it ([`NONE`] before)
+    latest: Vec<u32>,
+    /// per request of the walk: the request of the population it is ([`NONE`] for others)
+    of_request: Vec<u32>,
+}
+
+/// A token for a re-use of a request placed otherwise (following a run).
+const OTHER: u32 = u32::MAX;
+/// No request.
+const NONE: u32 = u32::MAX;
+
+/// What a state's urn says of its next fresh placement or re-use.
+#[derive(Clone, Copy)]
+pub(super) enum Drawn {
+    /// Place afresh: a request of the population not drawn before.
+    Fresh(u32),
+    /// Repeat this request of the walk.
+    Again(usize),
+    /// A re-use the stacks choose.
+    Stacks,
+}
+
+impl Urns {
+    /// The urns of a walk of `count` requests starting at request `first` of a thread trained
+    /// on `trained`: each state's urn is shuffled and the walk starts at the same share of it
+    /// (a segment of a long thread, generated apart, starts where its share of the trace did;
+    /// what earlier segments drew it does not know).
+    pub fn new(population: &[Population], rng: &mut Prng, first: u64, trained: u64, count: u64) -> Self {
+        let mut id = 0u32;
+        let mut next = Vec::with_capacity(population.len());
+        let tokens: Vec<Vec<u32>> = population
+            .iter()
+            .map(|p| {
+                let mut tokens = Vec::new();
+                for &[touches, requests] in &p.touches {
+                    for _ in 0..requests {
+                        tokens.extend(std::iter::repeat_n(id, touches as usize));
+                        id += 1;
+                    }
+                }
+                tokens.extend(std::iter::repeat_n(OTHER, p.other as usize));
+                for i in (1..tokens.len()).rev() {
+                    tokens.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                let start = u128::from(first) * tokens.len() as u128 / u128::from(trained.max(1));
+                next.push(usize::try_from(start).unwrap_or(usize::MAX));
+                tokens
+            })
+            .collect();
+        Self {
+            tokens,
+            next,
+            latest: vec![NONE; id as usize],
+            of_request: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
+        }
+    }
+
+    /// The next token of top-level state `top`'s urn (`None` past its end).
+    #[inline]
+    pub fn draw(&mut self, top: usize) -> Option<Drawn> {
+        let next = self.next.get_mut(top)?;
+        let &token = self.tokens[top].get(*next)?;
+        *next += 1;
+        Some(if token == OTHER {
+            Drawn::Stacks
+        } else {
+            match self.latest[token as usize] {
+                NONE => Drawn::Fresh(token),
+                at => Drawn::Again(at as usize),
+            }
+        })
+    }
+
+    /// The walk's next request: placed afresh for `fresh`, or repeating `retouch`.
+    #[inline]
+    pub fn record(&mut self, fresh: Option<u32>, retouch: Option<usize>) {
+        let id = fresh
+            .or_else(|| retouch.map(|at| self.of_request[at]))
+            .unwrap_or(NONE);
+        if id != NONE {
+            self.latest[id as usize] = self.of_request.len() as u32;
+        }
+        self.of_request.push(id);
     }
 }

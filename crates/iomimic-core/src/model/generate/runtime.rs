@@ -35,9 +35,10 @@ impl Placement {
 /// An edge's (or a thread's, or a volume's) stats with their samplers.
 pub(super) struct Ready {
     pub ops: Alias,
-    /// Both ops together, and (when the stats keep them apart) reads and writes.
+    /// All ops together, and (when the stats keep them apart) reads, writes and trims (if
+    /// kept; else trims as writes).
     pub all: Placement,
-    pub by_op: Option<[Placement; 2]>,
+    pub by_op: Option<Vec<Placement>>,
     pub gap: Option<Sampler>,
 }
 
@@ -46,8 +47,7 @@ impl Ready {
         Self {
             ops: Alias::new(&s.ops),
             all: Placement::new(s.sequential, s.continuation, s.near, s.reuse, &s.sizes),
-            by_op: (s.by_op.len() == 2)
-                .then(|| [Placement::of_op(&s.by_op[0]), Placement::of_op(&s.by_op[1])]),
+            by_op: (s.by_op.len() >= 2).then(|| s.by_op.iter().map(Placement::of_op).collect()),
             gap: s.interarrival.as_ref().map(Sampler::new),
         }
     }
@@ -56,7 +56,7 @@ impl Ready {
     #[inline]
     pub fn placement(&self, op: u8) -> &Placement {
         match &self.by_op {
-            Some(p) => &p[usize::from(op.min(1))],
+            Some(p) => p.get(usize::from(op.min(2))).unwrap_or(&p[1]),
             None => &self.all,
         }
     }

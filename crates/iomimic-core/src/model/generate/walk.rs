@@ -5,11 +5,12 @@ use std::collections::VecDeque;
 
 use super::super::sample::Prng;
 use super::super::used::Used;
-use super::reuse::ReuseState;
+use super::reuse::{Drawn, ReuseState, Urns};
 use super::runtime::{ChainRt, Ready, Stay, ThreadRt};
 use crate::error::Result;
 use crate::model::{Chain, Model, Sizes, Stats, Thread};
 use crate::progress::Progress;
+use crate::trace::Op;
 
 /// Tries at placing a new request on an unused offset before accepting a used one.
 const NEW_OFFSET_TRIES: usize = 8;
@@ -41,6 +42,9 @@ pub(super) fn walk(
     let rt = ThreadRt::new(model, thread, reuse);
     let mut st = ThreadState::new(&rt, model, thread, seed, count);
     st.index = first;
+    if let Some(r) = rt.reuse.as_ref().filter(|r| !r.population.is_empty()) {
+        st.urns = Some(Urns::new(&r.population, &mut st.rng, first, rt.trained, count));
+    }
     for i in 0..count as usize {
         st.next(&rt);
         progress.tick(i)?;
@@ -71,6 +75,8 @@ struct ThreadState {
     /// so each length's share of the visits holds over any stretch of them, not only on
     /// average (a few long visits decide a bursty trace's op and size shares).
     stay_at: Vec<f64>,
+    /// With a population: the urns the walk's placements in each top-level state draw from.
+    urns: Option<Urns>,
 }
 
 /// How the next request is to be placed.
@@ -215,6 +221,7 @@ impl ThreadState {
             index: 0,
             visit: (usize::MAX, 0),
             stay_at: Vec::new(),
+            urns: None,
         };
         // (drawn only when there are stays: a model without any generates as it did before)
         if rt.stays.is_some() {
@@ -365,6 +372,10 @@ impl ThreadState {
         let (volume, start, end) = leaf;
         let ready = edge.unwrap_or_else(|| rt.fallback(volume));
         let op = ready.ops.draw(&mut self.rng) as u8;
+        if op == Op::Flush as u8 {
+            self.flush(rt, ready, volume);
+            return;
+        }
         let place = ready.placement(op);
         let mut size = place.sizes.draw(&mut self.rng);
         let kind = self.rng.f64();
@@ -384,6 +395,16 @@ impl ThreadState {
             if rt.reuse.as_ref().is_some_and(|r| self.rng.f64() >= r.tail_fresh) {
                 pick = Pick::Reuse;
             }
+        }
+        // with a population, its urn decides a fresh placement or a re-use (and which)
+        let drawn = match (&mut self.urns, pick) {
+            (Some(urns), Pick::New | Pick::Reuse) => urns.draw(self.path[0]),
+            _ => None,
+        };
+        match drawn {
+            Some(Drawn::Fresh(_)) => pick = Pick::New,
+            Some(Drawn::Again(_) | Drawn::Stacks) => pick = Pick::Reuse,
+            None => {}
         }
         // the sub-range of the leaf a fresh request lands in, when the leaf keeps them
         let (lo, hi) = match &chain.fine[s] {
@@ -410,7 +431,25 @@ impl ThreadState {
             .as_ref()
             .or(rt.defaults.gap.as_ref())
             .map_or(0.0, |g| g.draw(&mut self.rng));
-        let follow = self.follow(rt, op, pick, leaf, &mut size);
+        let follow = match drawn {
+            Some(Drawn::Again(at)) => {
+                let t = self.out[at];
+                size = t.size;
+                Follow {
+                    placed: Some((t.volume, t.offset)),
+                    consumed: None,
+                    retouch: Some(at),
+                }
+            }
+            _ => self.follow(rt, op, pick, leaf, &mut size),
+        };
+        if let Some(urns) = &mut self.urns {
+            let fresh = match drawn {
+                Some(Drawn::Fresh(id)) => Some(id),
+                _ => None,
+            };
+            urns.record(fresh, follow.retouch);
+        }
         let (volume, offset) = match follow.placed {
             Some((v, off)) => {
                 // A re-use leaves the walk where the chain put it: the chain's edges already
@@ -424,6 +463,36 @@ impl ThreadState {
             None => (volume, self.place_new(volume, aligned, size, candidate)),
         };
         self.record(rt, volume, offset, size, op, gap, &follow);
+        if let Some(stays) = &rt.stays {
+            self.visited(stays, self.path[0]);
+        }
+    }
+
+    /// A flush (no address, no size, as traces record them: offset 0) in `volume`: it takes
+    /// its gap and its place in the walk's stays, and nothing else.
+    #[inline(never)]
+    fn flush(&mut self, rt: &ThreadRt, ready: &Ready, volume: u32) {
+        let gap = ready
+            .gap
+            .as_ref()
+            .or(rt.defaults.gap.as_ref())
+            .map_or(0.0, |g| g.draw(&mut self.rng));
+        if let Some(state) = &mut self.reuse {
+            state.skip();
+        }
+        if let Some(urns) = &mut self.urns {
+            urns.record(None, None);
+        }
+        self.u += gap;
+        self.left -= 1;
+        self.index += 1;
+        self.out.push(Request {
+            u: self.u,
+            offset: 0,
+            size: 0,
+            op: Op::Flush as u8,
+            volume,
+        });
         if let Some(stays) = &rt.stays {
             self.visited(stays, self.path[0]);
         }

@@ -340,7 +340,7 @@ impl Plan {
                 activity: g.activity.clone(),
             })
             .collect();
-        Ok(Model {
+        let mut model = Model {
             format: super::FORMAT.into(),
             version: super::VERSION,
             name: self.name.clone(),
@@ -353,7 +353,12 @@ impl Plan {
             threads,
             rate: self.rate.clone(),
             selection: self.selection.clone(),
-        })
+        };
+        // (a plan without a selection is one level selection itself tries: it keeps all)
+        if self.selection.is_some() && !selection::keeps_population(self.selection.as_ref()) {
+            selection::without_population(&mut model);
+        }
+        Ok(model)
     }
 }
 

@@ -32,14 +32,17 @@
 //! Lynden-Bell, "A method of allowing for known observational selection in small samples
 //! applied to 3CR quasars" (MNRAS 1971): the product-limit estimator for truncated samples.
 
+use std::collections::BTreeMap;
+
 use rustc_hash::FxHashMap;
 
 use crate::analyze::frequency_ranks::CountRanks;
 
 use crate::model::{
-    request_class as class_of, Bucket, Reuse, ReuseClass, REQUEST_CLASSES as CLASSES, SIZE_CLASSES,
+    request_class as class_of, Bucket, Population, Reuse, ReuseClass, REQUEST_CLASSES as CLASSES,
+    SIZE_CLASSES,
 };
-use crate::trace::TraceView;
+use crate::trace::{Op, TraceView};
 
 /// Requests per chunk the reuse-depth pass hands over.
 const DEPTH_CHUNK: usize = 1 << 16;
@@ -106,7 +109,14 @@ pub(super) fn each_visit(
     rows: &[usize],
     mut f: impl FnMut(usize, Visit),
 ) {
-    let visit = |stacks: &mut Stacks, i: usize| stacks.visit(t.volume[i], t.offset[i], t.op[i], t.size[i]);
+    // a flush has no address: it touches no stack (and the generator places none)
+    let visit = |stacks: &mut Stacks, i: usize| {
+        if t.op[i] == Op::Flush as u8 {
+            Visit { seen: None, place: 0 }
+        } else {
+            stacks.visit(t.volume[i], t.offset[i], t.op[i], t.size[i])
+        }
+    };
     if rows.len() < DEPTH_CHUNK {
         for &i in rows {
             f(i, visit(stacks, i));
@@ -200,6 +210,11 @@ pub(super) struct TouchCounts {
     ranks: Vec<CountRanks>,
     /// by place ([`Visit::place`]): the latest request there, its count and where it is ranked
     counts: Vec<(u32, u32)>,
+    /// by place, for the population ([`Reuse::population`]): the top-level state (+ 1) of
+    /// the request placed afresh there (0: none was), and its placements and re-uses so far
+    placed_afresh: Vec<(u32, u32)>,
+    /// per top-level state: re-uses of requests not placed afresh (following a run)
+    reused_others: Vec<u64>,
 }
 
 impl TouchCounts {
@@ -208,7 +223,47 @@ impl TouchCounts {
         Self {
             ranks: vec![CountRanks::default(); states * CLASSES],
             counts: Vec::new(),
+            placed_afresh: Vec::new(),
+            reused_others: vec![0; states],
         }
+    }
+
+    /// A request of top-level `state` placed afresh at `place` (`fresh`), or re-using the
+    /// latest request there.
+    pub fn placed(&mut self, state: usize, place: u32, fresh: bool) {
+        let place = place as usize;
+        if place >= self.placed_afresh.len() {
+            self.placed_afresh.resize(place + 1, (0, 0));
+        }
+        let slot = &mut self.placed_afresh[place];
+        if fresh {
+            *slot = (state as u32 + 1, 1);
+        } else if slot.0 > 0 {
+            slot.1 += 1;
+        } else {
+            self.reused_others[state] += 1;
+        }
+    }
+
+    /// Per top-level state, the requests placed afresh by their placements and re-uses, and
+    /// the re-uses of the others.
+    pub fn population(&self) -> Vec<Population> {
+        let mut by_touches: Vec<BTreeMap<u64, u64>> = vec![BTreeMap::new(); self.reused_others.len()];
+        for &(state, touches) in &self.placed_afresh {
+            if state > 0 {
+                *by_touches[state as usize - 1]
+                    .entry(u64::from(touches))
+                    .or_default() += 1;
+            }
+        }
+        by_touches
+            .into_iter()
+            .zip(&self.reused_others)
+            .map(|(counts, &other)| Population {
+                touches: counts.into_iter().map(|(k, n)| [k, n]).collect(),
+                other,
+            })
+            .collect()
     }
 
     /// The thread's request number `row` (`op`, `size`) at `place` in top-level `state`: a
@@ -500,6 +555,7 @@ impl ReuseAcc {
             buckets,
             classes,
             tail_fresh,
+            population: Vec::new(),
         })
     }
 }

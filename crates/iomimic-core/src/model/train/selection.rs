@@ -31,6 +31,10 @@ pub const LEVEL_CHANGE: f64 = 0.02;
 pub const IOPS_CHANGE: f64 = 0.02;
 /// Requests used to choose levels on a large trace.
 pub const SELECTION_SAMPLE: usize = 100_000;
+/// The population is kept when it lowers the mean deviation (in targets) by at least this.
+pub const POPULATION_GAIN: f64 = 0.02;
+/// Each figure counts at most this many targets in that mean.
+pub const DEVIATION_CAP: f64 = 5.0;
 
 /// Levels and states (each as given, else chosen) and the record of how they were chosen that
 /// the model keeps as its `selection`.
@@ -57,6 +61,10 @@ pub(super) fn select(
             chosen.levels
         }
     };
+    if opts.reuse {
+        let population = choose_population(&head(t, SELECTION_SAMPLE), levels, states, opts)?;
+        selection.insert("population".into(), population);
+    }
     let simulated = opts.simulate_on.as_ref().map_or_else(
         || "no device (fidelity rule only)".to_string(),
         |(device, depth)| format!("{device} at depth {depth}, each volume on a device of its own"),
@@ -182,7 +190,10 @@ fn choose_levels(
     let (mut by_fidelity, mut by_iops) = (None, None);
     for levels in 1..=MAX_LEVELS {
         progress.check()?;
-        let model = train_fixed(&sample, levels, states, opts)?;
+        // levels are judged as the edges and stacks place requests (the population is
+        // chosen after, at the chosen levels)
+        let mut model = train_fixed(&sample, levels, states, opts)?;
+        without_population(&mut model);
         let gen = crate::model::GenerateOptions {
             requests: Some(n as u64),
             seed: opts.seed,
@@ -234,6 +245,78 @@ fn choose_levels(
         original_iops,
         tried: serde_json::Value::Array(tried),
     })
+}
+
+/// The model's threads without their population ([`crate::model::Reuse::population`]).
+pub(super) fn without_population(model: &mut crate::model::Model) {
+    for r in model.threads.iter_mut().filter_map(|t| t.reuse.as_mut()) {
+        r.population.clear();
+    }
+}
+
+/// Whether a model chosen by `selection` keeps its population (not without a record of it).
+pub(super) fn keeps_population(selection: Option<&serde_json::Value>) -> bool {
+    selection
+        .and_then(|s| s.get("population"))
+        .and_then(|p| p.get("kept"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Whether the model keeps the trace's population: a model of the sample at the chosen levels
+/// generates the sample's length with it and without it (the same seed), and it is kept when
+/// its trace is closer to the sample by [`POPULATION_GAIN`] in the mean deviation (each
+/// figure `validate` scores, in units of its target, at most [`DEVIATION_CAP`]). A population
+/// helps where requests come back by their popularity, independently (a hot set), and hurts
+/// where they come back in bursts of their own (a journal re-read after its writes, scans
+/// resumed): the edges' stacks hold those, a shuffled population does not.
+fn choose_population(
+    sample: &TraceView<'_>,
+    levels: u32,
+    states: u32,
+    opts: &TrainOptions,
+) -> Result<serde_json::Value> {
+    let with = train_fixed(sample, levels, states, opts)?;
+    if with
+        .threads
+        .iter()
+        .all(|t| t.reuse.as_ref().is_none_or(|r| r.population.is_empty()))
+    {
+        return Ok(serde_json::json!({ "kept": false }));
+    }
+    let mut without = with.clone();
+    without_population(&mut without);
+    let opts_char = analyze::Options {
+        mrc: MrcScope::Trace,
+        ..analyze::Options::default()
+    };
+    let original = analyze::characterize(sample, &opts_char)?;
+    let same_window = analyze::Options {
+        window_ns: original.options.window_ns,
+        ..opts_char
+    };
+    let spec = compare::FineSpec::of(sample, original.options.window_ns.unwrap_or(1));
+    let fine = compare::Fine::of(sample, &spec);
+    let gen = crate::model::GenerateOptions {
+        requests: Some(sample.len() as u64),
+        seed: opts.seed,
+        ..crate::model::GenerateOptions::default()
+    };
+    let score = |model: &crate::model::Model| -> Result<f64> {
+        let synth = crate::model::generate(model, &gen)?;
+        let mut rows = compare::compare(&original, &analyze::characterize(&synth.view(), &same_window)?);
+        rows.extend(compare::compare_fine(
+            &fine,
+            &compare::Fine::of(&synth.view(), &spec),
+        ));
+        Ok(compare::mean_deviation(&rows, DEVIATION_CAP))
+    };
+    let (with_score, without_score) = (score(&with)?, score(&without)?);
+    Ok(serde_json::json!({
+        "kept": with_score <= without_score - POPULATION_GAIN,
+        "mean_deviation_with": with_score,
+        "mean_deviation_without": without_score,
+    }))
 }
 
 #[cfg(test)]

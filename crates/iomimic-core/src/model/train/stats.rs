@@ -8,6 +8,7 @@ use super::placement::Kind;
 use super::sizes::sizes;
 use crate::analyze::distfit;
 use crate::model::{Dist, OpStats, Sizes, Stats};
+use crate::trace::Op;
 
 /// Fewest requests an edge needs to carry stats of its own.
 pub const MIN_STATS: u64 = 16;
@@ -91,8 +92,8 @@ impl OpAcc {
 pub(super) struct StatsAcc {
     pub count: u64,
     ops: [u64; 4],
-    /// reads; writes (and trims, flushes)
-    by_op: [OpAcc; 2],
+    /// reads; writes; trims (flushes carry no address or size: counted in `ops` alone)
+    by_op: [OpAcc; 3],
     /// Model-time gaps, kept only where a gap distribution is fitted (a thread's own stats).
     pub gaps: Option<Vec<f64>>,
 }
@@ -110,7 +111,9 @@ impl StatsAcc {
     pub fn add(&mut self, op: u8, size: u32, kind: Kind, gap: Option<f64>) {
         self.count += 1;
         self.ops[usize::from(op.min(3))] += 1;
-        self.by_op[usize::from(op.min(1))].add(size, kind);
+        if op < Op::Flush as u8 {
+            self.by_op[usize::from(op)].add(size, kind);
+        }
         if let (Some(gaps), Some(g)) = (&mut self.gaps, gap) {
             gaps.push(g);
         }
@@ -132,8 +135,13 @@ impl StatsAcc {
         let n = self.count.max(1) as f64;
         let mut both = self.by_op[0].clone();
         both.merge(&self.by_op[1]);
+        both.merge(&self.by_op[2]);
         let all = both.finish();
-        let apart = self.by_op.iter().all(|o| o.count >= MIN_BY_OP);
+        // reads and writes apart when both were seen often enough; then trims too, if they were
+        // (else they are placed and sized as writes)
+        let [reads, writes, trims] = &self.by_op;
+        let apart = reads.count >= MIN_BY_OP && writes.count >= MIN_BY_OP;
+        let kept = if trims.count >= MIN_BY_OP { 3 } else { 2 };
         Stats {
             ops: self.ops.map(|c| c as f64 / n),
             sequential: all.sequential,
@@ -143,7 +151,7 @@ impl StatsAcc {
             sizes: all.sizes,
             interarrival: gap,
             by_op: if apart {
-                self.by_op.iter().map(OpAcc::finish).collect()
+                self.by_op[..kept].iter().map(OpAcc::finish).collect()
             } else {
                 Vec::new()
             },
@@ -168,7 +176,7 @@ pub(super) fn differs(edge: &Stats, fallback: &Stats) -> bool {
             .map_or_else(|| s.sizes.clone(), |o| o.sizes.clone())
     };
     edge.ops.iter().zip(&fallback.ops).any(|(&a, &b)| far(a, b))
-        || (0..2).any(|op| {
+        || (0..3).any(|op| {
             let (a, b) = (placement(edge, op), placement(fallback, op));
             a.iter().zip(&b).any(|(&x, &y)| far(x, y))
                 || sizes_l1_half(&sizes_of(edge, op), &sizes_of(fallback, op)) > DIFFERENT

@@ -10,7 +10,7 @@ use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
 use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
 use super::stats::{gap_dist, StatsAcc};
 use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats};
-use crate::trace::TraceView;
+use crate::trace::{Op, TraceView};
 
 /// What training learnt of one thread from its requests alone: the thread's model but for what
 /// depends on the whole trace (its share and activity), which [`super::Plan::assemble`] adds.
@@ -175,7 +175,9 @@ impl ThreadPass {
         self.seen += 1;
         let gap = (j > 0).then_some(u - self.prev_u);
         self.prev_u = u;
-        self.reuse.touch(j >= self.tail_from, visit.seen.is_none());
+        if op != Op::Flush as u8 {
+            self.reuse.touch(j >= self.tail_from, visit.seen.is_none());
+        }
         self.observe(volume, offset, size, op, gap, visit, j);
     }
 }
@@ -198,22 +200,33 @@ impl ThreadPass {
     ) {
         let before: Seen = visit.seen;
         self.hierarchy.path(volume, offset, &mut self.cur);
-        let heads = self.heads.entry(volume).or_default();
-        let follows = heads.follows(offset);
-        // A re-use starts where an earlier request of the thread on its volume started (the
-        // request-keyed unit of libCacheSim's block traces); its depth in the LRU stack of such
-        // requests is kept.
-        let (kind, consumed) = self.streams.classify(&follows, before.is_some());
-        heads.advance(consumed, offset + u64::from(size));
-        if kind == Kind::New {
-            self.alignment.add(offset);
-            self.hierarchy.fresh(&self.cur, offset);
-        }
-        if !self.top.is_empty() {
+        // A flush has no address: it moves the walk (where the trace put it) and counts as an
+        // op, but follows no run, re-uses nothing and is placed nowhere.
+        let flush = op == Op::Flush as u8;
+        let kind = if flush {
+            Kind::New
+        } else {
+            let heads = self.heads.entry(volume).or_default();
+            let follows = heads.follows(offset);
+            // A re-use starts where an earlier request of the thread on its volume started
+            // (the request-keyed unit of libCacheSim's block traces); its depth in the LRU
+            // stack of such requests is kept.
+            let (kind, consumed) = self.streams.classify(&follows, before.is_some());
+            heads.advance(consumed, offset + u64::from(size));
+            if kind == Kind::New {
+                self.alignment.add(offset);
+                self.hierarchy.fresh(&self.cur, offset);
+            }
+            kind
+        };
+        if !self.top.is_empty() && !flush {
             let state = state_of(&self.top, volume, offset);
             let rank = self
                 .counts
                 .touch(state, visit.place, op, size, kind == Kind::Reuse, row);
+            if matches!(kind, Kind::New | Kind::Reuse) {
+                self.counts.placed(state, visit.place, kind == Kind::New);
+            }
             if let (Kind::Reuse, Some(touch), Some(rank)) = (kind, before, rank) {
                 self.reuse.add(op, &touch, rank);
             }
@@ -262,7 +275,14 @@ impl ThreadPass {
             chain,
             defaults,
             volumes,
-            reuse: if reuse_on { self.reuse.finish() } else { None },
+            reuse: if reuse_on {
+                self.reuse.finish().map(|mut r| {
+                    r.population = self.counts.population();
+                    r
+                })
+            } else {
+                None
+            },
             streams: self.streams.finish(),
             alignment: self.alignment.finish(),
         }
