@@ -221,6 +221,7 @@ def train(
     states: int | None = None,
     by: str | None = None,
     reuse: bool = True,
+    population: bool | None = None,
     name: str | None = None,
     seed: int = 1,
     select_device: str | None = "hdd-7200",
@@ -233,8 +234,12 @@ def train(
     ``levels`` and ``states`` (per level) are chosen automatically unless given; ``by``
     ``"stream"`` makes one thread model per stream, ``"none"`` one for the whole trace (default:
     per stream when the trace has 2 to 256 streams); ``reuse=False`` leaves out the
-    temporal-locality extension. ``progress(done, total)`` is called about ten times a second
-    with the models built so far (one per number of levels tried, then the final one).
+    temporal-locality extension. ``population`` (default: chosen by which makes the closer
+    trace of the head of the trace) keeps the trace's population of re-used requests, drawn
+    without replacement while generating (``True``), or leaves re-use to recency and
+    popularity counted while generating (``False``): ``docs/model.md``, Extensions.
+    ``progress(done, total)`` is called about ten times a second with the models built so far
+    (one per number of levels tried, then the final one).
 
     Chosen levels are the deeper of two rules: the TPC paper's (until one more level changes
     the IOPS simulated on ``select_device``, closed loop at ``select_depth``, by under 2 %) and a
@@ -249,6 +254,7 @@ def train(
     """
     source = trace.report.get("path")
     options = _train_options(by, levels, states, reuse, name, source, seed, select_device, select_depth)
+    options["population"] = population
     if ray is None or ray is False:
         return Model._wrap(_core.train_model(*trace._core_args(), options, progress=progress))
     from iomimic import cluster
@@ -265,6 +271,7 @@ def train_in_pieces(
     states: int | None = None,
     by: str | None = None,
     reuse: bool = True,
+    population: bool | None = None,
     name: str | None = None,
     seed: int = 1,
     select_device: str | None = "hdd-7200",
@@ -293,6 +300,7 @@ def train_in_pieces(
 
     source = origin(path) or str(_location(path))  # spelt as the whole read's report spells it
     options = _train_options(by, levels, states, reuse, name, source, seed, select_device, select_depth)
+    options["population"] = population
     passes = _core.TrainStream.PASSES
     engine = None
     if ray is not None and ray is not False:

@@ -175,6 +175,8 @@ pub struct TrainArgs {
     #[pyo3(default = true)]
     reuse: bool,
     #[pyo3(default)]
+    population: Option<bool>,
+    #[pyo3(default)]
     name: Option<String>,
     #[pyo3(default)]
     source: Option<String>,
@@ -190,6 +192,7 @@ impl From<TrainArgs> for model::TrainOptions {
             states: a.states,
             by_stream: a.by_stream,
             reuse: a.reuse,
+            population: a.population,
             name: a.name.unwrap_or_else(|| "model".into()),
             source: a.source,
             seed: a.seed,

@@ -53,6 +53,15 @@ def register(subparsers) -> None:
     p.add_argument(
         "--no-reuse", action="store_true", help="leave out the temporal-locality (reuse) extension"
     )
+    p.add_argument(
+        "--population",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="re-use by the trace's population of re-used requests drawn without replacement (on), "
+        "by recency and popularity counted while generating (off), or whichever generates the closer "
+        "trace of the trace's head (auto, the default; costs a model and two generations of at most "
+        "100,000 requests)",
+    )
     p.add_argument("--name", help="model name (default: the trace's file name)")
     p.add_argument("--seed", type=seed, default=1, help="seed for the generation runs of level selection")
     p.add_argument(
@@ -135,6 +144,7 @@ def handle_train(args: argparse.Namespace) -> int:
         states=args.states,
         by=args.by,
         reuse=not args.no_reuse,
+        population={"auto": None, "on": True, "off": False}[args.population],
         name=args.name,
         seed=args.seed,
         select_device=None if args.select_device == "none" else args.select_device,

@@ -67,8 +67,10 @@ def _population(sel: dict[str, Any]) -> str:
     p = sel.get("population")
     if not p:
         return "-"
+    if p.get("given"):
+        return f"{'kept' if p['kept'] else 'not kept'} (--population {'on' if p['kept'] else 'off'})"
     if "mean_deviation_with" not in p:
-        return "no (nothing re-used)"
+        return f"not judged: it would re-use {100 * p.get('reused_share', 0):.1f} % of the requests"
     verdict = "kept" if p["kept"] else "not kept"
     return (
         f"{verdict}: mean deviation {p['mean_deviation_with']:.3f} with it, "

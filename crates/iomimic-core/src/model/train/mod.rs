@@ -79,6 +79,9 @@ pub struct TrainOptions {
     pub by_stream: Option<bool>,
     /// Keep the temporal-locality (reuse) extension.
     pub reuse: bool,
+    /// Re-use by the trace's stated population (`Some(true)`), by the edges and stacks alone
+    /// (`Some(false)`), or choose by which generates the closer trace (`None`).
+    pub population: Option<bool>,
     pub name: String,
     pub source: Option<String>,
     pub seed: u64,
@@ -100,6 +103,7 @@ impl Default for TrainOptions {
             states: None,
             by_stream: None,
             reuse: true,
+            population: None,
             name: "model".into(),
             source: None,
             seed: 1,

@@ -16,7 +16,7 @@ use crate::analyze::{self, compare, MrcScope};
 use crate::error::Result;
 use crate::progress::Progress;
 use crate::sim;
-use crate::trace::TraceView;
+use crate::trace::{Trace, TraceView};
 
 /// Deepest level tried. A fourth level was tried and left out: on a 2 M-request trace of 16
 /// volumes and 64 streams it improved the worst fidelity figure from 5.9 to 2.9 targets but took
@@ -35,6 +35,9 @@ pub const SELECTION_SAMPLE: usize = 100_000;
 pub const POPULATION_GAIN: f64 = 0.02;
 /// Each figure counts at most this many targets in that mean.
 pub const DEVIATION_CAP: f64 = 5.0;
+/// A population re-using fewer than this share of the sample's requests is not judged (kept
+/// out: it could not move a figure).
+pub const MIN_POPULATION_REUSE: f64 = 0.01;
 
 /// Levels and states (each as given, else chosen) and the record of how they were chosen that
 /// the model keeps as its `selection`.
@@ -48,10 +51,15 @@ pub(super) fn select(
         .unwrap_or_else(|| choose_states(&head(t, SELECTION_SAMPLE)));
     let mut selection = serde_json::Map::new();
     selection.insert("states_given".into(), opts.states.is_some().into());
+    let sample = head(t, SELECTION_SAMPLE);
+    // made when first needed: level selection, or a population worth judging
+    let mut judge: Option<Judge<'_>> = None;
+    let mut chosen_model = None;
     let levels = match opts.levels {
         Some(l) => l,
         None => {
-            let chosen = choose_levels(t, states, opts, progress)?;
+            let chosen = choose_levels(judge.insert(Judge::of(&sample)?), states, opts, progress)?;
+            chosen_model = Some(chosen.model);
             selection.insert("levels_tried".into(), chosen.tried);
             selection.insert("levels_by_fidelity".into(), chosen.by_fidelity.into());
             selection.insert("levels_by_iops".into(), chosen.by_iops.into());
@@ -61,9 +69,20 @@ pub(super) fn select(
             chosen.levels
         }
     };
-    if opts.reuse {
-        let population = choose_population(&head(t, SELECTION_SAMPLE), levels, states, opts)?;
-        selection.insert("population".into(), population);
+    if let (true, Some(given)) = (opts.reuse, opts.population) {
+        selection.insert(
+            "population".into(),
+            serde_json::json!({ "kept": given, "given": true }),
+        );
+    } else if opts.reuse {
+        let with = match chosen_model {
+            Some(model) => model,
+            None => train_fixed(&sample, levels, states, opts)?,
+        };
+        selection.insert(
+            "population".into(),
+            choose_population(&sample, &mut judge, &with, opts)?,
+        );
     }
     let simulated = opts.simulate_on.as_ref().map_or_else(
         || "no device (fidelity rule only)".to_string(),
@@ -137,6 +156,66 @@ struct LevelChoice {
     by_iops: Option<u32>,
     original_iops: Option<f64>,
     tried: serde_json::Value,
+    /// The model of the sample at the levels chosen (with its population).
+    model: crate::model::Model,
+}
+
+/// How close generated traces are to a sample of the trace: its characterization and its fine
+/// figures (one-second rates, footprint, request-keyed curves, 64-range locality: one more
+/// level often shows only there), made once for every model tried.
+struct Judge<'a> {
+    sample: TraceView<'a>,
+    original: analyze::Profile,
+    same_window: analyze::Options,
+    spec: compare::FineSpec,
+    fine: compare::Fine,
+}
+
+impl<'a> Judge<'a> {
+    fn of(sample: &TraceView<'a>) -> Result<Self> {
+        let opts_char = analyze::Options {
+            mrc: MrcScope::Trace,
+            ..analyze::Options::default()
+        };
+        let original = analyze::characterize(sample, &opts_char)?;
+        let same_window = analyze::Options {
+            window_ns: original.options.window_ns,
+            ..opts_char
+        };
+        let spec = compare::FineSpec::of(sample, original.options.window_ns.unwrap_or(1));
+        let fine = compare::Fine::of(sample, &spec);
+        Ok(Self {
+            sample: *sample,
+            original,
+            same_window,
+            spec,
+            fine,
+        })
+    }
+
+    /// A trace of the sample's length generated from `model` (with `seed`), and how it
+    /// compares with the sample, row by row.
+    fn generate_and_compare(
+        &self,
+        model: &crate::model::Model,
+        seed: u64,
+    ) -> Result<(Trace, Vec<compare::Row>)> {
+        let gen = crate::model::GenerateOptions {
+            requests: Some(self.sample.len() as u64),
+            seed,
+            ..crate::model::GenerateOptions::default()
+        };
+        let synth = crate::model::generate(model, &gen)?;
+        let mut rows = compare::compare(
+            &self.original,
+            &analyze::characterize(&synth.view(), &self.same_window)?,
+        );
+        rows.extend(compare::compare_fine(
+            &self.fine,
+            &compare::Fine::of(&synth.view(), &self.spec),
+        ));
+        Ok((synth, rows))
+    }
 }
 
 /// Closed-loop IOPS of `t` with each of its volumes on a device `device` of its own, `depth`
@@ -159,52 +238,30 @@ fn simulated_iops(t: &TraceView<'_>, device: &str, depth: usize) -> Result<f64> 
 }
 
 fn choose_levels(
-    t: &TraceView<'_>,
+    judge: &Judge<'_>,
     states: u32,
     opts: &TrainOptions,
     progress: &Progress,
 ) -> Result<LevelChoice> {
-    let sample = head(t, SELECTION_SAMPLE);
-    let n = sample.len();
-    let opts_char = analyze::Options {
-        mrc: MrcScope::Trace,
-        ..analyze::Options::default()
-    };
-    let original = analyze::characterize(&sample, &opts_char)?;
-    let same_window = analyze::Options {
-        window_ns: original.options.window_ns,
-        ..opts_char
-    };
-    // the figures characterization leaves to validation (one-second rates, footprint,
-    // request-keyed curves, 64-range locality) on the original's grid: one more level often
-    // shows only there
-    let spec = compare::FineSpec::of(&sample, original.options.window_ns.unwrap_or(1));
-    let fine = compare::Fine::of(&sample, &spec);
+    let sample = &judge.sample;
     let original_iops = match &opts.simulate_on {
-        Some((device, depth)) => Some(simulated_iops(&sample, device, *depth)?),
+        Some((device, depth)) => Some(simulated_iops(sample, device, *depth)?),
         None => None,
     };
     let mut tried = Vec::new();
     let mut previous: Option<f64> = None;
     let mut previous_iops: Option<f64> = None;
     let (mut by_fidelity, mut by_iops) = (None, None);
+    let mut models = Vec::new();
     for levels in 1..=MAX_LEVELS {
         progress.check()?;
+        let model = train_fixed(sample, levels, states, opts)?;
         // levels are judged as the edges and stacks place requests (the population is
         // chosen after, at the chosen levels)
-        let mut model = train_fixed(&sample, levels, states, opts)?;
-        without_population(&mut model);
-        let gen = crate::model::GenerateOptions {
-            requests: Some(n as u64),
-            seed: opts.seed,
-            ..crate::model::GenerateOptions::default()
-        };
-        let synth = crate::model::generate(&model, &gen)?;
-        let mut rows = compare::compare(&original, &analyze::characterize(&synth.view(), &same_window)?);
-        rows.extend(compare::compare_fine(
-            &fine,
-            &compare::Fine::of(&synth.view(), &spec),
-        ));
+        let mut stacks_only = model.clone();
+        without_population(&mut stacks_only);
+        models.push(model);
+        let (synth, rows) = judge.generate_and_compare(&stacks_only, opts.seed)?;
         let worst = compare::worst_deviation(&rows);
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);
@@ -238,12 +295,15 @@ fn choose_levels(
     }
     let by_fidelity = by_fidelity.unwrap_or(MAX_LEVELS);
     let by_iops = original_iops.map(|_| by_iops.unwrap_or(MAX_LEVELS));
+    let levels = by_fidelity.max(by_iops.unwrap_or(1));
+    let model = models.swap_remove(levels as usize - 1);
     Ok(LevelChoice {
-        levels: by_fidelity.max(by_iops.unwrap_or(1)),
+        levels,
         by_fidelity,
         by_iops,
         original_iops,
         tried: serde_json::Value::Array(tried),
+        model,
     })
 }
 
@@ -269,51 +329,43 @@ pub(super) fn keeps_population(selection: Option<&serde_json::Value>) -> bool {
 /// figure `validate` scores, in units of its target, at most [`DEVIATION_CAP`]). A population
 /// helps where requests come back by their popularity, independently (a hot set), and hurts
 /// where they come back in bursts of their own (a journal re-read after its writes, scans
-/// resumed): the edges' stacks hold those, a shuffled population does not.
-fn choose_population(
-    sample: &TraceView<'_>,
-    levels: u32,
-    states: u32,
+/// resumed): the edges' stacks hold those, a shuffled population does not. A population that
+/// would re-use under [`MIN_POPULATION_REUSE`] of the sample's requests is left out unjudged.
+/// The sample's characterization is `judge`'s (made once for level selection too), and `with`
+/// is the model level selection chose (else one trained at the given levels).
+fn choose_population<'a>(
+    sample: &TraceView<'a>,
+    judge: &mut Option<Judge<'a>>,
+    with: &crate::model::Model,
     opts: &TrainOptions,
 ) -> Result<serde_json::Value> {
-    let with = train_fixed(sample, levels, states, opts)?;
-    if with
+    let reused: u64 = with
         .threads
         .iter()
-        .all(|t| t.reuse.as_ref().is_none_or(|r| r.population.is_empty()))
-    {
-        return Ok(serde_json::json!({ "kept": false }));
+        .filter_map(|t| t.reuse.as_ref())
+        .flat_map(|r| &r.population)
+        .map(|p| p.touches.iter().map(|&[k, n]| (k - 1) * n).sum::<u64>())
+        .sum();
+    // re-uses the population would place, against the sample's requests: too few to change
+    // a figure, it is left out unjudged
+    let share = reused as f64 / sample.len().max(1) as f64;
+    if share < MIN_POPULATION_REUSE {
+        return Ok(serde_json::json!({ "kept": false, "reused_share": share }));
     }
+    let judge = match judge {
+        Some(judge) => judge,
+        None => judge.insert(Judge::of(sample)?),
+    };
     let mut without = with.clone();
     without_population(&mut without);
-    let opts_char = analyze::Options {
-        mrc: MrcScope::Trace,
-        ..analyze::Options::default()
-    };
-    let original = analyze::characterize(sample, &opts_char)?;
-    let same_window = analyze::Options {
-        window_ns: original.options.window_ns,
-        ..opts_char
-    };
-    let spec = compare::FineSpec::of(sample, original.options.window_ns.unwrap_or(1));
-    let fine = compare::Fine::of(sample, &spec);
-    let gen = crate::model::GenerateOptions {
-        requests: Some(sample.len() as u64),
-        seed: opts.seed,
-        ..crate::model::GenerateOptions::default()
-    };
     let score = |model: &crate::model::Model| -> Result<f64> {
-        let synth = crate::model::generate(model, &gen)?;
-        let mut rows = compare::compare(&original, &analyze::characterize(&synth.view(), &same_window)?);
-        rows.extend(compare::compare_fine(
-            &fine,
-            &compare::Fine::of(&synth.view(), &spec),
-        ));
+        let (_, rows) = judge.generate_and_compare(model, opts.seed)?;
         Ok(compare::mean_deviation(&rows, DEVIATION_CAP))
     };
-    let (with_score, without_score) = (score(&with)?, score(&without)?);
+    let (with_score, without_score) = (score(with)?, score(&without)?);
     Ok(serde_json::json!({
         "kept": with_score <= without_score - POPULATION_GAIN,
+        "reused_share": share,
         "mean_deviation_with": with_score,
         "mean_deviation_without": without_score,
     }))
