@@ -432,15 +432,7 @@ impl ThreadState {
             .or(rt.defaults.gap.as_ref())
             .map_or(0.0, |g| g.draw(&mut self.rng));
         let follow = match drawn {
-            Some(Drawn::Again(at)) => {
-                let t = self.out[at];
-                size = t.size;
-                Follow {
-                    placed: Some((t.volume, t.offset)),
-                    consumed: None,
-                    retouch: Some(at),
-                }
-            }
+            Some(Drawn::Again(at)) => self.repeat(at, &mut size),
             _ => self.follow(rt, op, pick, leaf, &mut size),
         };
         if let Some(urns) = &mut self.urns {
@@ -539,15 +531,24 @@ impl ThreadState {
                     _ => None,
                 };
                 if let Some(at) = picked {
-                    let t = self.out[at];
-                    *size = t.size;
-                    follow.placed = Some((t.volume, t.offset));
-                    follow.retouch = Some(at);
+                    follow = self.repeat(at, size);
                 }
             }
             Pick::New => {}
         }
         follow
+    }
+
+    /// A re-use of the walk's request `at`: its place and its `size`.
+    #[inline]
+    fn repeat(&self, at: usize, size: &mut u32) -> Follow {
+        let t = self.out[at];
+        *size = t.size;
+        Follow {
+            placed: Some((t.volume, t.offset)),
+            consumed: None,
+            retouch: Some(at),
+        }
     }
 
     /// An offset for a new request, preferring one whose blocks no request used yet.
