@@ -420,6 +420,8 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
         (lambda d: d.update(format="other"), 'model field format: expected "iomimic-model"'),
         (lambda d: d.update(version=4), "model field version: this iomimic reads versions 1, 2, 3, found 4"),
         (lambda d: d["threads"][0].update(weight="heavy"), "model field threads[0].weight: invalid type"),
+        (lambda d: d["threads"][0].update(weight=1.5), "field threads[0].weight: 1.5 is not a probability"),
+        (lambda d: d["threads"][0].update(weight=0.5), "field threads[].weight: probabilities sum to 0.5"),
         (lambda d: d["threads"][0]["defaults"].update(sequential=1.5), "threads[0].defaults.sequential: 1.5"),
         (
             lambda d: d["threads"][0]["chain"]["initial"].append(0.0),

@@ -102,3 +102,13 @@ def test_report_refuses_to_overwrite_its_input(pair: tuple[Path, Path]) -> None:
     r = run_cli("report", str(original), "-o", str(original))
     assert r.returncode == 2
     assert f"{original}: the output --output is the input trace; writing it would destroy" in r.stderr
+
+
+def test_a_trace_of_one_request_draws_without_warnings(tmp_path: Path) -> None:
+    """One request spans no time: every chart still gets a width, and nothing leaks to stderr."""
+    path = tmp_path / "one.parquet"
+    iomimic.write_trace(iomimic.Trace(ts_ns=[0], offset=[0], size=[4096], op=[0]), path)
+    r = run_cli("report", str(path), "-o", str(tmp_path / "one.html"))
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr, r.stderr
+    assert (tmp_path / "one.html").stat().st_size > 0

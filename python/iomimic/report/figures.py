@@ -142,7 +142,8 @@ def heat(drawn: list[Drawn]):
     for ax, d in zip(axes[0], drawn):
         h = d.plots["heat"]
         grid = np.array(h["counts"], dtype=float).reshape(h["time_bins"], h["position_bins"]).T
-        span = d.plots["span_s"]
+        # (a trace of one instant still gets a width to draw in)
+        span = d.plots["span_s"] or 1e-6
         image = ax.imshow(
             np.log1p(grid), origin="lower", aspect="auto", cmap="magma", extent=(0, span, 0, 100)
         )

@@ -62,6 +62,10 @@ impl Model {
         if self.volumes.is_empty() {
             return Err(invalid("volumes", "a model needs at least one volume"));
         }
+        // each weight is named where it stands (`threads[2].weight`), their sum as a whole
+        for (i, t) in self.threads.iter().enumerate() {
+            check_probability(&format!("threads[{i}].weight"), t.weight)?;
+        }
         check_probabilities(
             "threads[].weight",
             &self.threads.iter().map(|t| t.weight).collect::<Vec<_>>(),
