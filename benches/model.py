@@ -11,7 +11,10 @@ Then on a realistic trace (`msr_synth.realistic_trace`: 16 volumes, 64 streams, 
 sizes; --lines / 2 requests), each of characterize (every curve), train (levels and states
 chosen) and generate timed once, with the process's CPU time over the wall time (bar: at least
 1.6 on 2 idle cores), and generation's rate over characterize's (every figure but the MRC) on
-the same trace (bar: at least 0.5).
+the same trace (bar: at least 0.5). Last, what re-use by a stated population costs, as medians
+of three interleaved pairs: training 1 x 4 with the population's choice against
+`population=False` (the choice skipped), and generating from the model with its population
+against the same model without it.
 
     python benches/model.py [--lines 5000000] [--repeat 3]
 """
@@ -98,9 +101,55 @@ def realistic_run(n: int) -> dict:
     least = min(cpu / wall for wall, cpu, _ in steps.values())
     print(f"generation / characterize reference: {ratio:.2f} (bar >= 0.5); "
           f"CPU/wall at least {least:.2f} (bar >= 1.6)")  # fmt: skip
-    return {"requests": n, "reference_s": ref, "generate_vs_reference": ratio,
+    population = population_cost(trace, model)
+    return {"requests": n, "reference_s": ref, "generate_vs_reference": ratio, "population": population,
             **{f"{k}_s": w for k, (w, _, _) in steps.items()},
             **{f"{k}_cpu_per_wall": c / w for k, (w, c, _) in steps.items()}}  # fmt: skip
+
+
+def population_cost(trace, model) -> dict:
+    """Training with the population's choice over training with it skipped (1 x 4), and
+    generation with the model's population over generation without it: medians of three
+    interleaved pairs (this VM varies by +-20 %)."""
+    import copy
+    import statistics
+    import time
+
+    from iomimic.model import Model, train
+
+    def seconds(fn) -> float:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    stripped = copy.deepcopy(model.data)
+    for thread in stripped["threads"]:
+        (thread.get("reuse") or {}).pop("population", None)
+    without = Model(stripped)
+    pairs = {
+        "train, choice / skipped": (
+            lambda: train(trace, levels=1, states=4),
+            lambda: train(trace, levels=1, states=4, population=False),
+        ),
+        "generate, population / none": (
+            lambda: model.generate(len(trace), seed=1),
+            lambda: without.generate(len(trace), seed=1),
+        ),
+    }
+    kept = (model.data.get("selection") or {}).get("population", {}).get("kept")
+    print(f"re-use by a stated population (kept in the model: {kept}), medians of 3 interleaved pairs")
+    out = {"kept": kept}
+    for name, (a, b) in pairs.items():
+        ratios = []
+        for k in range(3):
+            if k % 2:
+                tb, ta = seconds(b), seconds(a)
+            else:
+                ta, tb = seconds(a), seconds(b)
+            ratios.append(ta / tb)
+        out[name] = statistics.median(ratios)
+        print(f"  {name:<30}{out[name]:>6.2f}x  ({min(ratios):.2f}-{max(ratios):.2f})")
+    return out
 
 
 if __name__ == "__main__":
