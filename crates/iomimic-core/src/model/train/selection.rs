@@ -46,12 +46,10 @@ pub(super) fn select(
     opts: &TrainOptions,
     progress: &Progress,
 ) -> Result<(u32, u32, serde_json::Map<String, serde_json::Value>)> {
-    let states = opts
-        .states
-        .unwrap_or_else(|| choose_states(&head(t, SELECTION_SAMPLE)));
+    let sample = head(t, SELECTION_SAMPLE);
+    let states = opts.states.unwrap_or_else(|| choose_states(&sample));
     let mut selection = serde_json::Map::new();
     selection.insert("states_given".into(), opts.states.is_some().into());
-    let sample = head(t, SELECTION_SAMPLE);
     // made when first needed: level selection, or a population worth judging
     let mut judge: Option<Judge<'_>> = None;
     let mut chosen_model = None;
@@ -257,11 +255,15 @@ fn choose_levels(
         progress.check()?;
         let model = train_fixed(sample, levels, states, opts)?;
         // levels are judged as the edges and stacks place requests (the population is
-        // chosen after, at the chosen levels)
-        let mut stacks_only = model.clone();
-        without_population(&mut stacks_only);
+        // chosen after, at the chosen levels): a copy without it, where there is one
+        let (synth, rows) = if has_population(&model) {
+            let mut stacks_only = model.clone();
+            without_population(&mut stacks_only);
+            judge.generate_and_compare(&stacks_only, opts.seed)?
+        } else {
+            judge.generate_and_compare(&model, opts.seed)?
+        };
         models.push(model);
-        let (synth, rows) = judge.generate_and_compare(&stacks_only, opts.seed)?;
         let worst = compare::worst_deviation(&rows);
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);
@@ -305,6 +307,14 @@ fn choose_levels(
         tried: serde_json::Value::Array(tried),
         model,
     })
+}
+
+/// Whether some thread of `model` keeps a population ([`crate::model::Reuse::population`]).
+fn has_population(model: &crate::model::Model) -> bool {
+    model
+        .threads
+        .iter()
+        .any(|t| t.reuse.as_ref().is_some_and(|r| !r.population.is_empty()))
 }
 
 /// The model's threads without their population ([`crate::model::Reuse::population`]).
