@@ -13,6 +13,11 @@ use crate::model::{Sizes, Streams};
 pub const HEADS: usize = 1024;
 /// Largest forward hole of a near request (Keeton's relaxed runs tolerate the same).
 pub const NEAR_GAP: u64 = 64 << 10;
+/// Deepest head a request that re-touches an earlier request's start is taken to follow. A run
+/// interleaved with a few others resumes a few heads back; in a dense hot set nearly every
+/// re-read lands at or a little past *some* recent end, at a depth spread over all [`HEADS`],
+/// and is a re-use that only looks like a run (measured: 4–64 tried, docs/model.md).
+pub const RETOUCH_RUN_DEPTH: usize = 16;
 /// Share of offsets that must be multiples of the alignment random offsets are given.
 pub const ALIGNED_SHARE: f64 = 0.95;
 
@@ -132,12 +137,16 @@ impl StreamsAcc {
         }
     }
 
-    /// How a request was placed (`reused`: it starts in a block the thread used before), counting
-    /// continuations and near requests; and how many heads back the one it used up is.
+    /// How a request was placed (`reused`: it starts where a request of the thread started
+    /// before), counting continuations and near requests; and how many heads back the one it
+    /// used up is. A re-touch that follows a head deeper than [`RETOUCH_RUN_DEPTH`] is a re-use.
     #[inline]
     pub fn classify(&mut self, follows: &Follows, reused: bool) -> (Kind, Option<usize>) {
         match *follows {
             Follows::Previous => (Kind::Sequential, Some(1)),
+            Follows::Older(depth) | Follows::Near { depth, .. } if reused && depth > RETOUCH_RUN_DEPTH => {
+                (Kind::Reuse, None)
+            }
             Follows::Older(depth) => {
                 self.continuation_depth[depth] += 1;
                 (Kind::Continuation, Some(depth))
@@ -202,5 +211,45 @@ impl AlignmentAcc {
     pub fn finish(&self) -> u64 {
         let enough = (self.fresh as f64 * ALIGNED_SHARE).ceil() as u64;
         1u64 << self.counts.iter().rposition(|&c| c >= enough).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retouch_follows_a_run_only_a_few_heads_back() {
+        let mut streams = StreamsAcc::new();
+        let deep = RETOUCH_RUN_DEPTH + 1;
+        // a re-read of a scan interleaved with a few other requests resumes the scan
+        assert_eq!(
+            streams.classify(&Follows::Older(3), true),
+            (Kind::Continuation, Some(3))
+        );
+        assert_eq!(
+            streams.classify(&Follows::Near { depth: 2, gap: 4096 }, true),
+            (Kind::Near, Some(2))
+        );
+        // a re-read landing at or past a head far back is a re-use, and uses no head up
+        assert_eq!(streams.classify(&Follows::Older(deep), true), (Kind::Reuse, None));
+        let near = Follows::Near {
+            depth: deep,
+            gap: 4096,
+        };
+        assert_eq!(streams.classify(&near, true), (Kind::Reuse, None));
+        // a first touch there is still a run, however deep
+        assert_eq!(
+            streams.classify(&Follows::Older(deep), false),
+            (Kind::Continuation, Some(deep))
+        );
+        assert_eq!(
+            streams.classify(&Follows::Previous, true),
+            (Kind::Sequential, Some(1))
+        );
+        // only the runs were counted: two continuations, one near request
+        let counted = |c: &[u64]| c.iter().sum::<u64>();
+        assert_eq!(counted(&streams.continuation_depth), 2);
+        assert_eq!(counted(&streams.near_depth), 1);
     }
 }
