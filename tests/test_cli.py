@@ -274,4 +274,7 @@ def test_what_a_new_user_trips_on_is_told_plainly(tmp_path: Path) -> None:
     assert run_cli("generate", str(model), "-o", str(synth), "-n", "2000").returncode == 0
     r = run_cli("validate", str(out), str(synth), "--strict")
     assert r.returncode == 1 and "validate --strict: missed" in r.stderr and "target" in r.stdout
+    # a negative duration is told as such, not as an option argparse took it for
+    r = run_cli("generate", str(model), "-o", str(synth), "--duration", "-5s")
+    assert r.returncode == 2 and "--duration: a duration must be positive, found -5s" in r.stderr, r.stderr
     assert run_cli("validate", str(out), str(out), "--strict").returncode == 0

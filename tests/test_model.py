@@ -485,6 +485,14 @@ def test_mix_assembles_thread_models(locality_model: Model) -> None:
     assert [v["name"] for v in m.data["volumes"]] == ["0", "H", "L"]
     g = m.generate(20_000, seed=1)
     assert np.bincount(g.stream)[0] / len(g) == pytest.approx(0.6, abs=1e-3)
+    # each part keeps its hierarchy, and `model show` says which is which
+    from iomimic.report.model import hierarchy
+
+    parts = m.data["selection"]["mixed"]
+    assert [(p["levels"], p["states"], p["share"]) for p in parts] == [(1, 4, 0.6), (1, 4, 0.4)]
+    deeper = mix([(m, 1), (train(hot_and_cold(5000), levels=2, states=8), 1)], name="mixed")
+    assert (deeper.data["levels"], deeper.data["states"]) == (2, 8)
+    assert hierarchy(deeper.data) == "up to 2 level(s) x 8 states (parts: both 1 x 4, model 2 x 8)"
 
 
 @pytest.mark.parametrize("name", PRESETS)

@@ -21,10 +21,10 @@ def parse_duration_ns(text: str | float | int, what: str = "duration") -> int:
         if not (text == text and abs(text) != float("inf")):
             raise InputError(f"`{what}`: a duration must be a finite number, found {text!r}")
         text = repr(float(text)) if isinstance(text, float) else str(text)
-        if text.startswith("-"):
-            raise InputError(f"`{what}`: a duration must be positive, found {text}")
         if "e" in text:  # a float repr in exponent form: spell it out for the grammar
             text = f"{float(text):.9f}"
+    if text.lstrip().startswith("-"):
+        raise InputError(f"`{what}`: a duration must be positive, found {text.strip()}")
     return _core.parse_duration_ns(text, what)
 
 

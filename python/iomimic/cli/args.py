@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,13 @@ class UsageError(InputError):
 
 
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A value that starts with a minus and a digit ("-5s", "-2x") is a value, as argparse
+        # already takes "-5": a negative duration then meets its option's own message, not
+        # "expected one argument". No option of iomimic's is spelt like a number.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
     def error(self, message: str):  # argparse would print and exit(2) itself; keep one exit path
         # "iomimic: error: simulate: ..." — the program's name is said once, by main()
         command = self.prog.removeprefix("iomimic").strip()

@@ -126,10 +126,12 @@ def register(subparsers) -> None:
 
 def _save(model, path: str) -> None:
     model.save(path)
+    from iomimic.report.model import hierarchy
+
     d = model.data
     print(
-        f"wrote model {d['name']!r} to {path}: {len(d['threads'])} thread(s), {d['levels']} level(s) x "
-        f"{d['states']} states, {len(d['volumes'])} volume(s)"
+        f"wrote model {d['name']!r} to {path}: {len(d['threads'])} thread(s), {hierarchy(d)}, "
+        f"{len(d['volumes'])} volume(s)"
     )
 
 

@@ -47,8 +47,23 @@ def _count(chain: dict[str, Any]) -> tuple[int, int]:
     return states, edges
 
 
+def hierarchy(d: dict[str, Any], states: str = "states") -> str:
+    """Levels x states of a model; a mix's parts each keep their own, said when they differ."""
+    parts = (d.get("selection") or {}).get("mixed") or []
+    if len({(p["levels"], p["states"]) for p in parts}) > 1:
+        each = ", ".join(f"{p['name']} {p['levels']} x {p['states']}" for p in parts)
+        return f"up to {d['levels']} level(s) x {d['states']} {states} (parts: {each})"
+    return f"{d['levels']} level(s) x {d['states']} {states}"
+
+
+def _windows(n: int) -> str:
+    return f"{n} window" if n == 1 else f"{n} windows"
+
+
 def _chosen_by(sel: dict[str, Any]) -> str:
     """How the levels were chosen: given, or each rule's choice and the IOPS it simulated."""
+    if "mixed" in sel:
+        return "each part's own (a mix)"
     if "levels_by_fidelity" not in sel:
         return "given" if sel else "-"
     tried = sel.get("levels_tried") or []
@@ -90,13 +105,13 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
     for row in (
         ("source", str(d.get("source") or "-")),
         ("trained on", f"{d['requests']:,} requests over {d['duration_ns'] / 1e9:,.3f} s"),
-        ("hierarchy", f"{d['levels']} level(s) x {d['states']} states per level"),
+        ("hierarchy", hierarchy(d, "states per level")),
         ("levels chosen by", _chosen_by(d.get("selection") or {})),
         ("re-use by population", _population(d.get("selection") or {})),
         ("threads", f"{len(d['threads'])}"),
         ("states / transitions", f"{total_states:,} / {total_edges:,}"),
         ("volumes", ", ".join(f"{v['name']} ({human_bytes(v['span_bytes'])})" for v in d["volumes"])),
-        ("rate profile", f"{len(d['rate']['shares'])} windows of {d['rate']['window_ns'] / 1e9:g} s"),
+        ("rate profile", f"{_windows(len(d['rate']['shares']))} of {d['rate']['window_ns'] / 1e9:g} s"),
     ):
         head.add_row(*row)
     console.print(head)

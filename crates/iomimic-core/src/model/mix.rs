@@ -76,8 +76,18 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
         threads,
         requests: (requests.round_ties_even() as u64).max(1),
         duration_ns: duration,
-        selection: None,
+        // each part keeps its own hierarchy: the model's is the deepest and widest, and its
+        // parts say what each was
+        selection: Some(serde_json::json!({
+            "mixed": parts
+                .iter()
+                .map(|(m, w)| serde_json::json!({
+                    "name": m.name, "levels": m.levels, "states": m.states, "share": w / total,
+                }))
+                .collect::<Vec<_>>(),
+        })),
         levels: parts.iter().map(|(m, _)| m.levels).max().unwrap_or(1),
+        states: parts.iter().map(|(m, _)| m.states).max().unwrap_or(1),
         rate,
         ..first.clone()
     };
@@ -158,6 +168,14 @@ mod tests {
         // 400 over 0.399 s and 200 over 0.199 s, weighted 3:1, over the longer span
         let expected = (400.0 * 0.75 + 200.0 * 399.0 / 199.0 * 0.25_f64).round_ties_even() as u64;
         assert_eq!(m.requests, expected);
+        // each part's hierarchy and share are said
+        let parts = &m.selection.as_ref().unwrap()["mixed"];
+        assert_eq!(parts[1]["name"], "log");
+        assert_eq!(
+            (parts[1]["levels"].as_u64(), parts[1]["states"].as_u64()),
+            (Some(1), Some(4))
+        );
+        assert!((parts[0]["share"].as_f64().unwrap() - 0.75).abs() < 1e-12);
         let again = mix(&[(&a, 1.0), (&a, 1.0)], "twice").unwrap();
         assert_eq!(again.volumes.len(), 1);
         assert!(mix(&[], "x").is_err());
