@@ -60,7 +60,7 @@ def test_convert_to_parquet_and_csv_round_trip(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert out.read_bytes()[:2] == b"\x1f\x8b" and iomimic.read_trace(out) == original
     r = run_cli("convert", str(MSR), "-o", str(tmp_path / "hm_0.txt"))
-    assert r.returncode == 2 and "give --to (parquet|csv|csv.gz)" in r.stderr
+    assert r.returncode == 2 and "name it .parquet, .csv or .csv.gz" in r.stderr
     assert not (tmp_path / "hm_0.txt").exists()
 
 
@@ -278,3 +278,130 @@ def test_what_a_new_user_trips_on_is_told_plainly(tmp_path: Path) -> None:
     r = run_cli("generate", str(model), "-o", str(synth), "--duration", "-5s")
     assert r.returncode == 2 and "--duration: a duration must be positive, found -5s" in r.stderr, r.stderr
     assert run_cli("validate", str(out), str(out), "--strict").returncode == 0
+
+
+def test_what_a_review_of_the_studies_found(tmp_path: Path) -> None:
+    """A new user's review of the studies and exports: each finding, as the user met it."""
+    head = "ts_ns,offset,size,op,volume,stream,volume_name\n"
+    rows = [
+        f"{i * 10_000_000},{(i * 7919 % 100_000) * 4096},4096,{i % 2},{i % 3 % 2},0,v{i % 3 % 2}"
+        for i in range(2000)
+    ]
+    sel = tmp_path / "sel.csv"
+    sel.write_text(head + "\n".join(rows) + "\n")
+
+    def ok(*args: str):
+        r = run_cli(*args)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    def refused(message: str, *args: str) -> None:
+        r = run_cli(*args)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+    # the selection options choose what a study runs on (they were ignored); the first 5 s'
+    # reads on v0: i < 500, even, i % 3 % 2 == 0
+    chosen = sum(1 for i in range(500) if i % 2 == 0 and i % 3 % 2 == 0)
+    for study in ("ssd-cache", "defrag"):
+        out = tmp_path / f"{study}.json"
+        ok("study", study, str(sel), "--op", "read", "--end", "5s", "--volume", "v0", "--json", str(out))
+        report = json.loads(out.read_text())
+        requests = report["workloads"][0]["requests"] if study == "ssd-cache" else report["requests"]
+        assert requests == chosen, (study, requests)
+    refused("a trace is studied as it is", "study", "ssd-cache", str(sel), "-n", "100")
+    # an output never replaces the applications file, nor another output
+    apps = tmp_path / "apps.toml"
+    apps.write_text((Path(__file__).parents[1] / "docs" / "examples" / "tpcw-apps.toml").read_text())
+    before = apps.read_text()
+    refused("would destroy the input", "study", "cache-alloc", str(apps), "--json", str(apps))
+    assert apps.read_text() == before
+    one = tmp_path / "one.csv"
+    one.write_text(head + "0,512,512,0,0,0,d0\n")
+    refused("are the same file", "export", "fio", str(one), "-o", str(tmp_path / "job.iolog"))
+    refused(
+        "are the same file",
+        "export",
+        "fio",
+        str(one),
+        "-o",
+        str(tmp_path / "j.fio"),
+        "--iolog",
+        str(tmp_path / "j.fio"),
+    )
+    # a refusal for space comes before anything is written
+    model = tmp_path / "mess.json"
+    ok("model", "preset", "messenger", "-o", str(model))
+    deep = tmp_path / "pp"
+    deep.mkdir()
+    refused(
+        "needs", "export", "fio", str(model), "-n", "1000", "-o", str(deep / "m.fio"),
+        "--map", f"H={deep}/deep/x/H.dat", "--prepare",
+    )  # fmt: skip
+    assert list(deep.iterdir()) == []
+    # O_DIRECT's realignment is said; without it the log is exact
+    r = ok("export", "fio", str(one), "-o", str(tmp_path / "s.fio"), "--direct")
+    assert "1 of the requests moved or grew onto whole 4 KiB blocks" in r.stdout
+    ok("export", "fio", str(one), "-o", str(tmp_path / "s.fio"), "--no-direct")
+    assert (tmp_path / "s.iolog").read_text().splitlines()[-2].endswith("read 512 512")
+    flush = tmp_path / "flush.csv"
+    flush.write_text(head + "0,0,0,3,0,0,d0\n")
+    ok("export", "fio", str(flush), "-o", str(tmp_path / "f.fio"), "--direct")
+    # a plot's format is checked before the work, which is not lost; no suffix is a PNG
+    out = tmp_path / "o.json"
+    refused(
+        "cannot draw a .txt file",
+        "study",
+        "cache-alloc",
+        "--example",
+        "--json",
+        str(out),
+        "--plot",
+        str(tmp_path / "o.txt"),
+    )
+    r = ok("study", "cache-alloc", "--example", "--plot", str(tmp_path / "fig"))
+    assert (tmp_path / "fig.png").exists() and f"wrote {tmp_path / 'fig.png'}" in r.stdout
+    (tmp_path / "rep").write_text("")
+    refused("is a file", "validate", str(sel), str(sel), "--report", str(tmp_path / "rep"))
+    # a saturated device is said to be
+    r = ok("study", "defrag", "tpcc", "-n", "5000")
+    assert "hdd-7200 served" in r.stderr and "it is saturated" in r.stderr
+    # messages name the flags the user gave
+    for message, args in [
+        ("--slow-ms must be 0 to 3600000 ms", ["study", "early-errors", str(sel), "--slow-ms", "-5"]),
+        (
+            "--threshold must be a positive number, found -1",
+            ["study", "early-errors", str(sel), "--threshold", "-1"],
+        ),
+        ("--peak-factor must be a positive number", ["study", "offload", str(sel), "--peak-factor", "0"]),
+        ("--store-size must be whole 4096-byte blocks", ["study", "offload", str(sel), "--store-size", "1"]),
+        ("P is above 0 % and at most 100 %", ["study", "defrag", str(sel), "--policy", "partial:0%"]),
+        (
+            "--windows must be 1 to the trace's 2000 requests",
+            ["study", "defrag", str(sel), "--windows", "100000"],
+        ),
+        (
+            "--block-size must be a positive multiple of 512",
+            ["study", "defrag", str(sel), "--block-size", "3"],
+        ),
+        ("--cache: 1024 bytes hold no block of 4096", ["study", "ssd-cache", str(sel), "--cache", "1k"]),
+        (
+            "name it .parquet, .csv or .csv.gz",
+            ["simulate", str(sel), "--device", "hdd-7200", "-o", str(tmp_path / "s.txt")],
+        ),
+        ("not a model file", ["model", "mix", str(sel), "-o", str(tmp_path / "m.json")]),
+    ]:
+        refused(message, *args)
+    # sizes with units, and one vocabulary for -n
+    r = ok(
+        "study",
+        "prefetch",
+        "--experiment",
+        "jumps",
+        "--prefetch",
+        "0,64k",
+        "--point-requests",
+        "256",
+        "--json",
+        "-",
+    )
+    assert {p["prefetch_kib"] for p in json.loads(r.stdout)["points"]} == {0, 64}

@@ -43,7 +43,7 @@ def test_jumps_on_the_command_line(tmp_path: Path) -> None:
     # prefetch is paid for: runs of four far apart leave most of each 64 KiB unread
     (far,) = [p for p in report["points"] if (p["run_count"], p["x"], p["prefetch_kib"]) == (4, 64 << 20, 64)]
     assert far["prefetch_unused"] > 0.75
-    shown = run_cli("study", "prefetch", "--experiment", "streams", "--requests", "256")
+    shown = run_cli("study", "prefetch", "--experiment", "streams", "--point-requests", "256")
     assert shown.returncode == 0, shown.stderr
     assert "streams" in shown.stdout and "prefetch 64 KiB" in shown.stdout
 

@@ -155,11 +155,43 @@ def direct_allowed(path: str) -> bool:
         if os.path.exists(path):
             os.close(os.open(path, os.O_RDONLY | flag))
         else:
-            with tempfile.NamedTemporaryFile(dir=os.path.dirname(os.path.abspath(path)) or ".") as probe:
+            # where `prepare` will create it: the nearest directory that exists holds the file system
+            with tempfile.NamedTemporaryFile(dir=_existing_dir(path)) as probe:
                 os.close(os.open(probe.name, os.O_RDONLY | flag))
     except OSError:
         return False
     return True
+
+
+def _existing_dir(path: str) -> str:
+    """The nearest directory above ``path`` that exists (the file system a new file lands on)."""
+    here = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(here):
+        here = os.path.dirname(here)
+    return here
+
+
+def check_space(paths: list[str], sizes: dict[str, int]) -> None:
+    """Refuses, before anything is written, files to create that their file systems cannot hold."""
+    import shutil
+
+    def gib(n: int) -> str:
+        return f"{n / 2**30:,.1f} GiB"
+
+    by_device: dict[int, tuple[int, str, list[str]]] = {}
+    for path in paths:
+        where = _existing_dir(path)
+        device = os.stat(where).st_dev
+        total, _, names = by_device.get(device, (0, where, []))
+        by_device[device] = (total + sizes[path], where, [*names, path])
+    for total, where, names in by_device.values():
+        free = shutil.disk_usage(where).free
+        if total > free:
+            raise InputError(
+                f"{names[0]}: laying out {', '.join(names)} needs {gib(total)}, and the file "
+                f"system of {where} has {gib(free)} free; map the volumes to bigger file "
+                "systems or devices (--map)"
+            )
 
 
 def check_files(
@@ -244,7 +276,7 @@ def export_fio(
     if direct:
         # O_DIRECT wants block-aligned offsets and sizes: the log holds them where a --direct
         # run puts them (the core's placement), in files rounded up to whole blocks
-        sizes = {name: -(-size // DIRECT_ALIGN) * DIRECT_ALIGN for name, size in sizes.items()}
+        sizes = {name: -(-max(size, 1) // DIRECT_ALIGN) * DIRECT_ALIGN for name, size in sizes.items()}
         placed = _core.place_requests(
             trace.offset, trace.size, trace.volume, [sizes[f] for f in files], DIRECT_ALIGN
         )
@@ -255,6 +287,13 @@ def export_fio(
         disk_sizes, write=write, prepare=prepare, allow_device=allow_device, overwrite=overwrite
     )
     made = missing if prepare else []
+    check_space(made, disk_sizes)
+    if os.path.realpath(job_path) == os.path.realpath(iolog_path):
+        raise InputError(
+            f"{os.fspath(job_path)}: the job file and the I/O log are the same file; choose two paths"
+        )
+    # the files first: a job file written means the whole export is in place
+    create_files(made, disk_sizes, write=write)
     write_iolog(trace, iolog_path, files, placed)
     iolog = os.path.relpath(os.path.abspath(iolog_path), here)
     text = job_file(
@@ -268,11 +307,16 @@ def export_fio(
     )
     with atomic_output(job_path) as tmp:
         tmp.write_text(text)
-    create_files(made, disk_sizes, write=write)
     return {
         "job": os.fspath(job_path),
         "iolog": os.fspath(iolog_path),
         "files": disk_sizes,
         "created": made,
         "direct": direct,
+        # requests O_DIRECT moved or resized onto whole blocks (the log is exact without it)
+        "realigned": 0
+        if placed is None
+        else int(
+            np.count_nonzero(((placed[0] != trace.offset) | (placed[1] != trace.size)) & (trace.size > 0))
+        ),
     }

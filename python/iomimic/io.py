@@ -387,9 +387,17 @@ def refuse_overwriting_inputs(inputs: dict[str, str], outputs: dict[str, str]) -
                 continue
             if stat.S_ISREG(st.st_mode):
                 seen.setdefault((st.st_dev, st.st_ino), (name, path, given))
+    written: dict[str, str] = {}
     for name, path in outputs.items():
         if path in (None, "-"):
             continue
+        # two outputs of one command at one path: the second would replace the first
+        if not name.startswith("map["):
+            other = written.setdefault(os.path.realpath(path), name)
+            if other != name:
+                raise InputError(
+                    f"{path}: the outputs `{other}` and `{name}` are the same file; choose two paths"
+                )
         try:
             st = os.stat(path)
         except (OSError, ValueError):
@@ -423,7 +431,7 @@ def output_format(path: str | os.PathLike, to: str | None = None) -> str:
         return "csv.gz"
     raise InputError(
         f"{path}: cannot tell the output format from the extension {Path(path).suffix!r}; "
-        f"give `to` ({'|'.join(OUTPUT_FORMATS)})"
+        "name it .parquet, .csv or .csv.gz"
     )
 
 

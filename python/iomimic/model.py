@@ -87,6 +87,11 @@ class Model:
             text = path.read_text()
         except UnicodeDecodeError:
             raise InputError(f"{path}: not a model file (not text)") from None
+        if not text.lstrip().startswith("{"):
+            raise InputError(
+                f"{path}: not a model file: a model is the JSON `iomimic model train` or `model preset` "
+                "writes (a trace is read by `info`, `characterize`, `model train`, ...)"
+            )
         try:
             return cls._wrap(_core.Model.from_json(text))
         except InputError as e:

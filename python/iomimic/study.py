@@ -91,14 +91,23 @@ def workload(
     (``requests`` of them, default the model's count, from ``seed``)."""
     from iomimic.io import read_trace
     from iomimic.model import Model
-    from iomimic.presets import PRESETS, preset
+    from iomimic.presets import preset
 
     text = os.fspath(source)
-    if text in PRESETS and not Path(text).exists():
-        return preset(text).generate(requests, seed=seed), "model"
+    if not is_generated(text):
+        return read_trace(text, **read_options), "trace"
     if text.lower().endswith(".json"):
         return Model.load(text).generate(requests, seed=seed), "model"
-    return read_trace(text, **read_options), "trace"
+    return preset(text).generate(requests, seed=seed), "model"
+
+
+def is_generated(source: str | os.PathLike) -> bool:
+    """Whether a study's workload is generated: a model file (``.json``) or a preset's name
+    (a file of that name is read instead)."""
+    from iomimic.presets import PRESETS
+
+    text = os.fspath(source)
+    return (text in PRESETS and not Path(text).exists()) or text.lower().endswith(".json")
 
 
 def early_errors_on_targets(

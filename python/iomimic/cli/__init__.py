@@ -78,8 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Arguments that name files a command reads, and files (or targets) it writes.
-_INPUTS = ("trace", "model", "original", "synthetic", "config", "parts", "workload")
-_OUTPUTS = ("output", "json", "iolog", "target", "map", "plot")
+_INPUTS = ("trace", "model", "original", "synthetic", "config", "parts", "workload", "apps", "timeline")
+_OUTPUTS = ("output", "json", "iolog", "target", "map", "plot", "report")
 
 
 def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
@@ -102,6 +102,27 @@ def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
     refuse_overwriting_inputs(inputs, outputs)
 
 
+def _check_plot(args: argparse.Namespace) -> None:
+    """Where plots go is checked before the work they draw: a plot's format (one without a
+    suffix is a PNG, named so), a report directory that is not a file."""
+    report = getattr(args, "report", None)
+    if report and os.path.exists(report) and not os.path.isdir(report):
+        raise InputError(f"--report: {report} is a file; plots are written to a directory")
+    plot = getattr(args, "plot", None)
+    if not plot or plot == "-":
+        return
+    suffix = os.path.splitext(plot)[1].lower().lstrip(".")
+    if not suffix:
+        args.plot = f"{plot}.png"
+        return
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    if suffix not in formats:
+        known = ", ".join(sorted(formats))
+        raise InputError(f"--plot: cannot draw a .{suffix} file; write .png, .pdf or .svg (or: {known})")
+
+
 def main(argv: list[str] | None = None) -> int:
     verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
     command_parser = None
@@ -113,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         command_parser = getattr(args, "parser", None)
         set_command_parser(command_parser)
+        _check_plot(args)
         _refuse_overwriting_inputs(args)
         from iomimic.io import _parquet_layouts
         from iomimic.remote import local_arguments

@@ -392,7 +392,7 @@ def flags_for_parameters(message: str, parser: argparse.ArgumentParser | None = 
         name, index = m.group(1), m.group(2) or ""
         return flags[name] + index if name in flags else m.group(0)
 
-    return re.sub(r"`(\w+)(\[\d+\])?`", flag, message)
+    return re.sub(r"`([\w.]+)(\[\d+\])?`", flag, message)
 
 
 def report_reading(s: dict[str, Any]) -> None:

@@ -71,7 +71,7 @@ def register(subparsers) -> None:
 
 
 def handle_fio(args: argparse.Namespace) -> int:
-    from iomimic.fio_export import SYNC_ENGINES, export_fio
+    from iomimic.fio_export import DIRECT_ALIGN, SYNC_ENGINES, export_fio
 
     if Path(args.trace).suffix.lower() == ".json":
         from iomimic.cli.progress import working
@@ -89,7 +89,7 @@ def handle_fio(args: argparse.Namespace) -> int:
     if not args.iolog:
         from iomimic.io import refuse_overwriting_inputs
 
-        refuse_overwriting_inputs({"trace": args.trace}, {"iolog": iolog})
+        refuse_overwriting_inputs({"trace": args.trace}, {"output": args.output, "iolog": iolog})
     r = export_fio(
         trace,
         args.output,
@@ -111,9 +111,15 @@ def handle_fio(args: argparse.Namespace) -> int:
         if job_dir == Path.cwd()
         else f"cd {job_dir} && fio {Path(args.output).name}"
     )
-    print(f"wrote {args.output} and {iolog} ({len(trace):,} requests); run it with: {run}")
+    requests = f"{len(trace):,} request" + ("" if len(trace) == 1 else "s")
+    print(f"wrote {args.output} and {iolog} ({requests}); run it with: {run}")
     for path in r["created"]:
         print(f"created {path} ({r['files'][path]:,} bytes, laid out with data)")
+    if r["realigned"]:
+        print(
+            f"note: direct=1: {r['realigned']:,} of the requests moved or grew onto whole "
+            f"{DIRECT_ALIGN // 1024} KiB blocks, as O_DIRECT needs (--no-direct keeps the log exact)"
+        )
     if args.direct is None and not r["direct"]:
         print("note: direct=0: a file does not accept O_DIRECT (tmpfs?), so the page cache may answer reads")
     if args.ioengine not in SYNC_ENGINES and args.iodepth > 1:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from iomimic.cli import EXIT_OK
-from iomimic.cli.args import add_read_options, read_reported, subcommand
+from iomimic.cli.args import add_read_options, read_reported, select, subcommand
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,11 @@ def register(subparsers) -> None:
         "  iomimic report trace.blkparse.txt -o t.html --start 10s --end 70s\n",
     )
     p.add_argument("trace", help="the trace (the original, when a synthetic one follows)")
-    p.add_argument("synthetic", nargs="?", help="a synthetic trace to draw beside it (any format)")
+    p.add_argument(
+        "synthetic",
+        nargs="?",
+        help="a synthetic trace to draw beside it (any format; --start, --end, ... choose from both)",
+    )
     p.add_argument("-o", "--output", required=True, help="the HTML page to write")
     p.add_argument("--title", help="the page's title (default: the trace's path)")
     add_read_options(p)
@@ -34,7 +38,9 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.report.html import build_page
 
     original = read_reported(args)
-    synthetic = read_trace(args.synthetic) if args.synthetic else None
+    # the selection options choose the same part of both: compared whole, a cut original
+    # would be judged against the whole synthetic trace
+    synthetic = select(read_trace(args.synthetic), args) if args.synthetic else None
     # characterizing, validating and drawing: several stages of unknown length, so the bar
     # only shows that work goes on and for how long
     with working("building the report"):

@@ -60,7 +60,9 @@ def _ms(x: float) -> str:
 
 
 def _pair(c: dict[str, Any], figure: str) -> str:
-    """A figure without off-loading → with it."""
+    """A figure without off-loading → with it ("-" where there was no such request)."""
+    if not c.get("requests", 1):
+        return "-"
     return f"{_ms(c[f'off_{figure}_ms'])} → {_ms(c[f'on_{figure}_ms'])}"
 
 

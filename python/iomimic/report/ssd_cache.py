@@ -25,8 +25,8 @@ def render_ssd_cache(r: dict[str, Any], console: Console) -> None:
             "policy",
             "cache",
             "SSDs",
-            "hit ratio",
-            "byte hits",
+            "read hits",
+            "read byte hits",
             "mean µs",
             "p99 µs",
             "IOPS",
@@ -68,7 +68,7 @@ def render_ssd_cache(r: dict[str, Any], console: Console) -> None:
             "stream",
             "requests",
             "reads",
-            "hit ratio",
+            "read hits",
             "speedup",
         )
         streams = sorted(run["streams"], key=lambda s: -s["requests"])
@@ -77,7 +77,7 @@ def render_ssd_cache(r: dict[str, Any], console: Console) -> None:
                 str(s["stream"]),
                 f"{s['requests']:,}",
                 pct(s["read_fraction"]),
-                pct(s["hit_ratio"]),
+                pct(s["hit_ratio"]) if s["read_fraction"] > 0 else "-",
                 f"{s['speedup']:.2f}",
             )
         if len(streams) > MAX_STREAM_ROWS:

@@ -93,7 +93,10 @@ impl std::str::FromStr for Policy {
                 if share > 0.0 && share <= 1.0 {
                     Ok(Policy::Partial(share))
                 } else {
-                    Err(bad())
+                    Err(Error::Usage(format!(
+                        "`policies`: {s:?} moves no blocks or more than all: P is above 0 % and at \
+                         most 100 %"
+                    )))
                 }
             }
         }
@@ -186,13 +189,26 @@ impl Study for Defrag {
     }
 }
 
+/// A block is whole sectors: 512 B or a multiple of it.
+pub(crate) fn check_block_bytes(bytes: u64) -> Result<()> {
+    if bytes == 0 || !bytes.is_multiple_of(512) {
+        return Err(Error::Usage(format!(
+            "`block_bytes` must be a positive multiple of 512 (whole sectors), found {bytes}"
+        )));
+    }
+    Ok(())
+}
+
 /// Simulates the trace as it is, then after each policy's relayout (one unit of `progress`
 /// each).
 pub fn run(t: &TraceView<'_>, o: &Options, progress: &Progress) -> Result<Report> {
-    if o.block_bytes == 0 || o.windows == 0 {
-        return Err(Error::Usage(
-            "`block_bytes` and `windows` must be positive".into(),
-        ));
+    check_block_bytes(o.block_bytes)?;
+    if o.windows == 0 || o.windows > t.len().max(1) {
+        return Err(Error::Usage(format!(
+            "`windows` must be 1 to the trace's {} requests, found {}",
+            t.len(),
+            o.windows
+        )));
     }
     crate::trace::check_intensity(o.intensity)?;
     let policies = o

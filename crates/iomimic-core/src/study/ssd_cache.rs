@@ -249,10 +249,16 @@ fn check(o: &Options) -> Result<()> {
         return Err(Error::Usage("`policies`: give at least one".into()));
     }
     crate::trace::check_intensity(o.intensity)?;
-    if o.block_bytes == Some(0) || o.ssd_bytes == 0 {
-        return Err(Error::Usage(
-            "`block_bytes` and `ssd_bytes` must be positive".into(),
-        ));
+    if o.ssd_bytes == 0 {
+        return Err(Error::Usage("`ssd_bytes` must be positive".into()));
+    }
+    if let Some(block) = o.block_bytes {
+        super::defrag::check_block_bytes(block)?;
+        if let Some(small) = o.cache_bytes.iter().find(|&&c| c < block) {
+            return Err(Error::Usage(format!(
+                "`cache_bytes`: {small} bytes hold no block of {block} (`block_bytes`)"
+            )));
+        }
     }
     Ok(())
 }

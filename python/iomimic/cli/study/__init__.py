@@ -37,11 +37,18 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def workload(args: argparse.Namespace):
-    """The workload named on the command line, and whether it is a trace or generated."""
-    from iomimic.cli.args import report_reading
+    """The workload named on the command line (the part of it the selection options choose),
+    and whether it is a trace or generated."""
+    from iomimic.cli.args import report_reading, select
+    from iomimic.errors import InputError
     from iomimic.io import summary
-    from iomimic.study import workload
+    from iomimic.study import is_generated, workload
 
+    if args.requests is not None and not is_generated(args.workload):
+        raise InputError(
+            "--requests: a trace is studied as it is; -n says how many requests to generate from a "
+            "model or preset (choose part of a trace with --start, --end, --volume, --op, --stream)"
+        )
     trace, kind = workload(
         args.workload,
         requests=args.requests,
@@ -56,7 +63,22 @@ def workload(args: argparse.Namespace):
     )
     if kind == "trace":
         report_reading(summary(trace))
-    return trace, kind
+    return select(trace, args), kind
+
+
+def warn_if_saturated(trace, rate: float, served_iops: float, device: str) -> None:
+    """Tells stderr when the device a study ran the workload on as it is could not keep up (its
+    open-loop latencies then measure a queue that grew for the whole run), as `simulate` does."""
+    import sys
+
+    offered = len(trace) / trace.span_s * rate if trace.span_s > 0 else 0.0
+    if offered and served_iops < 0.9 * offered:
+        print(
+            f"warning: {device} served {served_iops:,.0f} IOPS of the {offered:,.0f} offered: it is "
+            "saturated, and the latencies measure a queue that grew for the whole run (lower "
+            "--intensity, or study a faster device)",
+            file=sys.stderr,
+        )
 
 
 def device_text(name: str) -> str:

@@ -37,7 +37,7 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.cli.study import run
+    from iomimic.cli.study import run, warn_if_saturated
     from iomimic.report import make_console
     from iomimic.report.defrag import plot_defrag, render_defrag
     from iomimic.units import parse_size_bytes
@@ -61,6 +61,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.json and write_json(args.json, report):
         return EXIT_OK
     render_defrag(report, make_console())
+    warn_if_saturated(trace, intensity(args), report["before_perf"]["iops"], args.device)
     if args.plot:
         print(f"wrote {args.plot}")
     return EXIT_OK

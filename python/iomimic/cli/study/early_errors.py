@@ -27,7 +27,12 @@ def register(subparsers) -> None:
         "  iomimic study early-errors model.json --intensity 1,2,4,8,16 --ray   # a fleet per Ray task\n",
     )
     add_workload_arguments(p)
-    p.param_aliases = {"intensities": "intensity", "faults": "fault", "rule.threshold": "threshold"}
+    p.param_aliases = {
+        "intensities": "intensity",
+        "faults": "fault",
+        "rule.threshold": "threshold",
+        "rule.slow_factor": "slow_factor",
+    }
     p.add_argument(
         "--device", default="hdd-7200", help="the fleet's device: preset or file (default hdd-7200)"
     )
@@ -39,11 +44,16 @@ def register(subparsers) -> None:
         help="KIND:RATE with KIND slow-sectors or failed-sectors (RATE a share of 4 KiB blocks) or "
         "slow-writes (a share of writes); repeat or comma-separate (default slow-sectors:0.001)",
     )
-    p.add_argument("--slow-ms", type=float, help="extra time of a slow sector or write (default 50)")
+    p.add_argument(
+        "--slow-ms",
+        type=milliseconds,
+        help="extra time of a slow sector or write: ms, or a duration such as 50ms (default 50)",
+    )
     p.add_argument(
         "--fail-ms",
-        type=float,
-        help="time a failed sector takes before its error, the drive's retries (default 1000)",
+        type=milliseconds,
+        help="time a failed sector takes before its error, the drive's retries: ms, or a duration "
+        "such as 1s (default 1000)",
     )
     p.add_argument(
         "--intensity", default="1,2,4,8", help="intensities to run at, comma-separated (default 1,2,4,8)"
@@ -139,3 +149,18 @@ def on_targets(args: argparse.Namespace, trace, rule: dict) -> dict:
         )
     finally:
         close()
+
+
+def milliseconds(text: str) -> float:
+    """Milliseconds: a bare number, or a duration with its unit (50ms, 1s, 250us)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    from iomimic.errors import InputError
+    from iomimic.units import parse_duration_ns
+
+    try:
+        return parse_duration_ns(text, "ms") / 1e6
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("`ms`: ")) from None

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
         "  iomimic study offload trace.csv --volumes web,mail,db --device hdd-15k --store-size 1G\n",
     )
     add_workload_arguments(p)
-    p.param_aliases = {"store_bytes": "store_size"}
+    p.param_aliases = {"store_bytes": "store_size", "window_ms": "window"}
     p.add_argument("--volumes", default="all", help="volumes to study, comma-separated (default all)")
     p.add_argument(
         "--device", default="hdd-7200", help="device preset or file of every volume (default hdd-7200)"

@@ -28,11 +28,20 @@ def register(subparsers) -> None:
     p.add_argument("workload", nargs="?", help="a trace file, a model (.json) or a preset")
     p.add_argument("--experiment", choices=("jumps", "streams"), help="run a synthetic experiment instead")
     p.add_argument("--device", default="fc60-r5-4disk", help="array preset or file (default fc60-r5-4disk)")
-    p.add_argument("--prefetch", default="0,64", help="minimum prefetch sizes in KiB (default 0,64)")
     p.add_argument(
-        "--requests", type=count, default=2048, help="requests per experiment point (default 2048)"
+        "--prefetch",
+        default="0,64",
+        help="minimum prefetch sizes: KiB counts or sizes such as 64k, 1M (default 0,64)",
     )
-    p.add_argument("-n", dest="model_requests", type=count, help="requests to generate from a model")
+    p.add_argument(
+        "--point-requests",
+        type=count,
+        default=2048,
+        help="requests per point of an --experiment (default 2048)",
+    )
+    p.add_argument(
+        "-n", "--requests", type=count, help="requests to generate from a model (default: its count)"
+    )
     p.add_argument("--seed", type=seed, default=1, help="seed (default 1)")
     p.add_argument("--json", metavar="PATH", help="write the report as JSON (- for stdout only)")
     p.add_argument("--plot", metavar="PNG", help="also draw the report as a plot")
@@ -47,14 +56,11 @@ def handle(args: argparse.Namespace) -> int:
 
     if bool(args.experiment) == bool(args.workload):
         raise InputError("give a workload or --experiment (not both)")
-    try:
-        sizes = [int(x) for x in args.prefetch.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"--prefetch: {args.prefetch!r} is not a list of KiB counts") from None
+    sizes = [_kib(x.strip()) for x in args.prefetch.split(",") if x.strip()]
     options: dict[str, Any] = {
         "device": device_text(args.device),
         "prefetch_kib": sizes,
-        "requests": args.requests,
+        "requests": args.point_requests,
         "seed": args.seed,
     }
     if args.experiment:
@@ -62,7 +68,7 @@ def handle(args: argparse.Namespace) -> int:
     else:
         from iomimic.cli.study import workload
 
-        trace, _ = workload(_as_workload_args(args))
+        trace, _ = workload(args)
         report = run("prefetch", trace, **options)
     if args.plot:
         plot_prefetch(report, args.plot)
@@ -74,8 +80,15 @@ def handle(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _as_workload_args(args: argparse.Namespace) -> argparse.Namespace:
-    # the shared reader takes -n as `requests`; here --requests sizes the experiments
-    copy = argparse.Namespace(**vars(args))
-    copy.requests = args.model_requests
-    return copy
+def _kib(text: str) -> int:
+    """A minimum prefetch in KiB: a bare number counts KiB (as the controller's settings do),
+    a size with a unit (64k, 1M) is converted."""
+    from iomimic.errors import InputError
+    from iomimic.units import parse_size_bytes
+
+    if text.isdigit():
+        return int(text)
+    size = parse_size_bytes(text, "prefetch")
+    if size % 1024:
+        raise InputError(f"--prefetch: {text} is not a whole number of KiB")
+    return size // 1024

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         "      --cache 8G,16G,24G,32G\n"
         "  iomimic study ssd-cache trace.csv --compare synthetic,locality-free --plot speedup.png\n"
         "  iomimic study ssd-cache model.json --policy lru,fifo --write-policy write-back\n"
-        "  iomimic study ssd-cache tpcc -n 200000 --block-size request\n"
+        "  iomimic study ssd-cache tpcc -n 200000 --intensity 0.1 --block-size request\n"
         "  iomimic study ssd-cache trace.csv --cache 1G,2G,4G,8G,16G --policy lru,arc,s3fifo --ray\n",
     )
     add_workload_arguments(p)
@@ -68,7 +68,7 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.cli.study import run
+    from iomimic.cli.study import run, warn_if_saturated
     from iomimic.errors import InputError
     from iomimic.report import make_console
     from iomimic.report.ssd_cache import plot_ssd_cache, render_ssd_cache
@@ -108,6 +108,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.json and write_json(args.json, report):
         return EXIT_OK
     render_ssd_cache(report, make_console())
+    # the backend alone, on the workload as it is
+    warn_if_saturated(trace, intensity(args), report["workloads"][0]["baseline"]["iops"], args.backend)
     if args.plot:
         print(f"wrote {args.plot}")
     return EXIT_OK

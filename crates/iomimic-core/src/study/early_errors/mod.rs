@@ -187,8 +187,13 @@ fn check(t: &TraceView<'_>, o: &Options) -> Result<Faults> {
         ));
     }
     let r = &o.rule;
-    if !(r.slow_factor.is_finite() && r.slow_factor > 0.0 && r.threshold.is_finite() && r.threshold > 0.0) {
-        return bad("`rule.slow_factor` and `rule.threshold` must be positive numbers".into());
+    for (name, value) in [
+        ("rule.slow_factor", r.slow_factor),
+        ("rule.threshold", r.threshold),
+    ] {
+        if !(value.is_finite() && value > 0.0) {
+            return bad(format!("`{name}` must be a positive number, found {value}"));
+        }
     }
     parse_faults(&o.faults, o.slow_ms, o.fail_ms, o.seed)
 }
@@ -229,9 +234,9 @@ pub fn parse_faults(
         }
     }
     for (name, ms) in [("slow_ms", slow_ms), ("fail_ms", fail_ms)] {
-        if ms.is_some_and(|ms| !(0.0..=3.6e6).contains(&ms)) {
+        if let Some(ms) = ms.filter(|ms| !(0.0..=3.6e6).contains(ms)) {
             return Err(Error::Usage(format!(
-                "`{name}` must be 0 to 3600000 (an hour), found {ms:?}"
+                "`{name}` must be 0 to 3600000 ms (an hour), found {ms}"
             )));
         }
     }

@@ -223,13 +223,24 @@ fn check(o: &Options) -> Result<()> {
     if o.stores == 0 {
         return Err(Error::Usage("`stores` must be at least 1".into()));
     }
-    if !(o.window_ms > 0.0 && o.peak_factor > 0.0 && o.intensity > 0.0) {
-        return Err(Error::Usage(
-            "`window_ms`, `peak_factor` and `intensity` must be positive".into(),
-        ));
+    for (name, value) in [
+        ("window_ms", o.window_ms),
+        ("peak_factor", o.peak_factor),
+        ("intensity", o.intensity),
+    ] {
+        if !(value > 0.0 && value.is_finite()) {
+            return Err(Error::Usage(format!(
+                "`{name}` must be a positive number, found {value}"
+            )));
+        }
     }
     if o.workers == 0 {
         return Err(Error::Usage("`workers` must be at least 1".into()));
+    }
+    if let Some(bytes) = o.store_bytes.filter(|&b| b < BLOCK || b % BLOCK != 0) {
+        return Err(Error::Usage(format!(
+            "`store_bytes` must be whole {BLOCK}-byte blocks (the stores' unit), found {bytes}"
+        )));
     }
     Ok(())
 }
