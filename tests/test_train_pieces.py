@@ -29,7 +29,9 @@ def test_row_groups_train_the_whole_traces_model(tmp_path: Path, monkeypatch) ->
     whole = train(iomimic.read_trace(path), **QUICK)
     pieces = train_in_pieces(path, **QUICK)
     same_model(whole, pieces)
-    assert len(pieces.threads) == 6 and pieces.data["source"] == str(path)
+    # its six streams take turns at one workload: one thread of six members
+    (thread,) = pieces.data["threads"]
+    assert len(thread["members"]) == 6 and pieces.data["source"] == str(path)
     # one thread for all, re-use off, levels and states given; a path spelt relative, with "./"
     opts = dict(by="none", reuse=False, levels=2, states=4)
     monkeypatch.chdir(tmp_path)

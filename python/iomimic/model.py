@@ -238,7 +238,8 @@ def train(
 
     ``levels`` and ``states`` (per level) are chosen automatically unless given; ``by``
     ``"stream"`` makes one thread model per stream, ``"none"`` one for the whole trace (default:
-    per stream when the trace has 2 to 256 streams); ``reuse=False`` leaves out the
+    per stream when the trace has 2 to 256 streams, streams that re-use each other's requests as
+    one thread); ``reuse=False`` leaves out the
     temporal-locality extension. ``population`` (default: chosen by which makes the closer
     trace of the head of the trace) keeps the trace's population of re-used requests, drawn
     without replacement while generating (``True``), or leaves re-use to recency and

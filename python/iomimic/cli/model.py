@@ -48,7 +48,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--by",
         choices=["stream", "none"],
-        help="one thread model per stream, or one for all (default: per stream when there are 2 to 256)",
+        help="one thread model per stream, or one for all (default: per stream when there are 2 to "
+        "256, streams that re-use each other's requests as one)",
     )
     p.add_argument(
         "--no-reuse", action="store_true", help="leave out the temporal-locality (reuse) extension"

@@ -117,6 +117,10 @@ impl Model {
             }
             check_probabilities(&format!("{path}.activity"), a)?;
         }
+        if !t.members.is_empty() {
+            let shares: Vec<f64> = t.members.iter().map(|&(_, p)| p).collect();
+            check_probabilities(&format!("{path}.members"), &shares)?;
+        }
         self.check_chain(&format!("{path}.chain"), &t.chain, None)?;
         if let Some(st) = &t.streams {
             for (name, p) in [

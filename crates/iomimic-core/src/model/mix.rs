@@ -48,6 +48,8 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
             let mut t = t.clone();
             t.weight = t.weight * w / total;
             t.stream = threads.len() as u32;
+            // streams are renumbered a thread each: a thread of several streams becomes one
+            t.members.clear();
             t.name = format!("{}: {}", m.name, t.name);
             remap_volumes(&mut t.chain, &remap);
             threads.push(t);

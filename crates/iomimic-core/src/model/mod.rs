@@ -107,6 +107,11 @@ pub struct Thread {
     /// the first half stays there). Absent: it follows the workload's profile.
     #[serde(default)]
     pub activity: Option<Vec<f64>>,
+    /// The streams of a thread trained from several that share data, each with its share of
+    /// the thread's requests: every request generated is given one of them by share (empty:
+    /// every request is `stream`'s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<(u32, f64)>,
 }
 
 /// One volume's stats within a thread.

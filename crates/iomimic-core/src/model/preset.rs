@@ -289,6 +289,7 @@ fn thread(spec: &ThreadSpec, stream: u32, weight: f64, volume: u32, span: u64, g
         reuse: None,
         streams: None,
         activity: None,
+        members: Vec::new(),
     }
 }
 

@@ -4,6 +4,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::model::Thread;
+use crate::random::unit_hash;
 use crate::trace::Trace;
 
 /// One thread's generated requests as columns, times on the output clock.
@@ -86,11 +88,66 @@ impl<'a> Slots<'a> {
     }
 }
 
+/// The stream each of a thread's requests is given: the thread's, or (a thread trained from
+/// streams that share data) one of its members' by share, drawn from the request's place in
+/// the thread, so that a long generation cut into slices labels each request as a whole one.
+pub(super) enum Label {
+    One(u32),
+    Members {
+        streams: Vec<u32>,
+        /// cumulative shares
+        upto: Vec<f64>,
+        seed: u64,
+        /// the thread's requests before this slice's first
+        first: u64,
+    },
+}
+
+impl Label {
+    pub fn new(thread: &Thread, seed: u64, first: u64) -> Self {
+        if thread.members.is_empty() {
+            return Label::One(thread.stream);
+        }
+        let total: f64 = thread.members.iter().map(|&(_, p)| p).sum();
+        let mut acc = 0.0;
+        Label::Members {
+            streams: thread.members.iter().map(|&(s, _)| s).collect(),
+            upto: thread
+                .members
+                .iter()
+                .map(|&(_, p)| {
+                    acc += p / total;
+                    acc
+                })
+                .collect(),
+            seed,
+            first,
+        }
+    }
+
+    /// The stream of the slice's `j`-th request of the thread.
+    #[inline]
+    fn of(&self, j: usize) -> u32 {
+        match self {
+            Label::One(s) => *s,
+            Label::Members {
+                streams,
+                upto,
+                seed,
+                first,
+            } => {
+                let u = unit_hash(*seed, first + j as u64);
+                streams[upto.partition_point(|&c| c <= u).min(streams.len() - 1)]
+            }
+        }
+    }
+}
+
 /// Appends the threads' columns to `out` in time order (ties: the lower thread first).
-pub(super) fn merge_threads(out: &mut Trace, mut columns: Vec<Columns>, streams: &[u32]) {
+pub(super) fn merge_threads(out: &mut Trace, mut columns: Vec<Columns>, labels: &[Label]) {
     if columns.len() == 1 {
         let c = columns.pop().expect("one thread");
-        out.stream = vec![streams[0]; c.len()];
+        out.stream = (0..c.len()).map(|j| labels[0].of(j)).collect();
         (out.ts_ns, out.offset, out.size, out.op, out.volume) = (c.ts, c.offset, c.size, c.op, c.volume);
         return;
     }
@@ -109,7 +166,7 @@ pub(super) fn merge_threads(out: &mut Trace, mut columns: Vec<Columns>, streams:
         out.size.push(c.size[j]);
         out.op.push(c.op[j]);
         out.volume.push(c.volume[j]);
-        out.stream.push(streams[i]);
+        out.stream.push(labels[i].of(j));
         next[i] += 1;
         if let Some(&t) = c.ts.get(j + 1) {
             heap.push(Reverse((t, i)));

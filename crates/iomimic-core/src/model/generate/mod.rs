@@ -33,7 +33,7 @@ mod warp;
 
 use crate::parallel::{cores, on_all_cores};
 use arrivals::Schedule;
-use columns::{merge_threads, Columns};
+use columns::{merge_threads, Columns, Label};
 use std::ops::Range;
 use warp::Warp;
 
@@ -388,8 +388,19 @@ impl Generation {
                 cols.truncate(cols.ts.partition_point(|&t| t <= limit));
             }
         }
-        let streams: Vec<u32> = model.threads.iter().map(|t| t.stream).collect();
-        merge_threads(&mut out, columns, &streams);
+        let labels: Vec<Label> = model
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(t, thread)| {
+                Label::new(
+                    thread,
+                    splitmix(opts.seed ^ 0x57ea_a15e ^ splitmix(t as u64)),
+                    slice.before[t],
+                )
+            })
+            .collect();
+        merge_threads(&mut out, columns, &labels);
         if let Some(times) = times {
             for (slot, t) in out.ts_ns.iter_mut().zip(times) {
                 *slot = (t as f64 / opts.intensity) as u64;

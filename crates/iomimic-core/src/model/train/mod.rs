@@ -11,7 +11,8 @@
 //!    (piecewise linear over windows); gaps in model time are gaps at the mean rate, so
 //!    generation can warp them back onto the profile.
 //! 2. Threads: one per stream when the trace has 2 to [`MAX_THREADS`] streams (or as asked),
-//!    else one for the whole trace.
+//!    streams that come back to each other's requests as one ([`sharing`]), else one for the
+//!    whole trace.
 //! 3. States: each volume a thread touches is cut into `states` equal ranges of its span, each
 //!    range into `states` sub-ranges, and so on for `levels` levels (only ranges that are
 //!    visited get children).
@@ -47,6 +48,7 @@ mod placement;
 mod rate;
 mod reuse;
 mod selection;
+mod sharing;
 mod sizes;
 mod stats;
 mod thread;
@@ -61,7 +63,7 @@ pub use thread::Part;
 use super::{Model, RateProfile, Thread, Volume};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-use crate::trace::{Trace, TraceView};
+use crate::trace::{Op, Trace, TraceView};
 
 pub const MAX_THREADS: usize = 256;
 /// Gaps all threads' gap fits are given at most (a thread keeps at most
@@ -213,6 +215,8 @@ pub struct Group {
     pub requests: u64,
     /// Its share of its requests in each rate window (`None` when it is the only thread).
     activity: Option<Vec<f64>>,
+    /// Its streams and their requests, when it is several that share data.
+    pub members: Vec<(u32, u64)>,
 }
 
 /// Training's steps 1 and 2 and everything else that needs the whole trace, done once; the
@@ -250,12 +254,13 @@ impl Plan {
             let several = groups.len() > 1;
             let groups: Vec<Group> = groups
                 .into_iter()
-                .map(|(name, stream, rows)| Group {
+                .map(|(name, stream, rows, members)| Group {
                     activity: several.then(|| windows.activity(t, &rows)),
                     name,
                     stream,
                     requests: rows.len() as u64,
                     rows,
+                    members,
                 })
                 .collect();
             let arrivals = arrivals.join().expect("learning the arrivals does not panic");
@@ -342,6 +347,12 @@ impl Plan {
                 reuse: p.reuse,
                 streams: Some(p.streams),
                 activity: g.activity.clone(),
+                members: if g.members.len() > 1 {
+                    let total = g.members.iter().map(|&(_, n)| n).sum::<u64>().max(1) as f64;
+                    g.members.iter().map(|&(s, n)| (s, n as f64 / total)).collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         let mut model = Model {
@@ -389,39 +400,102 @@ pub fn train_part(t: &TraceView<'_>, rows: &[usize], u: &[f64], shared: &Shared)
     )
 }
 
-/// The threads to train, each as (name, stream, rows): one per stream when `by_stream` (by
-/// default when the trace has 2 to [`MAX_THREADS`] streams), else one for the whole trace.
-fn thread_groups(t: &TraceView<'_>, by_stream: Option<bool>) -> Vec<(String, u32, Vec<usize>)> {
+/// The threads to train, each as (name, stream, rows, member streams with their requests): one
+/// per stream when `by_stream` (by
+/// default when the trace has 2 to [`MAX_THREADS`] streams, streams that share data as one:
+/// [`sharing`]), else one for the whole trace.
+#[allow(clippy::type_complexity)]
+fn thread_groups(
+    t: &TraceView<'_>,
+    by_stream: Option<bool>,
+) -> Vec<(String, u32, Vec<usize>, Vec<(u32, u64)>)> {
     let mut streams: Vec<u32> = t.stream.to_vec();
     streams.sort_unstable();
     streams.dedup();
-    let threads = threads_of(&streams, by_stream);
+    let shared = if by_stream.is_none() && per_stream(&streams, by_stream) {
+        let mut sharing = sharing::Sharing::new();
+        for i in 0..t.len() {
+            if t.op[i] != Op::Flush as u8 {
+                sharing.touch(t.stream[i], t.volume[i], t.offset[i]);
+            }
+        }
+        sharing.groups()
+    } else {
+        FxHashMap::default()
+    };
+    let threads = threads_of(&streams, by_stream, &shared);
     let mut rows = vec![Vec::new(); threads.len()];
+    let mut requests: FxHashMap<u32, u64> = FxHashMap::default();
     if threads.len() > 1 {
-        let index: FxHashMap<u32, usize> = streams.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-        for (i, &s) in t.stream.iter().enumerate() {
-            rows[index[&s]].push(i);
+        let index: FxHashMap<u32, usize> = threads
+            .iter()
+            .enumerate()
+            .flat_map(|(k, (_, _, members))| members.iter().map(move |&s| (s, k)))
+            .collect();
+        for (i, s) in t.stream.iter().enumerate() {
+            rows[index[s]].push(i);
         }
     } else {
         rows[0] = (0..t.len()).collect();
     }
+    if !shared.is_empty() {
+        for s in t.stream {
+            *requests.entry(*s).or_default() += 1;
+        }
+    }
     threads
         .into_iter()
         .zip(rows)
-        .map(|((name, s), r)| (name, s, r))
+        .map(|((name, s, members), r)| {
+            let members = if members.len() > 1 {
+                members
+                    .iter()
+                    .map(|m| (*m, requests.get(m).copied().unwrap_or(0)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            (name, s, r, members)
+        })
         .collect()
 }
 
-/// The threads of a trace whose distinct streams, sorted, are `streams`: (name, stream) one
-/// per stream when `by_stream` (by default when there are 2 to [`MAX_THREADS`]), else one.
-fn threads_of(streams: &[u32], by_stream: Option<bool>) -> Vec<(String, u32)> {
-    let by_stream = by_stream.unwrap_or(streams.len() > 1 && streams.len() <= MAX_THREADS);
-    if by_stream && !streams.is_empty() {
-        streams.iter().map(|&s| (format!("stream {s}"), s)).collect()
-    } else {
+/// Whether a trace whose distinct streams are `streams` gets a thread per stream (or group).
+fn per_stream(streams: &[u32], by_stream: Option<bool>) -> bool {
+    by_stream.unwrap_or(streams.len() > 1 && streams.len() <= MAX_THREADS) && !streams.is_empty()
+}
+
+/// The threads of a trace whose distinct streams, sorted, are `streams`, as (name, stream,
+/// member streams): one per stream when `by_stream` (by default when there are 2 to
+/// [`MAX_THREADS`]) or per group of streams `shared` puts together (each stream's group by its
+/// lowest stream, which the thread is given), else one.
+fn threads_of(
+    streams: &[u32],
+    by_stream: Option<bool>,
+    shared: &FxHashMap<u32, u32>,
+) -> Vec<(String, u32, Vec<u32>)> {
+    if !per_stream(streams, by_stream) {
         let stream = if streams.len() == 1 { streams[0] } else { 0 };
-        vec![("all".to_string(), stream)]
+        return vec![("all".to_string(), stream, vec![stream])];
     }
+    let mut members: std::collections::BTreeMap<u32, Vec<u32>> = std::collections::BTreeMap::new();
+    for &s in streams {
+        members.entry(*shared.get(&s).unwrap_or(&s)).or_default().push(s);
+    }
+    members
+        .into_iter()
+        .map(|(lowest, m)| {
+            let name = match m.len() {
+                1 => format!("stream {lowest}"),
+                2..=4 => format!(
+                    "streams {}",
+                    m.iter().map(u32::to_string).collect::<Vec<_>>().join("+")
+                ),
+                n => format!("{n} streams from {lowest}, sharing data"),
+            };
+            (name, lowest, m)
+        })
+        .collect()
 }
 
 /// The model's volumes: each name with its span.

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::arrivals::{Classes, Fine};
 use super::rate::{Clock, Windows};
 use super::selection::SELECTION_SAMPLE;
+use super::sharing::Sharing;
 use super::thread::Part;
 use super::thread::{ThreadPass, ThreadTrainer};
 use super::{
@@ -34,7 +35,7 @@ use crate::analyze::chunked::in_order;
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::progress::Progress;
-use crate::trace::{Trace, TraceView};
+use crate::trace::{Op, Trace, TraceView};
 
 /// Places each thread's re-use stacks make room for at first: they grow past it as needed (room
 /// for a thread's requests, as training on the whole trace makes, would hold memory per request).
@@ -83,6 +84,8 @@ impl TrainStream {
         here: Option<Vec<usize>>,
     ) -> Self {
         let n = volumes.len();
+        // streams that share data train as one, unless a thread per stream is asked
+        let sharing = opts.by_stream.is_none().then(Sharing::new);
         Self {
             opts,
             here,
@@ -90,6 +93,7 @@ impl TrainStream {
                 spans: vec![0; n],
                 touched: vec![false; n],
                 streams: Some(BTreeMap::new()),
+                sharing,
                 start: None,
                 head: None,
             })),
@@ -289,6 +293,8 @@ struct Outline {
     /// per stream: requests and volumes touched (`None` past [`MAX_THREADS`] streams, where
     /// one thread trains on all)
     streams: Option<BTreeMap<u32, (u64, BTreeSet<u32>)>>,
+    /// which streams come back to each other's requests (while streams are counted)
+    sharing: Option<Sharing>,
     start: Option<u64>,
     /// the first requests, for level selection
     head: Option<Trace>,
@@ -322,6 +328,14 @@ impl Outline {
             }
             if streams.len() > MAX_THREADS && by_stream != Some(true) {
                 self.streams = None;
+                self.sharing = None;
+            }
+        }
+        if let Some(sharing) = &mut self.sharing {
+            for i in 0..t.len() {
+                if t.op[i] != Op::Flush as u8 {
+                    sharing.touch(t.stream[i], t.volume[i], t.offset[i]);
+                }
             }
         }
     }
@@ -342,13 +356,26 @@ impl Outline {
         // one thread for all that it gives past MAX_THREADS
         let streams = self.streams.unwrap_or_default();
         let keys: Vec<u32> = streams.keys().copied().collect();
-        let named = threads_of(&keys, opts.by_stream);
+        let shared = self.sharing.map(|s| s.groups()).unwrap_or_default();
+        let named = threads_of(&keys, opts.by_stream, &shared);
+        let members: Vec<Vec<(u32, u64)>> = named
+            .iter()
+            .map(|(_, _, m)| {
+                m.iter()
+                    .map(|s| (*s, streams.get(s).map_or(0, |c| c.0)))
+                    .collect()
+            })
+            .collect();
         let threads: Vec<(String, u32, u64, Vec<u32>)> = if named.len() > 1 {
             named
                 .into_iter()
-                .map(|(name, s)| {
-                    let (count, volumes) = &streams[&s];
-                    (name, s, *count, volumes.iter().copied().collect())
+                .map(|(name, s, members)| {
+                    let count = members.iter().map(|m| streams[m].0).sum();
+                    let volumes: BTreeSet<u32> = members
+                        .iter()
+                        .flat_map(|m| streams[m].1.iter().copied())
+                        .collect();
+                    (name, s, count, volumes.into_iter().collect())
                 })
                 .collect()
         } else {
@@ -357,7 +384,7 @@ impl Outline {
                 .collect();
             named
                 .into_iter()
-                .map(|(name, s)| (name, s, n, all.clone()))
+                .map(|(name, s, _)| (name, s, n, all.clone()))
                 .collect()
         };
         let windows = Windows::empty(start, span);
@@ -372,6 +399,7 @@ impl Outline {
                 selection,
                 spans: self.spans.iter().map(|&s| s.max(1)).collect(),
                 threads,
+                members,
             },
             windows,
             fine,
@@ -391,6 +419,10 @@ struct Outlined {
     spans: Vec<u64>,
     /// (name, stream, requests, volumes) of each thread, in the model's order
     threads: Vec<(String, u32, u64, Vec<u32>)>,
+    /// each thread's streams and their requests (a thread of streams that share data has
+    /// several)
+    #[serde(default)]
+    members: Vec<Vec<(u32, u64)>>,
 }
 
 impl Outlined {
@@ -487,7 +519,10 @@ impl Clocking {
                 plan.threads
                     .iter()
                     .enumerate()
-                    .map(|(k, (_, s, _, _))| (*s, k))
+                    .flat_map(|(k, (_, s, _, _))| {
+                        let members = plan.members.get(k).cloned().unwrap_or_else(|| vec![(*s, 0)]);
+                        members.into_iter().map(move |(m, _)| (m, k))
+                    })
                     .collect()
             }),
             activity: several.then(|| vec![vec![0u64; self.windows.counts.len()]; plan.threads.len()]),
@@ -609,6 +644,10 @@ impl Threads {
                     rows: Vec::new(),
                     requests: *requests,
                     activity: activity.as_ref().map(|a| normalise(&a[k])),
+                    members: match self.plan.members.get(k) {
+                        Some(m) if m.len() > 1 => m.clone(),
+                        _ => Vec::new(),
+                    },
                 })
                 .collect(),
             requests: self.plan.n,
@@ -695,7 +734,21 @@ mod tests {
     fn several_streams_in_pieces_train_the_whole_traces_model() {
         // levels and states chosen; single rows and a cut inside a burst
         let t = mixed(20_000, 4, 3);
-        same(&t, &TrainOptions::default(), &[1, 2, 777, 778, 9_000, 19_999]);
+        let cuts = [1, 2, 777, 778, 9_000, 19_999];
+        // its streams take turns at one workload: they share data, and train as one thread
+        same(&t, &TrainOptions::default(), &cuts);
+        let shared = in_pieces(&t, &TrainOptions::default(), &cuts).unwrap();
+        assert_eq!(shared.threads.len(), 1);
+        assert_eq!(
+            (shared.threads[0].name.as_str(), shared.threads[0].stream),
+            ("streams 0+1+2+3", 0)
+        );
+        // a thread per stream when asked
+        let apart = TrainOptions {
+            by_stream: Some(true),
+            ..TrainOptions::default()
+        };
+        same(&t, &apart, &cuts);
     }
 
     #[test]
@@ -788,7 +841,10 @@ mod tests {
     #[test]
     fn threads_trained_by_tasks_and_assembled_by_a_driver_give_the_whole_model() {
         let t = mixed(20_000, 4, 13);
-        let opts = TrainOptions::default();
+        let opts = TrainOptions {
+            by_stream: Some(true),
+            ..TrainOptions::default()
+        };
         let whole = super::super::train(&t.view(), &opts).unwrap();
         // the driver trains no thread: its first pass chooses levels and states
         let none = Some(Vec::new());
@@ -850,6 +906,7 @@ mod tests {
         let opts = TrainOptions {
             levels: Some(1),
             states: Some(4),
+            by_stream: Some(true),
             ..TrainOptions::default()
         };
         let mut stream = TrainStream::new(t.volumes.clone(), Vec::new(), opts.clone());
