@@ -405,3 +405,8 @@ def test_what_a_review_of_the_studies_found(tmp_path: Path) -> None:
         "-",
     )
     assert {p["prefetch_kib"] for p in json.loads(r.stdout)["points"]} == {0, 64}
+    # (the review, continued) a disk scheduler for an SSD is refused, not ignored
+    r = run_cli("simulate", str(MSR), "--device", "ssd-sata", "--scheduler", "sptf")
+    assert r.returncode == 2 and "--scheduler orders a disk's queue, and ssd-sata is an SSD" in r.stderr, (
+        r.stderr
+    )
