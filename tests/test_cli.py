@@ -377,7 +377,7 @@ def test_what_a_review_of_the_studies_found(tmp_path: Path) -> None:
         ("P is above 0 % and at most 100 %", ["study", "defrag", str(sel), "--policy", "partial:0%"]),
         (
             "--windows must be 1 to the trace's 2000 requests",
-            ["study", "defrag", str(sel), "--windows", "100000"],
+            ["study", "defrag", str(sel), "--policy", "dynamic", "--windows", "100000"],
         ),
         (
             "--block-size must be a positive multiple of 512",
@@ -405,8 +405,24 @@ def test_what_a_review_of_the_studies_found(tmp_path: Path) -> None:
         "-",
     )
     assert {p["prefetch_kib"] for p in json.loads(r.stdout)["points"]} == {0, 64}
-    # (the review, continued) a disk scheduler for an SSD is refused, not ignored
-    r = run_cli("simulate", str(MSR), "--device", "ssd-sata", "--scheduler", "sptf")
-    assert r.returncode == 2 and "--scheduler orders a disk's queue, and ssd-sata is an SSD" in r.stderr, (
-        r.stderr
+    # (the review, continued) a disk scheduler for an SSD is refused, not ignored; beside a
+    # disk it orders the disk's queue
+    refused(
+        "--scheduler orders a disk's queue, and ssd-sata is an SSD",
+        "simulate",
+        str(MSR),
+        "--device",
+        "ssd-sata",
+        "--scheduler",
+        "sptf",
     )
+    ok("simulate", str(MSR), "--device", "hdd-7200,ssd-sata", "--scheduler", "sptf")
+    # windows matter to the dynamic layout only; -n is not --point-requests
+    tiny = tmp_path / "tiny.csv"
+    tiny.write_text(head + "0,0,4096,0,0,0,d\n1000,4096,4096,0,0,0,d\n")
+    ok("study", "defrag", str(tiny), "--policy", "full")
+    refused(
+        "--windows must be 1 to the trace's 2 requests", "study", "defrag", str(tiny), "--policy", "dynamic"
+    )
+    refused("take --point-requests", "study", "prefetch", "--experiment", "jumps", "--requests", "64")
+    ok("study", "early-errors", str(sel), "--slow-ms", "0ms", "--devices", "4", "--faulty", "1")

@@ -113,7 +113,9 @@ def _check_plot(args: argparse.Namespace) -> None:
         return
     suffix = os.path.splitext(plot)[1].lower().lstrip(".")
     if not suffix:
-        args.plot = f"{plot}.png"
+        # a device or FIFO (/dev/null) is written as given, a PNG
+        if not (os.path.exists(plot) and not os.path.isfile(plot)):
+            args.plot = f"{plot}.png"
         return
     from matplotlib.figure import Figure
 

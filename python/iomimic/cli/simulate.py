@@ -92,6 +92,13 @@ def handle(args: argparse.Namespace) -> int:
     devices = _names(args.device) + _names(args.config)
     if not devices:
         raise InputError("simulate: name a preset with --device or a device file with --config")
+    if args.scheduler and args.map is None and all(_kind(d) == "ssd" for d in devices):
+        # (a sweep over disks and SSDs orders the disks' queues and leaves the SSDs as they are)
+        raise InputError(
+            f"--scheduler orders a disk's queue, and {', '.join(devices)} "
+            f"{'is an SSD' if len(devices) == 1 else 'are SSDs'} (dies serve their queues in order, "
+            "reads first)"
+        )
     levels = intensities(args)
     depths = [None] if args.iodepth is None else [_depth(d) for d in _names(args.iodepth)]
     too_large = _too_large(args)
@@ -222,3 +229,12 @@ def _depth(text: str) -> int:
         return count(text)
     except argparse.ArgumentTypeError as e:
         raise InputError(f"simulate: argument --iodepth: {e}") from None
+
+
+def _kind(device: str) -> str:
+    """A device's kind (disk, ssd, raid, ...) as its file says."""
+    import tomllib
+
+    from iomimic.sim import device_text
+
+    return str(tomllib.loads(device_text(device)).get("device", {}).get("kind", ""))

@@ -927,7 +927,6 @@ pub fn simulate_watched(
     let span = t.ts_ns.last().map_or(0, |last| last - t.ts_ns[0]);
     crate::trace::check_time_scale(span, opts.intensity)?;
     check_depth(opts)?;
-    check_scheduler(config, opts)?;
     let mut run = Run::new(
         Rows::Lent(t),
         t.volumes.len(),
@@ -951,18 +950,6 @@ pub fn simulate_watched(
         status,
         figures,
     })
-}
-
-/// A scheduler orders a disk's queue: an SSD's dies take their queues in order.
-fn check_scheduler(config: &Config, opts: &SimOptions) -> Result<()> {
-    if opts.scheduler.is_some() && config.device.kind() == "ssd" {
-        return Err(Error::Usage(format!(
-            "`scheduler` orders a disk's queue, and {} is an SSD (its dies serve their queues in \
-             order, reads first)",
-            config.name
-        )));
-    }
-    Ok(())
 }
 
 fn check_depth(opts: &SimOptions) -> Result<()> {
@@ -1000,7 +987,6 @@ impl SimStream {
     /// the device, as [`simulate`] gives them).
     pub fn new(config: &Config, opts: &SimOptions, volumes: usize) -> Result<Self> {
         check_depth(opts)?;
-        check_scheduler(config, opts)?;
         let scheduler = opts.scheduler.unwrap_or(config.scheduler);
         Ok(Self {
             run: Run::new(Rows::Fed(FedRows::default()), volumes, config, scheduler),

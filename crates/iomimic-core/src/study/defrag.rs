@@ -203,19 +203,21 @@ pub(crate) fn check_block_bytes(bytes: u64) -> Result<()> {
 /// each).
 pub fn run(t: &TraceView<'_>, o: &Options, progress: &Progress) -> Result<Report> {
     check_block_bytes(o.block_bytes)?;
-    if o.windows == 0 || o.windows > t.len().max(1) {
-        return Err(Error::Usage(format!(
-            "`windows` must be 1 to the trace's {} requests, found {}",
-            t.len(),
-            o.windows
-        )));
-    }
     crate::trace::check_intensity(o.intensity)?;
     let policies = o
         .policies
         .iter()
         .map(|p| p.parse())
         .collect::<Result<Vec<Policy>>>()?;
+    // the dynamic layout's windows each hold requests (the others do not use them)
+    let dynamic = policies.iter().any(|p| matches!(p, Policy::Dynamic));
+    if o.windows == 0 || (dynamic && o.windows > t.len().max(1)) {
+        return Err(Error::Usage(format!(
+            "`windows` must be 1 to the trace's {} requests, found {}",
+            t.len(),
+            o.windows
+        )));
+    }
     let device = Config::from_toml(&o.device)?;
     let opts = SimOptions {
         intensity: o.intensity,

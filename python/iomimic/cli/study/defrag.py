@@ -19,7 +19,8 @@ def register(subparsers) -> None:
         "energy before and after.",
         "  iomimic study defrag trace.csv --device hdd-7200 --policy full\n"
         "  iomimic study defrag model.json --policy partial:10% --policy dynamic\n"
-        "  iomimic study defrag tpcc -n 100000 --intensity 0.1 --device tpc-raid10-28disk --json defrag.json\n",
+        "  iomimic study defrag tpcc -n 100000 --intensity 0.1 --device tpc-raid10-28disk \\\n"
+        "      --json defrag.json\n",
     )
     add_workload_arguments(p)
     p.param_aliases = {"policies": "policy", "block_bytes": "block_size"}

@@ -158,9 +158,9 @@ def milliseconds(text: str) -> float:
     except ValueError:
         pass
     from iomimic.errors import InputError
-    from iomimic.units import parse_duration_ns
+    from iomimic.units import parse_time_ns
 
     try:
-        return parse_duration_ns(text, "ms") / 1e6
+        return parse_time_ns(text, "ms") / 1e6  # a time: 0 (no delay) is one
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e).removeprefix("`ms`: ")) from None

@@ -56,6 +56,10 @@ def handle(args: argparse.Namespace) -> int:
 
     if bool(args.experiment) == bool(args.workload):
         raise InputError("give a workload or --experiment (not both)")
+    if args.experiment and args.requests is not None:
+        raise InputError(
+            "--requests sizes a workload generated from a model; an experiment's points take --point-requests"
+        )
     sizes = [_kib(x.strip()) for x in args.prefetch.split(",") if x.strip()]
     options: dict[str, Any] = {
         "device": device_text(args.device),
