@@ -25,7 +25,7 @@ def test_jumps_on_the_command_line(tmp_path: Path) -> None:
         "prefetch",
         "--experiment",
         "jumps",
-        "--requests",
+        "--point-requests",
         "512",
         "--json",
         str(out),
