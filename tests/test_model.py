@@ -326,6 +326,14 @@ def test_streams_that_share_data_train_as_one_thread() -> None:
     rows = {r["metric"]: r for r in validate(t, g)["rows"]}
     assert abs(rows["footprint (4 KiB blocks)"]["variation"]) < 0.05
     assert rows["request miss-ratio curve error"]["variation"] < 0.02
+    # `model show` lists the members with their shares
+    from rich.console import Console
+
+    from iomimic.report.model import render_model
+
+    console = Console(record=True, width=200)
+    render_model(shared, console)
+    assert "0 (25%), 1 (25%), 2 (25%), 3 (25%)" in console.export_text()
     apart = train(t, levels=1, states=4, seed=1, by="stream")
     assert len(apart.data["threads"]) == 4 and "members" not in apart.data["threads"][0]
     rows = {r["metric"]: r for r in validate(t, apart.generate(seed=3))["rows"]}

@@ -56,6 +56,15 @@ def hierarchy(d: dict[str, Any], states: str = "states") -> str:
     return f"{d['levels']} level(s) x {d['states']} {states}"
 
 
+def _streams(t: dict[str, Any]) -> str:
+    """A thread's stream, or the streams that share data it was trained from, with shares."""
+    members = t.get("members") or []
+    if not members:
+        return str(t["stream"])
+    shown = ", ".join(f"{s} ({100 * p:.0f}%)" for s, p in members[:6])
+    return shown + (f", … {len(members) - 6} more" if len(members) > 6 else "")
+
+
 def _windows(n: int) -> str:
     return f"{n} window" if n == 1 else f"{n} windows"
 
@@ -122,7 +131,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
         reuse = f"{len(t['reuse']['buckets'])} buckets" if t.get("reuse") else "off"
         threads.add_row(
             t["name"],
-            str(t["stream"]),
+            _streams(t),
             f"{t['weight']:.4g}",
             _stats(t["defaults"]),
             _dist(t["defaults"]["interarrival"]),
