@@ -189,20 +189,10 @@ impl Study for Defrag {
     }
 }
 
-/// A block is whole sectors: 512 B or a multiple of it.
-pub(crate) fn check_block_bytes(bytes: u64) -> Result<()> {
-    if bytes == 0 || !bytes.is_multiple_of(512) {
-        return Err(Error::Usage(format!(
-            "`block_bytes` must be a positive multiple of 512 (whole sectors), found {bytes}"
-        )));
-    }
-    Ok(())
-}
-
 /// Simulates the trace as it is, then after each policy's relayout (one unit of `progress`
 /// each).
 pub fn run(t: &TraceView<'_>, o: &Options, progress: &Progress) -> Result<Report> {
-    check_block_bytes(o.block_bytes)?;
+    super::check_block_bytes(o.block_bytes)?;
     crate::trace::check_intensity(o.intensity)?;
     let policies = o
         .policies

@@ -115,6 +115,16 @@ pub(crate) fn point_reports<R: DeserializeOwned>(
         .collect()
 }
 
+/// A study's block is whole sectors: 512 B or a multiple of it.
+pub(crate) fn check_block_bytes(bytes: u64) -> Result<()> {
+    if bytes == 0 || !bytes.is_multiple_of(512) {
+        return Err(Error::Usage(format!(
+            "`block_bytes` must be a positive multiple of 512 (whole sectors), found {bytes}"
+        )));
+    }
+    Ok(())
+}
+
 /// The built-in studies.
 pub const STUDIES: &[&dyn Study] = &[
     &ssd_cache::STUDY,

@@ -253,7 +253,7 @@ fn check(o: &Options) -> Result<()> {
         return Err(Error::Usage("`ssd_bytes` must be positive".into()));
     }
     if let Some(block) = o.block_bytes {
-        super::defrag::check_block_bytes(block)?;
+        super::check_block_bytes(block)?;
         if let Some(small) = o.cache_bytes.iter().find(|&&c| c < block) {
             return Err(Error::Usage(format!(
                 "`cache_bytes`: {small} bytes hold no block of {block} (`block_bytes`)"

@@ -412,9 +412,12 @@ fn thread_groups(
     let mut streams: Vec<u32> = t.stream.to_vec();
     streams.sort_unstable();
     streams.dedup();
+    // which streams share data, and each stream's requests (a group's members' shares)
+    let mut requests: FxHashMap<u32, u64> = FxHashMap::default();
     let shared = if by_stream.is_none() && per_stream(&streams, by_stream) {
         let mut sharing = sharing::Sharing::new();
         for i in 0..t.len() {
+            *requests.entry(t.stream[i]).or_default() += 1;
             if t.op[i] != Op::Flush as u8 {
                 sharing.touch(t.stream[i], t.volume[i], t.offset[i]);
             }
@@ -425,7 +428,6 @@ fn thread_groups(
     };
     let threads = threads_of(&streams, by_stream, &shared);
     let mut rows = vec![Vec::new(); threads.len()];
-    let mut requests: FxHashMap<u32, u64> = FxHashMap::default();
     if threads.len() > 1 {
         let index: FxHashMap<u32, usize> = threads
             .iter()
@@ -437,11 +439,6 @@ fn thread_groups(
         }
     } else {
         rows[0] = (0..t.len()).collect();
-    }
-    if !shared.is_empty() {
-        for s in t.stream {
-            *requests.entry(*s).or_default() += 1;
-        }
     }
     threads
         .into_iter()
