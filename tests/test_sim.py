@@ -294,7 +294,7 @@ def test_simulate_says_where_volumes_went_and_when_a_device_is_saturated(tmp_pat
     assert "a on hdd-7200" in r.stdout and "b on ssd-sata" in r.stdout
     # 5,000 IOPS of random reads overload the disk, not the SSD
     assert "hdd-7200 (serving a) is saturated" in r.stderr and "--intensity below 1" in r.stderr
-    assert "ssd-sata (serving b)" not in r.stderr
+    assert "ssd-sata (serving b) is saturated" not in r.stderr
     assert " s\n" in r.stdout or " s " in r.stdout  # latencies of seconds read as seconds
     r = run_cli("simulate", str(path), "--device", "hdd-7200", "--shared")
     assert r.returncode == 0 and "2 volumes share this one device" in r.stderr, r.stderr
@@ -528,3 +528,33 @@ def test_a_sweep_past_memory_reads_the_trace_in_pieces_for_each_run(tmp_path: Pa
     assert [f["sweep"] for f in runs["pieces"]] == [f["sweep"] for f in runs["whole"]]
     for whole, pieces in zip(runs["whole"], runs["pieces"]):
         sketched_alike(whole, pieces, str(whole["sweep"]))
+
+
+def test_simulate_says_how_many_requests_it_folded_into_a_device_too_small(tmp_path: Path) -> None:
+    # one volume on its own device, another reaching 2 TiB past a 1.8 TiB region (once alone,
+    # once sharing the device with the first: half of it)
+    tib = 1 << 40
+    t = Trace(
+        ts_ns=np.arange(4, dtype=np.uint64) * 1_000_000,
+        offset=np.array([0, 2 * tib, 4096, 3 * tib], dtype=np.uint64),
+        size=np.full(4, 4096, dtype=np.uint32),
+        op=np.zeros(4, dtype=np.uint8),
+        volume=np.array([0, 1, 0, 1], dtype=np.uint32),
+        volumes=["a", "b"],
+    )
+    path = tmp_path / "wide.parquet"
+    iomimic.write_trace(t, path)
+    figs = tmp_path / "f.json"
+    r = run_cli("simulate", str(path), "--device", "ssd-nvme", "--json", str(figs))
+    assert r.returncode == 0, r.stderr
+    placed = {tuple(p["volumes"]): p for p in json.loads(figs.read_text())["placements"]}
+    assert placed[("a",)]["folded_requests"] == 0 and placed[("b",)]["folded_requests"] == 2
+    r = run_cli("simulate", str(path), "--device", "ssd-nvme")
+    assert "2 of 2 requests (100.00%) lie past the 1,862.6 GiB region" in r.stderr, r.stderr
+    assert "ssd-nvme (serving b)" in r.stderr and "of its own" not in r.stderr
+    assert "requests folded into their volume's region" in r.stdout
+    r = run_cli("simulate", str(path), "--device", "ssd-nvme", "--shared")
+    assert "2 of 4 requests (50.00%) lie past the 931.3 GiB region" in r.stderr, r.stderr
+    assert "give each volume a device of its own" in r.stderr
+    r = run_cli("simulate", str(path), "--device", "ssd-nvme", "--volume", "a")
+    assert r.returncode == 0 and "folded" not in r.stderr, r.stderr

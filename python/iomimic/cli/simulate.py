@@ -133,11 +133,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.json and write_json(args.json, figures):
         return EXIT_OK
     from iomimic.report import make_console
-    from iomimic.report.simulation import render_simulation, saturation_warnings
+    from iomimic.report.simulation import fold_warnings, render_simulation, saturation_warnings
 
     render_simulation(figures, make_console())
     _shared_note(args, volumes)
-    for warning in saturation_warnings(figures):
+    for warning in fold_warnings(figures, volumes) + saturation_warnings(figures):
         print(f"iomimic: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 

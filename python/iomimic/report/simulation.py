@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.report import figures_table, latency_text, micros, table
+from iomimic.report import figures_table, human_bytes, latency_text, micros, pct, table
 
 #: Busy share past which a device is saturated: an open-loop queue then grows without bound.
 SATURATED = 0.99
@@ -59,6 +59,7 @@ def _render_device(title: str, f: dict[str, Any], console: Console) -> None:
         ("gc_page_moves", "garbage-collection page moves"),
         ("write_buffer_waits", "writes waiting for the write buffer"),
         ("cache_hits", "controller cache hits"),
+        ("folded_requests", "requests folded into their volume's region"),
         ("slow_ios", "slow I/Os (injected)"),
         ("failed_ios", "failed I/Os (injected)"),
         ("spin_ups", "spin-ups from standby"),
@@ -144,6 +145,29 @@ def saturation_warnings(f: dict[str, Any]) -> list[str]:
     """What to say of each device an open-loop run overloaded."""
     devices = f.get("placements", [f])
     return [w for w in map(saturation_warning, devices) if w]
+
+
+def fold_warnings(f: dict[str, Any], volumes: int | None = None) -> list[str]:
+    """What to say of each device whose volumes reached past the region each was given (an
+    equal part of the device per volume on it; ``volumes``: how many a one-device run put on
+    it): those requests were folded into it, so their places, and the locality a cache or a
+    disk's seeks see, are not the trace's."""
+    out = []
+    for d in f.get("placements", [f]):
+        folded = d.get("folded_requests", 0)
+        if not folded:
+            continue
+        names = d.get("volumes", [])
+        sharing = len(names) if names else (volumes or 1)
+        who = f"{d['device']} (serving {'+'.join(names)})" if names else d["device"]
+        remedy = "give each volume a device of its own or " if sharing > 1 else ""
+        out.append(
+            f"{folded:,} of {d['requests']:,} requests ({pct(folded, d['requests'])}) lie past the "
+            f"{human_bytes(d['region_bytes'])} region their volume has on {who} and were folded "
+            f"into it (offset modulo the region), so their places are not the trace's: {remedy}"
+            "simulate a larger device"
+        )
+    return out
 
 
 def sweep_warning(runs: list[dict[str, Any]]) -> str | None:

@@ -321,6 +321,8 @@ struct Run<'t, 'v> {
     service_sum: f64,
     device_ios: u64,
     cache_hits: u64,
+    /// Requests whose offset lay past their volume's region (folded into it).
+    folded: u64,
     slow_ios: u64,
     failed_ios: u64,
 }
@@ -384,6 +386,7 @@ impl<'t, 'v> Run<'t, 'v> {
             service_sum: 0.0,
             device_ios: 0,
             cache_hits: 0,
+            folded: 0,
             slow_ios: 0,
             failed_ios: 0,
         }
@@ -575,6 +578,7 @@ impl<'t, 'v> Run<'t, 'v> {
         let offset = if op == Op::Flush as u8 {
             0
         } else {
+            self.folded += u64::from(offset >= self.region);
             self.region * u64::from(volume) + offset % self.region
         };
         let k = i - self.out.base;
@@ -894,6 +898,7 @@ impl<'t, 'v> Run<'t, 'v> {
             service_sum: self.service_sum,
             device_ios: self.device_ios,
             cache_hits: self.cache_hits,
+            folded: (self.folded, self.region),
             slow_ios: self.slow_ios,
             failed_ios: self.failed_ios,
         };

@@ -45,6 +45,12 @@ pub struct SimFigures {
     pub energy_j: Option<f64>,
     /// Reads the controller's cache served.
     pub cache_hits: u64,
+    /// Requests whose offset lay past the region of the device their volume was given (each
+    /// volume on a device gets an equal part of it), placed at the offset modulo the region:
+    /// their locality is no longer the trace's.
+    pub folded_requests: u64,
+    /// That region, in bytes.
+    pub region_bytes: u64,
     /// Device I/Os slowed or failed by injected faults.
     pub slow_ios: u64,
     pub failed_ios: u64,
@@ -85,6 +91,8 @@ pub(super) struct Tally<'a> {
     pub service_sum: f64,
     pub device_ios: u64,
     pub cache_hits: u64,
+    /// Requests folded into their volume's region, and its size in bytes.
+    pub folded: (u64, u64),
     pub slow_ios: u64,
     pub failed_ios: u64,
 }
@@ -208,6 +216,8 @@ pub(super) fn summarise(run: &Tally<'_>, members: Vec<Member>) -> SimFigures {
         devices,
         energy_j: energy,
         cache_hits: run.cache_hits,
+        folded_requests: run.folded.0,
+        region_bytes: run.folded.1,
         slow_ios: run.slow_ios,
         failed_ios: run.failed_ios,
         counters,

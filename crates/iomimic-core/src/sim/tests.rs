@@ -188,6 +188,24 @@ fn with_controller(prefetch_min_kib: u64) -> Config {
 }
 
 #[test]
+fn offsets_past_the_device_fold_into_it_and_are_counted() {
+    // the hand disk holds 1 GB: its region is that rounded down to the 64 KiB unit
+    let region = 1_000_000_000 / 65_536 * 65_536;
+    let t = trace(&[0, 50_000_000], &[250_000_000, region + 250_000_000], 100_000, 0);
+    let r = simulate(&t.view(), &disk(false), &SimOptions::default()).unwrap();
+    assert_eq!((r.figures.folded_requests, r.figures.region_bytes), (1, region));
+    // folded onto the first read's place: no seek, the target a whole turn away
+    let alone = simulate(
+        &trace(&[0, 50_000_000], &[250_000_000, 250_000_000], 100_000, 0).view(),
+        &disk(false),
+        &SimOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r.latency_ns, alone.latency_ns);
+    assert_eq!(alone.figures.folded_requests, 0);
+}
+
+#[test]
 fn controller_cache_serves_a_repeated_read() {
     let t = trace(&[0, 50_000_000], &[250_000_000, 250_000_000], 100_000, 0);
     let r = simulate(&t.view(), &with_controller(0), &SimOptions::default()).unwrap();
