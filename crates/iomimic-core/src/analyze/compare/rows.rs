@@ -153,13 +153,6 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
             Some(SCALAR_TARGET),
         ),
         Row::new(
-            "sequential %",
-            Kind::Info,
-            100.0 * fo.sequential_fraction,
-            100.0 * fs.sequential_fraction,
-            None,
-        ),
-        Row::new(
             "block-size distribution (L1/2)",
             Kind::Distance,
             0.0,
@@ -225,16 +218,10 @@ pub fn compare(o: &Profile, s: &Profile) -> Vec<Row> {
     rows
 }
 
-/// The sequentiality rows (shown, not judged): P(sequential) and the three run counts.
-fn run_rows(qo: &Sequentiality, qs: &Sequentiality) -> [Row; 4] {
+/// The sequentiality rows (shown, not judged): the three run counts. (The share of
+/// sequential requests is the "random %" row's complement, so it is not shown twice.)
+fn run_rows(qo: &Sequentiality, qs: &Sequentiality) -> [Row; 3] {
     [
-        Row::new(
-            "P(sequential)",
-            Kind::Info,
-            qo.p_sequential,
-            qs.p_sequential,
-            None,
-        ),
         Row::new("run count", Kind::Info, qo.run_count, qs.run_count, None),
         Row::new(
             "detangled run count",
@@ -253,7 +240,7 @@ fn run_rows(qo: &Sequentiality, qs: &Sequentiality) -> [Row; 4] {
     ]
 }
 
-/// The worst volume's read share and sequential share, in points: of the volumes with at least
+/// The worst volume's read share and random share, in points: of the volumes with at least
 /// [`VOLUME_MIN_REQUESTS`] requests in the original (matched by name), the one whose share moved
 /// most. Aggregate figures hide a log volume written sequentially beside a data volume read at
 /// random; these rows do not.
@@ -261,7 +248,9 @@ fn worst_volume(o: &Profile, s: &Profile) -> Vec<Row> {
     type Share = fn(&Figures) -> f64;
     let shares: [(&'static str, Share); 2] = [
         ("read %, worst volume", |f| 100.0 * f.read_fraction),
-        ("sequential %, worst volume", |f| 100.0 * f.sequential_fraction),
+        ("random %, worst volume", |f| {
+            100.0 * (1.0 - f.sequential_fraction)
+        }),
     ];
     let mut rows = Vec::new();
     for (metric, share) in shares {
