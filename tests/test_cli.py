@@ -385,6 +385,11 @@ def test_what_a_review_of_the_studies_found(tmp_path: Path) -> None:
         ),
         ("--cache: 1024 bytes hold no block of 4096", ["study", "ssd-cache", str(sel), "--cache", "1k"]),
         (
+            # a size without its unit: 8 bytes an SSD would be a billion SSDs, not a crash
+            "--ssd-size: a cache of 8589934592 bytes would take 1073741824 SSDs of 8 bytes; at most 256",
+            ["study", "ssd-cache", str(sel), "--ssd-size", "8", "--cache", "8G"],
+        ),
+        (
             "name it .parquet, .csv or .csv.gz",
             ["simulate", str(sel), "--device", "hdd-7200", "-o", str(tmp_path / "s.txt")],
         ),

@@ -280,6 +280,18 @@ def test_map_names_each_volumes_device(tmp_path: Path) -> None:
         simulate(t, map="a=ssd-sata")
     with pytest.raises(iomimic.InputError, match="give one of them"):
         simulate(t, "hdd-7200", map="a=ssd-sata", shared=True)
+    # the command needs no --device when --map names every volume's (as its --help shows)
+    path = tmp_path / "ab.parquet"
+    iomimic.write_trace(t, path)
+    r = run_cli("simulate", str(path), "--map", "a+b=ssd-sata", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert [p["volumes"] for p in json.loads(r.stdout)["placements"]] == [["a", "b"]]
+    r = run_cli("simulate", str(path), "--map", "a=ssd-sata")
+    assert r.returncode == 2 and "volume 'b' has no device" in r.stderr, r.stderr
+    r = run_cli("simulate", str(path), "--map", "a+b=ssd-sata", "--intensity", "1,2")
+    assert r.returncode == 2 and "a sweep runs each --device" in r.stderr, r.stderr
+    r = run_cli("simulate", str(path))
+    assert r.returncode == 2 and "or each volume's device with --map" in r.stderr, r.stderr
 
 
 def test_simulate_says_where_volumes_went_and_when_a_device_is_saturated(tmp_path: Path) -> None:

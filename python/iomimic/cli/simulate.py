@@ -90,8 +90,11 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.io import output_format
 
     devices = _names(args.device) + _names(args.config)
-    if not devices:
-        raise InputError("simulate: name a preset with --device or a device file with --config")
+    if not devices and args.map is None:
+        raise InputError(
+            "simulate: name a preset with --device or a device file with --config (or each volume's "
+            "device with --map)"
+        )
     if args.scheduler and args.map is None and all(_kind(d) == "ssd" for d in devices):
         # (a sweep over disks and SSDs orders the disks' queues and leaves the SSDs as they are)
         raise InputError(
@@ -102,7 +105,9 @@ def handle(args: argparse.Namespace) -> int:
     levels = intensities(args)
     depths = [None] if args.iodepth is None else [_depth(d) for d in _names(args.iodepth)]
     too_large = _too_large(args)
-    if len(devices) * len(levels) * len(depths) > 1 or args.ray is not None:
+    if max(len(devices), 1) * len(levels) * len(depths) > 1 or args.ray is not None:
+        if not devices:
+            raise InputError("simulate: a sweep runs each --device (or --config) in turn: name them too")
         if args.output:
             raise InputError("simulate: -o writes one run's trace; a sweep runs several (drop -o)")
         ray_engine(args)
@@ -111,7 +116,10 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.sim import _device_or_file, simulate
 
     fmt = output_format(args.output, None) if args.output else None
-    device, config = _device_or_file(devices[0]) if args.config is None else (None, devices[0])
+    if not devices:
+        device, config = None, None  # --map names every volume's device
+    else:
+        device, config = _device_or_file(devices[0]) if args.config is None else (None, devices[0])
     run = dict(
         config=config,
         map=args.map,

@@ -43,6 +43,9 @@ use crate::error::{Error, Result};
 /// file (a `mod` line above) and one entry here.
 pub const KINDS: &[&DeviceKind] = &[&hdd::KIND, &ssd::KIND];
 
+/// The most devices an array stripes over.
+pub const MAX_ARRAY_DEVICES: usize = 4096;
+
 /// How a device that keeps a queue (a disk) orders it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -235,9 +238,9 @@ impl Config {
             if a.stripe_kib == 0 {
                 return bad("array.stripe_kib: must be positive".into());
             }
-            if a.devices > 4096 || a.stripe_kib > 1 << 20 {
+            if a.devices > MAX_ARRAY_DEVICES || a.stripe_kib > 1 << 20 {
                 return bad(format!(
-                    "array: at most 4096 devices and 1 GiB stripe units, found {} and {} KiB",
+                    "array: at most {MAX_ARRAY_DEVICES} devices and 1 GiB stripe units, found {} and {} KiB",
                     a.devices, a.stripe_kib
                 ));
             }

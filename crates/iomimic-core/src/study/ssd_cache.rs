@@ -239,6 +239,9 @@ struct PointReport {
     workloads: Vec<WorkloadReport>,
 }
 
+/// The most SSDs one cache is striped over.
+const MAX_SSDS: u64 = 256;
+
 fn check(o: &Options) -> Result<()> {
     if o.cache_bytes.is_empty() || o.cache_bytes.contains(&0) {
         return Err(Error::Usage(
@@ -251,6 +254,18 @@ fn check(o: &Options) -> Result<()> {
     crate::trace::check_intensity(o.intensity)?;
     if o.ssd_bytes == 0 {
         return Err(Error::Usage("`ssd_bytes` must be positive".into()));
+    }
+    // a cache is as many SSDs as it needs, striped; each simulated SSD keeps its flash state
+    // (about 4 MB whatever its size), so a size given without its unit must not ask for
+    // millions of them
+    let largest = o.cache_bytes.iter().max().copied().unwrap_or(0);
+    let ssds = largest.div_ceil(o.ssd_bytes);
+    if ssds > MAX_SSDS {
+        return Err(Error::Usage(format!(
+            "`ssd_bytes`: a cache of {largest} bytes would take {ssds} SSDs of {} bytes; at most \
+             {MAX_SSDS} (a size without a unit is bytes: 8G is 8 GiB)",
+            o.ssd_bytes
+        )));
     }
     if let Some(block) = o.block_bytes {
         super::check_block_bytes(block)?;
