@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import iomimic
@@ -431,3 +434,15 @@ def test_what_a_review_of_the_studies_found(tmp_path: Path) -> None:
     )
     refused("take --point-requests", "study", "prefetch", "--experiment", "jumps", "--requests", "64")
     ok("study", "early-errors", str(sel), "--slow-ms", "0ms", "--devices", "4", "--faulty", "1")
+
+
+def test_tables_piped_into_a_reader_that_stops_end_quietly(tmp_path: Path) -> None:
+    # `| true` reads nothing and exits at once: every table write then meets a closed pipe
+    path = tmp_path / "t.csv"
+    rows = "".join(f"{i},{i * 4096},4096,0,0,0,0\n" for i in range(50))
+    path.write_text("ts_ns,offset,size,op,volume,stream,volume_name\n" + rows)
+    for command in ("info", "characterize"):
+        cli = f"{shlex.quote(sys.executable)} -m iomimic.cli {command} {shlex.quote(str(path))}"
+        piped = ["bash", "-c", f"set -o pipefail; {cli} | true"]
+        r = subprocess.run(piped, capture_output=True, text=True, timeout=120)
+        assert (r.returncode, r.stderr) == (0, ""), (command, r.stderr)

@@ -4,7 +4,7 @@ preset model (from the TPC paper's published TPC-C figures) → a trace generate
 trained on that trace (levels and states chosen automatically) → a synthetic trace from the
 trained model → the validation, with the locality-free baseline beside it.
 
-Then the TPC paper's SSD-caching study in small: SSD caches of 8 to 32 GB in front of the
+Then the TPC paper's SSD-caching study in small: SSD caches of 8 to 32 GiB in front of the
 28-disk array, on a workload, on a synthetic copy made from its model, and on a locality-free
 one. The published TPC figures give no reuse (a cache of any size hits nothing on the presets),
 so this part runs on a built-in workload that has some: reads by Zipf popularity
@@ -25,10 +25,10 @@ from iomimic.validate import validate
 EXAMPLE = "example-msr.csv.gz"
 DEMO_REQUESTS = 100_000
 #: The SSD-caching part's workload: 1 MiB reads over 256 GiB by Zipf popularity (θ = 0.8) at 200
-#: a second, 30,000 of them (a footprint of about 19 GiB, so 8-32 GB caches differ).
+#: a second, 30,000 of them (a footprint of about 19 GiB, so 8-32 GiB caches differ).
 CACHE_WORKLOAD = "randread 1m zipf=0.8 span=256g rate=200 poisson"
 CACHE_REQUESTS = 30_000
-CACHE_SIZES_GB = (8, 16, 32)
+CACHE_SIZES_GIB = (8, 16, 32)
 
 #: Told each step as it ends: what was done, and lines of detail.
 Step = Callable[[str, Sequence[str]], None]
@@ -66,7 +66,7 @@ def run_demo(step: Step, requests: int = DEMO_REQUESTS, seed: int = 7) -> dict[s
 
 def run_cache_demo(step: Step, requests: int = CACHE_REQUESTS, seed: int = 7) -> dict[str, Any]:
     """The SSD-caching part: :data:`CACHE_WORKLOAD` with read-only SSD caches of
-    :data:`CACHE_SIZES_GB` in front of ``tpc-raid10-28disk``, on the workload, on a trace of a
+    :data:`CACHE_SIZES_GIB` in front of ``tpc-raid10-28disk``, on the workload, on a trace of a
     model trained on it and on a locality-free one; returns the study's report
     (:func:`iomimic.study.run`)."""
     from iomimic import study
@@ -85,7 +85,7 @@ def run_cache_demo(step: Step, requests: int = CACHE_REQUESTS, seed: int = 7) ->
         backend=device_config("tpc-raid10-28disk"),
         ssd=device_config("ssd-sata"),
         ssd_bytes=8 << 30,
-        cache_bytes=[gb << 30 for gb in CACHE_SIZES_GB],
+        cache_bytes=[gb << 30 for gb in CACHE_SIZES_GIB],
         policies=["lru"],
         write_policy="read-only",
         block_bytes=1 << 20,
@@ -95,7 +95,7 @@ def run_cache_demo(step: Step, requests: int = CACHE_REQUESTS, seed: int = 7) ->
     )
     step(
         "simulated LRU SSD caches of "
-        + ", ".join(f"{gb} GB" for gb in CACHE_SIZES_GB)
+        + ", ".join(f"{gb} GiB" for gb in CACHE_SIZES_GIB)
         + " on the workload, on a synthetic one from its model, and on a locality-free one",
         (),
     )

@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         "demo",
         handle,
         "Run the whole loop on the built-in tpcc preset: preset, trace, model, trace, validation; "
-        "then an SSD-caching study (8-32 GB) on a built-in workload with reuse, its synthetic copy "
+        "then an SSD-caching study (8-32 GiB) on a built-in workload with reuse, its synthetic copy "
         "and a locality-free one.",
         "  iomimic demo\n",
     )

@@ -17,11 +17,20 @@ from rich.table import Table
 PIPE_WIDTH = 120
 
 
+class _Console(Console):
+    """rich's console, but output piped into a reader that stopped (``| head``) ends the
+    command quietly and successfully, as it does for the rest of the CLI (rich would exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def make_console() -> Console:
     """A console for tables: the terminal's width, or a fixed wide one when output is piped."""
-    console = Console(highlight=False)
+    console = _Console(highlight=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=PIPE_WIDTH)
+        console = _Console(highlight=False, width=PIPE_WIDTH)
     return console
 
 

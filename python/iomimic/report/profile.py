@@ -23,7 +23,7 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
         ("requests", f"{p['requests']:,}"),
         (
             "reads : writes",
-            f"{p['reads']:,} : {p['writes']:,}  ({pct(p['read_fraction'])} reads)" if rw else "-",
+            f"{p['reads']:,} : {p['writes']:,}  ({pct(p['read_fraction'])} of them reads)" if rw else "-",
         ),
         ("trims, flushes", f"{p['trims']:,}, {p['flushes']:,}"),
         ("duration", f"{p['duration_s']:,.3f} s"),
