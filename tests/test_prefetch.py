@@ -92,3 +92,27 @@ def test_simulate_reports_what_prefetch_read_and_left_unread(tmp_path: Path) -> 
     f = json.loads(figs.read_text())
     assert 0 < f["prefetch_unused_kib"] < f["prefetched_kib"]
     assert "controller prefetch" in r.stdout and "never read" in r.stdout
+
+
+def test_prefetch_on_a_trace_says_when_the_array_could_not_keep_up(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+
+    def reads(gap_ns: int) -> Path:
+        n = 3000
+        t = iomimic.Trace(
+            ts_ns=np.arange(n, dtype=np.uint64) * gap_ns,
+            offset=rng.integers(0, 1 << 22, n).astype(np.uint64) * 4096,
+            size=np.full(n, 4096, dtype=np.uint32),
+            op=np.zeros(n, dtype=np.uint8),
+        )
+        path = tmp_path / f"r{gap_ns}.parquet"
+        iomimic.write_trace(t, path)
+        return path
+
+    # 10,000 random reads a second are past four disks; 50 a second are not
+    r = run_cli("study", "prefetch", str(reads(100_000)), "--json", str(tmp_path / "busy.json"))
+    assert r.returncode == 0 and "fc60-r5-4disk served" in r.stderr and "saturated" in r.stderr, r.stderr
+    runs = json.loads((tmp_path / "busy.json").read_text())["runs"]
+    assert all(0 < run["iops"] < 5000 for run in runs)
+    r = run_cli("study", "prefetch", str(reads(20_000_000)))
+    assert r.returncode == 0 and "saturated" not in r.stderr, r.stderr

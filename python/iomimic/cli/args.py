@@ -402,7 +402,7 @@ def report_reading(s: dict[str, Any]) -> None:
         print(f"note: {flags_for_parameters(note)}", file=err)
     if s["skipped"]:
         reasons = ", ".join(f"{n} {k}" for k, n in s["skipped_by_reason"].items())
-        print(f"warning: skipped {s['skipped']} malformed lines ({reasons}); first ones:", file=err)
+        print(f"iomimic: warning: skipped {s['skipped']} malformed lines ({reasons}); first ones:", file=err)
         for example in s["skipped_examples"]:
             print(f"  {example}", file=err)
     if s["out_of_order"]:

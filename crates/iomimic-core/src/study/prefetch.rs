@@ -108,6 +108,8 @@ pub struct TraceRun {
     /// Service time the prefetchable share predicts, from the run without prefetch.
     pub predicted_us: f64,
     pub cache_hit_ratio: f64,
+    /// Requests a second the array served: below the workload's rate, it could not keep up.
+    pub iops: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,10 +161,10 @@ fn with_prefetch(base: &Config, kib: u64) -> Result<Config> {
     Ok(c)
 }
 
-/// Mean latency (µs), the controller's hit ratio and the share of prefetched data left unread
-/// of `t` on `device`; open loop at the workload's times (`depth` None), so prefetch reads
-/// compete with demand reads at the disks as they would at that rate.
-fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(f64, f64, f64)> {
+/// Mean latency (µs), the controller's hit ratio, the share of prefetched data left unread
+/// and the IOPS served, of `t` on `device`; open loop at the workload's times (`depth` None),
+/// so prefetch reads compete with demand reads at the disks as they would at that rate.
+fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(f64, f64, f64, f64)> {
     let opts = SimOptions {
         iodepth: depth,
         ..SimOptions::default()
@@ -176,7 +178,7 @@ fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(
     } else {
         r.figures.counter("prefetch_unused_kib") as f64 / read_ahead as f64
     };
-    Ok((mean, r.figures.cache_hits as f64 / n, unused))
+    Ok((mean, r.figures.cache_hits as f64 / n, unused, r.figures.iops))
 }
 
 fn reads(offsets: &[u64], gap_ns: u64) -> Trace {
@@ -242,7 +244,7 @@ pub fn run(workload: &TraceView<'_>, o: &Options) -> Result<Report> {
     let mut points = Vec::new();
     let mut add = |run: u64, x: u64, t: &Trace| -> Result<()> {
         for &kib in &o.prefetch_kib {
-            let (mean, hits, unused) = service(&t.view(), &with_prefetch(&base, kib)?, None)?;
+            let (mean, hits, unused, _) = service(&t.view(), &with_prefetch(&base, kib)?, None)?;
             points.push(Point {
                 run_count: run,
                 x,
@@ -307,12 +309,12 @@ fn on_trace(t: &TraceView<'_>, o: &Options, base: &Config) -> Result<Report> {
             .and_then(|end| off.checked_sub(end));
         starts.push((t.op[i] == Op::Read as u8, past));
     }
-    let (off_mean, _, _) = service(t, &with_prefetch(base, 0)?, None)?;
+    let (off_mean, _, _, _) = service(t, &with_prefetch(base, 0)?, None)?;
     let hit_us = base.controller.as_ref().map_or(0.0, |c| c.hit_us);
     let reads = starts.iter().filter(|s| s.0).count().max(1) as f64;
     let mut runs = Vec::new();
     for &kib in &o.prefetch_kib {
-        let (mean, hits, _) = service(t, &with_prefetch(base, kib)?, None)?;
+        let (mean, hits, _, iops) = service(t, &with_prefetch(base, kib)?, None)?;
         let served = starts
             .iter()
             .filter(|s| s.0 && s.1.is_some_and(|d| d < kib * KIB))
@@ -325,6 +327,7 @@ fn on_trace(t: &TraceView<'_>, o: &Options, base: &Config) -> Result<Report> {
             prefetchable_fraction: served / reads,
             predicted_us: share * hit_us + (1.0 - share) * off_mean,
             cache_hit_ratio: hits,
+            iops,
         });
     }
     Ok(Report {

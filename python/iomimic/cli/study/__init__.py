@@ -66,7 +66,13 @@ def workload(args: argparse.Namespace):
     return select(trace, args), kind
 
 
-def warn_if_saturated(trace, rate: float, served_iops: float, device: str) -> None:
+def warn_if_saturated(
+    trace,
+    rate: float,
+    served_iops: float,
+    device: str,
+    remedy: str = "lower --intensity, or study a faster device",
+) -> None:
     """Tells stderr when the device a study ran the workload on as it is could not keep up (its
     open-loop latencies then measure a queue that grew for the whole run), as `simulate` does."""
     import sys
@@ -74,9 +80,8 @@ def warn_if_saturated(trace, rate: float, served_iops: float, device: str) -> No
     offered = len(trace) / trace.span_s * rate if trace.span_s > 0 else 0.0
     if offered and served_iops < 0.9 * offered:
         print(
-            f"warning: {device} served {served_iops:,.0f} IOPS of the {offered:,.0f} offered: it is "
-            "saturated, and the latencies measure a queue that grew for the whole run (lower "
-            "--intensity, or study a faster device)",
+            f"iomimic: warning: {device} served {served_iops:,.0f} IOPS of the {offered:,.0f} offered: it is "
+            f"saturated, and the latencies measure a queue that grew for the whole run ({remedy})",
             file=sys.stderr,
         )
 
