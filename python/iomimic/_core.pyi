@@ -203,6 +203,9 @@ class SimFiguresDict(TypedDict, total=False):
     energy_j: float | None
     by_op: dict[str, OpLatencyDict]
     cache_hits: int
+    # requests whose offset lay past their volume's region of the device, and that region
+    folded_requests: int
+    region_bytes: int
     slow_ios: int
     failed_ios: int
     # each device kind's own counters, summed over the array (a disk's, an SSD's)
