@@ -21,7 +21,7 @@ def test_info_prints_the_summary_table() -> None:
     assert "hm_0.csv (msr)" in r.stdout
     for words in ["requests", "3", "reads", "66.67%", "hm_1", "out-of-order lines"]:
         assert words in r.stdout
-    assert "1 lines were out of time order" in r.stderr
+    assert "1 line was out of time order" in r.stderr
 
 
 def test_info_json(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_convert_blkparse_with_skip_bad(tmp_path: Path) -> None:
     out = tmp_path / "t.parquet"
     r = run_cli("convert", str(src), "--format", "blkparse", "-o", str(out), "--skip-bad")
     assert r.returncode == 0, r.stderr
-    assert "skipped 1 malformed lines (1 bad_field_count)" in r.stderr
+    assert "skipped 1 malformed line (1 bad_field_count)" in r.stderr
     assert f"{src}:3: expected at least 7 fields, found 3" in r.stderr
     assert len(iomimic.read_trace(out)) == 4
 
@@ -397,6 +397,14 @@ def test_what_a_review_of_the_studies_found(tmp_path: Path) -> None:
             ["simulate", str(sel), "--device", "hdd-7200", "-o", str(tmp_path / "s.txt")],
         ),
         ("not a model file", ["model", "mix", str(sel), "-o", str(tmp_path / "m.json")]),
+        (
+            "--output: " + str(tmp_path / "r.png") + " would hold an HTML page",
+            ["report", str(sel), "-o", str(tmp_path / "r.png")],
+        ),
+        (
+            "the name says parquet, the format asked for is csv",
+            ["convert", str(sel), "-o", str(tmp_path / "x.parquet"), "--to", "csv"],
+        ),
     ]:
         refused(message, *args)
     # sizes with units, and one vocabulary for -n

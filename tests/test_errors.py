@@ -8,6 +8,8 @@ import pytest
 
 import iomimic
 
+from .conftest import FIXTURES, run_cli
+
 MSR_OK = "128166372003061629,hm,0,Read,3216723968,4096,1557\n"
 
 # (format, second line of the file, error key, words the message must contain)
@@ -96,6 +98,20 @@ def test_header_only_file_is_a_clear_error(tmp_path: Path) -> None:
         iomimic.read_trace(path, format="vscsi-csv")
 
 
+def test_files_of_blank_lines_or_a_header_alone_say_so_without_a_format(tmp_path: Path) -> None:
+    # not "no known trace format matches" over eleven formats: there is nothing to match
+    blank = tmp_path / "blank.csv"
+    blank.write_text("\n \n\n")
+    with pytest.raises(iomimic.EmptyTraceError, match="no line but blank ones and comments"):
+        iomimic.read_trace(blank)
+    header = tmp_path / "h.csv"
+    header.write_text("ts_ns,offset,size,op,volume,stream,volume_name\n")
+    with pytest.raises(iomimic.EmptyTraceError, match="its one line reads as a csv header, with no request"):
+        iomimic.read_trace(header)
+    r = run_cli("info", str(header))
+    assert r.returncode == 2 and "h.csv: no requests found" in r.stderr, r.stderr
+
+
 def test_all_bad_lines_skipped_is_empty(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("a,b\nc,d\n")
@@ -167,3 +183,11 @@ def test_workloads_that_cannot_be_held_are_refused_before_any_allocation(tmp_pat
         r = run_cli("generate", str(model), "-o", out, *args)
         assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
         assert not Path(out).exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be made")
+def test_an_output_that_cannot_be_made_is_named_as_given() -> None:
+    # not the temporary file written beside it first
+    r = run_cli("convert", str(FIXTURES / "formats" / "canonical.csv"), "-o", "/proc/x.parquet")
+    assert r.returncode == 2 and "/proc/x.parquet: cannot be written there" in r.stderr, r.stderr
+    assert ".partial" not in r.stderr

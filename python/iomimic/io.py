@@ -352,7 +352,11 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         return
     if not path.parent.is_dir():
         raise InputError(f"{path}: the folder {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
+    except OSError as e:
+        # the error names the file asked for, not the temporary one beside it
+        raise InputError(f"{path}: cannot be written there ({e.strerror})") from None
     os.close(fd)
     # mkstemp makes the file private; give it the mode a plain open() would
     umask = os.umask(0)
@@ -418,17 +422,25 @@ OUTPUT_FORMATS = ("parquet", "csv", "csv.gz")
 def output_format(path: str | os.PathLike, to: str | None = None) -> str:
     """``parquet``, ``csv`` or ``csv.gz`` (canonical CSV, gzip-compressed), from ``to`` or else
     the output file's extension."""
+    name = Path(path).name.lower()
+    named = (
+        "parquet"
+        if name.endswith((".parquet", ".pq"))
+        else "csv"
+        if name.endswith(".csv")
+        else "csv.gz"
+        if name.endswith((".csv.gz", ".csv.gzip"))
+        else None
+    )
     if to is not None:
         if to not in OUTPUT_FORMATS:
             raise InputError(f"cannot write format {to!r}; iomimic writes {', '.join(OUTPUT_FORMATS)}")
+        if named is not None and named != to:
+            # a file named .parquet holding CSV would be misread by every tool that trusts names
+            raise InputError(f"{path}: the name says {named}, the format asked for is {to}: make them agree")
         return to
-    name = Path(path).name.lower()
-    if name.endswith((".parquet", ".pq")):
-        return "parquet"
-    if name.endswith(".csv"):
-        return "csv"
-    if name.endswith((".csv.gz", ".csv.gzip")):
-        return "csv.gz"
+    if named is not None:
+        return named
     raise InputError(
         f"{path}: cannot tell the output format from the extension {Path(path).suffix!r}; "
         "name it .parquet, .csv or .csv.gz"

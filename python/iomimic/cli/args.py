@@ -402,13 +402,14 @@ def report_reading(s: dict[str, Any]) -> None:
         print(f"note: {flags_for_parameters(note)}", file=err)
     if s["skipped"]:
         reasons = ", ".join(f"{n} {k}" for k, n in s["skipped_by_reason"].items())
-        print(f"iomimic: warning: skipped {s['skipped']} malformed lines ({reasons}); first ones:", file=err)
+        n, lines = s["skipped"], "line" if s["skipped"] == 1 else "lines"
+        print(f"iomimic: warning: skipped {n} malformed {lines} ({reasons}); first ones:", file=err)
         for example in s["skipped_examples"]:
             print(f"  {example}", file=err)
     if s["out_of_order"]:
-        print(
-            f"note: {s['out_of_order']} lines were out of time order; requests were sorted stably", file=err
-        )
+        n = s["out_of_order"]
+        were = "lines were" if n != 1 else "line was"
+        print(f"note: {n} {were} out of time order; requests were sorted stably", file=err)
 
 
 def write_json(path: str, data: Any) -> bool:

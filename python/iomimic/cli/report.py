@@ -4,9 +4,11 @@ beside its original, with the validation table on top)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from iomimic.cli import EXIT_OK
 from iomimic.cli.args import add_read_options, read_reported, select, subcommand
+from iomimic.errors import InputError
 
 
 def register(subparsers) -> None:
@@ -37,6 +39,10 @@ def handle(args: argparse.Namespace) -> int:
     from iomimic.io import atomic_output, read_trace
     from iomimic.report.html import build_page
 
+    suffix = Path(args.output).suffix.lower()
+    if suffix not in ("", ".html", ".htm"):
+        # (checked before the work: a page named .png or .pdf would open as nothing)
+        raise InputError(f"--output: {args.output} would hold an HTML page: name it .html")
     original = read_reported(args)
     # the selection options choose the same part of both: compared whole, a cut original
     # would be judged against the whole synthetic trace
