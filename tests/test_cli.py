@@ -454,3 +454,23 @@ def test_tables_piped_into_a_reader_that_stops_end_quietly(tmp_path: Path) -> No
         piped = ["bash", "-c", f"set -o pipefail; {cli} | true"]
         r = subprocess.run(piped, capture_output=True, text=True, timeout=120)
         assert (r.returncode, r.stderr) == (0, ""), (command, r.stderr)
+
+
+def test_a_study_says_when_several_volumes_share_its_one_device(tmp_path: Path) -> None:
+    import numpy as np
+
+    n = 2000
+    t = iomimic.Trace(
+        ts_ns=np.arange(n, dtype=np.uint64) * 10_000_000,
+        offset=(np.arange(n, dtype=np.uint64) % 500) * 65536,
+        size=np.full(n, 4096, dtype=np.uint32),
+        op=np.zeros(n, dtype=np.uint8),
+        volume=np.arange(n) % 2,
+        volumes=["a", "b"],
+    )
+    path = tmp_path / "ab.parquet"
+    iomimic.write_trace(t, path)
+    r = run_cli("study", "defrag", str(path), "--device", "hdd-7200")
+    assert r.returncode == 0 and "2 volumes share the one device hdd-7200" in r.stderr, r.stderr
+    r = run_cli("study", "defrag", str(path), "--device", "hdd-7200", "--volume", "a")
+    assert r.returncode == 0 and "share the one device" not in r.stderr, r.stderr

@@ -86,6 +86,20 @@ def warn_if_saturated(
         )
 
 
+def note_one_device(trace, device: str) -> None:
+    """Tells stderr that a study ran a workload of several volumes on its one device (each
+    volume in an equal region of it, as ``simulate --shared``), where ``simulate`` would give
+    each volume a device of its own: its figures are that one device's."""
+    import sys
+
+    if len(trace.volumes) > 1:
+        print(
+            f"note: the workload's {len(trace.volumes)} volumes share the one device {device}, each in "
+            "an equal region of it (as simulate --shared); --volume NAME studies one alone",
+            file=sys.stderr,
+        )
+
+
 def device_text(name: str) -> str:
     """A device file's text: a preset's name or a file's path."""
     from iomimic.sim import device_text

@@ -38,7 +38,7 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.cli.study import run, warn_if_saturated
+    from iomimic.cli.study import note_one_device, run, warn_if_saturated
     from iomimic.report import make_console
     from iomimic.report.defrag import plot_defrag, render_defrag
     from iomimic.units import parse_size_bytes
@@ -62,6 +62,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.json and write_json(args.json, report):
         return EXIT_OK
     render_defrag(report, make_console())
+    note_one_device(trace, args.device)
     warn_if_saturated(trace, intensity(args), report["before_perf"]["iops"], args.device)
     if args.plot:
         print(f"wrote {args.plot}")

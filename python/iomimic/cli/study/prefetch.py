@@ -49,7 +49,7 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.cli.study import run, run_alone, warn_if_saturated
+    from iomimic.cli.study import note_one_device, run, run_alone, warn_if_saturated
     from iomimic.errors import InputError
     from iomimic.report import make_console
     from iomimic.report.prefetch import plot_prefetch, render_prefetch
@@ -75,6 +75,7 @@ def handle(args: argparse.Namespace) -> int:
         trace, _ = workload(args)
         report = run("prefetch", trace, **options)
         slowest = min(report["runs"], key=lambda r: r["iops"])
+        note_one_device(trace, args.device)
         warn_if_saturated(trace, 1.0, slowest["iops"], args.device, "study a faster array with --device")
     if args.plot:
         plot_prefetch(report, args.plot)

@@ -68,7 +68,7 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from iomimic.cli.study import run, warn_if_saturated
+    from iomimic.cli.study import note_one_device, run, warn_if_saturated
     from iomimic.errors import InputError
     from iomimic.report import make_console
     from iomimic.report.ssd_cache import plot_ssd_cache, render_ssd_cache
@@ -109,6 +109,7 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_OK
     render_ssd_cache(report, make_console())
     # the backend alone, on the workload as it is
+    note_one_device(trace, args.backend)
     warn_if_saturated(trace, intensity(args), report["workloads"][0]["baseline"]["iops"], args.backend)
     if args.plot:
         print(f"wrote {args.plot}")
