@@ -111,13 +111,23 @@ pub(crate) fn detect(
         }),
         // the whole file read as a format's header (or lines it ignores) and nothing else
         None if eof && trials.iter().any(|t| t.first_error.is_none() && t.requests == 0) => {
-            let t = trials.iter().find(|t| t.first_error.is_none()).expect("found above");
+            let t = trials
+                .iter()
+                .find(|t| t.first_error.is_none())
+                .expect("found above");
             Err(Error::Empty {
                 path: path.to_path_buf(),
                 why: if lines.len() == 1 {
-                    format!("its one line reads as a {} header, with no request after it", t.format)
+                    format!(
+                        "its one line reads as a {} header, with no request after it",
+                        t.format
+                    )
                 } else {
-                    format!("its {} lines read as {} with no request among them", lines.len(), t.format)
+                    format!(
+                        "its {} lines read as {} with no request among them",
+                        lines.len(),
+                        t.format
+                    )
                 },
             })
         }
