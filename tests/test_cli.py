@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shlex
 import subprocess
@@ -474,3 +475,29 @@ def test_a_study_says_when_several_volumes_share_its_one_device(tmp_path: Path) 
     assert r.returncode == 0 and "2 volumes share the one device hdd-7200" in r.stderr, r.stderr
     r = run_cli("study", "defrag", str(path), "--device", "hdd-7200", "--volume", "a")
     assert r.returncode == 0 and "share the one device" not in r.stderr, r.stderr
+
+
+def test_a_trace_piped_in_as_dash_is_read_from_standard_input(tmp_path: Path) -> None:
+    rows = "".join(f"{i},{i * 4096},4096,{i % 2},0,0,0\n" for i in range(40))
+    text = "ts_ns,offset,size,op,volume,stream,volume_name\n" + rows
+
+    def piped(*args: str, data: bytes) -> subprocess.CompletedProcess:
+        cli = [sys.executable, "-m", "iomimic.cli", *args]
+        return subprocess.run(cli, input=data, capture_output=True, timeout=120)
+
+    r = piped("info", "-", "--json", "-", data=text.encode())
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert (info["requests"], info["reads"], info["writes"]) == (40, 20, 20)
+    # compressed, and converted: the same requests as the file read directly
+    src = tmp_path / "t.csv"
+    src.write_text(text)
+    out = tmp_path / "t.parquet"
+    r = piped("convert", "-", "-o", str(out), data=gzip.compress(text.encode()))
+    assert r.returncode == 0, r.stderr
+    assert iomimic.read_trace(out) == iomimic.read_trace(src)
+    # a bad line is named by its line in standard input
+    r = piped("info", "-", data=(text + "9,x,4096,0,0,0,0\n").encode())
+    assert r.returncode == 2 and "stdin:42: offset is not a number" in r.stderr.decode(), r.stderr
+    r = piped("info", "-", data=b"")
+    assert r.returncode == 2 and "stdin: no requests found" in r.stderr.decode(), r.stderr

@@ -9,10 +9,14 @@ parser and the handler the parser runs; what several share is in :mod:`iomimic.c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import shutil
 import sys
+import tempfile
 import traceback
+from collections.abc import Iterator
 from types import ModuleType
 
 from iomimic import __version__
@@ -144,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         def note(text: str) -> None:
             print(f"note: {text}", file=sys.stderr)
 
-        with local_arguments(args, note, readable=lambda url: _parquet_layouts(url) is not None):
+        with (
+            local_arguments(args, note, readable=lambda url: _parquet_layouts(url) is not None),
+            _stdin_trace(args),
+        ):
             return args.handler(args)
     except IomimicError as e:
         code = EXIT_BAD_INPUT if isinstance(e, InputError) else EXIT_FAILURE
@@ -161,6 +168,30 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except OSError as e:
         return _fail(e, EXIT_FAILURE, verbose, command_parser)
+
+
+#: Where a trace piped in as ``-`` was spooled for the command (messages name it ``stdin``).
+_STDIN_DIR: str | None = None
+
+
+@contextlib.contextmanager
+def _stdin_trace(args: argparse.Namespace) -> Iterator[None]:
+    """A trace given as ``-`` is read from standard input (``blkparse ... | iomimic info -``):
+    spooled to a temporary file first, as every reader seeks (format detection reads the start
+    twice, Parquet its footer first), and removed at the end."""
+    global _STDIN_DIR
+    if getattr(args, "trace", None) != "-":
+        yield
+        return
+    if sys.stdin.isatty():
+        raise InputError("the trace is - (standard input), but nothing is piped in: pipe a trace in")
+    with tempfile.TemporaryDirectory(prefix="iomimic-stdin-") as d:
+        path = os.path.join(d, "stdin")
+        with open(path, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        # (left set after: an error is reported once the file is gone)
+        _STDIN_DIR, args.trace = d, path
+        yield
 
 
 def _dests(parser: argparse.ArgumentParser) -> set[str]:
@@ -182,5 +213,7 @@ def _fail(e: BaseException, code: int, verbose: bool, parser: argparse.ArgumentP
         message += " (`skip_bad` skips malformed lines and counts them)"
     if parser is not None:
         message = flags_for_parameters(message, parser)
+    if _STDIN_DIR is not None:
+        message = message.replace(os.path.join(_STDIN_DIR, ""), "")
     print(f"iomimic: error: {message}", file=sys.stderr)
     return code

@@ -143,7 +143,8 @@ def intensities(args: argparse.Namespace) -> list[float]:
 #: What a command's trace argument takes.
 TRACE_HELP = (
     "trace file (any format iomimic reads, plain, .gz or .zst, or Parquet), a directory or glob of "
-    "files read as one, or a URL of either (s3://, gs://, file://; see docs/formats.md)"
+    "files read as one, a URL of either (s3://, gs://, file://; see docs/formats.md), or - for "
+    "standard input (blkparse ... | iomimic info -)"
 )
 
 
