@@ -419,19 +419,15 @@ def refuse_overwriting_inputs(inputs: dict[str, str], outputs: dict[str, str]) -
 OUTPUT_FORMATS = ("parquet", "csv", "csv.gz")
 
 
+#: The output formats by the ends of a file's name.
+_OUTPUT_NAMES = (("parquet", (".parquet", ".pq")), ("csv", (".csv",)), ("csv.gz", (".csv.gz", ".csv.gzip")))
+
+
 def output_format(path: str | os.PathLike, to: str | None = None) -> str:
     """``parquet``, ``csv`` or ``csv.gz`` (canonical CSV, gzip-compressed), from ``to`` or else
     the output file's extension."""
     name = Path(path).name.lower()
-    named = (
-        "parquet"
-        if name.endswith((".parquet", ".pq"))
-        else "csv"
-        if name.endswith(".csv")
-        else "csv.gz"
-        if name.endswith((".csv.gz", ".csv.gzip"))
-        else None
-    )
+    named = next((fmt for fmt, ends in _OUTPUT_NAMES if name.endswith(ends)), None)
     if to is not None:
         if to not in OUTPUT_FORMATS:
             raise InputError(f"cannot write format {to!r}; iomimic writes {', '.join(OUTPUT_FORMATS)}")

@@ -159,7 +159,7 @@ def fold_warnings(f: dict[str, Any], volumes: int | None = None) -> list[str]:
             continue
         names = d.get("volumes", [])
         sharing = len(names) if names else (volumes or 1)
-        who = f"{d['device']} (serving {'+'.join(names)})" if names else d["device"]
+        who = _device_serving(d)
         remedy = "give each volume a device of its own or " if sharing > 1 else ""
         out.append(
             f"{folded:,} of {d['requests']:,} requests ({pct(folded, d['requests'])}) lie past the "
@@ -168,6 +168,11 @@ def fold_warnings(f: dict[str, Any], volumes: int | None = None) -> list[str]:
             "simulate a larger device"
         )
     return out
+
+
+def _device_serving(f: dict[str, Any]) -> str:
+    """A device as warnings name it: with the volumes it serves, when a mapped run placed them."""
+    return f"{f['device']} (serving {'+'.join(f['volumes'])})" if f.get("volumes") else f["device"]
 
 
 def sweep_warning(runs: list[dict[str, Any]]) -> str | None:
@@ -192,9 +197,8 @@ def saturation_warning(f: dict[str, Any]) -> str | None:
     name = name if name.startswith("device") else f"the SSD's {name}"
     if busy < SATURATED:
         return None
-    who = f"{f['device']} (serving {'+'.join(f['volumes'])})" if "volumes" in f else f["device"]
     return (
-        f"{who} is saturated ({name} {100 * busy:.0f}% busy): requests arrive faster than it "
+        f"{_device_serving(f)} is saturated ({name} {100 * busy:.0f}% busy): requests arrive faster than it "
         "serves them, so the queue grows for the whole run and the latencies measure that backlog; "
         "try a faster device or an array, --intensity below 1, or --iodepth for a closed loop"
     )

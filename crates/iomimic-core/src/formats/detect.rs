@@ -78,6 +78,31 @@ pub(crate) fn detect(
             .filter(|t| t.requests > 0 && (t.first_data_ok || t.requests >= t.errors))
             .min_by_key(|t| t.errors)
     });
+    if chosen.is_none() && eof {
+        // the whole file seen: say what it holds rather than that no format matches
+        let empty = |why: String| Error::Empty {
+            path: path.to_path_buf(),
+            why,
+        };
+        if lines.iter().all(|l| l.first() == Some(&b'#')) {
+            return Err(empty("it holds no line but blank ones and comments".into()));
+        }
+        // read as a format's header (or lines it ignores) and nothing else
+        if let Some(t) = trials.iter().find(|t| t.first_error.is_none() && t.requests == 0) {
+            return Err(empty(if lines.len() == 1 {
+                format!(
+                    "its one line reads as a {} header, with no request after it",
+                    t.format
+                )
+            } else {
+                format!(
+                    "its {} lines read as {} with no request among them",
+                    lines.len(),
+                    t.format
+                )
+            }));
+        }
+    }
     match chosen {
         Some(t) => {
             let mut notes = Vec::new();
@@ -104,32 +129,6 @@ pub(crate) fn detect(
                 ));
             }
             Ok((t.format, notes))
-        }
-        None if eof && lines.iter().all(|l| l.first() == Some(&b'#')) => Err(Error::Empty {
-            path: path.to_path_buf(),
-            why: "it holds no line but blank ones and comments".into(),
-        }),
-        // the whole file read as a format's header (or lines it ignores) and nothing else
-        None if eof && trials.iter().any(|t| t.first_error.is_none() && t.requests == 0) => {
-            let t = trials
-                .iter()
-                .find(|t| t.first_error.is_none())
-                .expect("found above");
-            Err(Error::Empty {
-                path: path.to_path_buf(),
-                why: if lines.len() == 1 {
-                    format!(
-                        "its one line reads as a {} header, with no request after it",
-                        t.format
-                    )
-                } else {
-                    format!(
-                        "its {} lines read as {} with no request among them",
-                        lines.len(),
-                        t.format
-                    )
-                },
-            })
         }
         None => {
             let tried: Vec<String> = trials

@@ -161,24 +161,37 @@ fn with_prefetch(base: &Config, kib: u64) -> Result<Config> {
     Ok(c)
 }
 
-/// Mean latency (µs), the controller's hit ratio, the share of prefetched data left unread
-/// and the IOPS served, of `t` on `device`; open loop at the workload's times (`depth` None),
-/// so prefetch reads compete with demand reads at the disks as they would at that rate.
-fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<(f64, f64, f64, f64)> {
+/// What a run of a workload on an array gave.
+struct Served {
+    /// mean latency (µs)
+    mean_us: f64,
+    /// the controller's hit ratio
+    hits: f64,
+    /// the share of prefetched data left unread
+    unused: f64,
+    iops: f64,
+}
+
+/// A run of `t` on `device`; open loop at the workload's times (`depth` None), so prefetch
+/// reads compete with demand reads at the disks as they would at that rate.
+fn service(t: &TraceView<'_>, device: &Config, depth: Option<usize>) -> Result<Served> {
     let opts = SimOptions {
         iodepth: depth,
         ..SimOptions::default()
     };
     let r = sim::simulate(t, device, &opts)?;
     let n = r.latency_ns.len().max(1) as f64;
-    let mean = r.latency_ns.iter().map(|&l| l as f64).sum::<f64>() / n / 1000.0;
     let read_ahead = r.figures.counter("prefetched_kib");
-    let unused = if read_ahead == 0 {
-        0.0
-    } else {
-        r.figures.counter("prefetch_unused_kib") as f64 / read_ahead as f64
-    };
-    Ok((mean, r.figures.cache_hits as f64 / n, unused, r.figures.iops))
+    Ok(Served {
+        mean_us: r.latency_ns.iter().map(|&l| l as f64).sum::<f64>() / n / 1000.0,
+        hits: r.figures.cache_hits as f64 / n,
+        unused: if read_ahead == 0 {
+            0.0
+        } else {
+            r.figures.counter("prefetch_unused_kib") as f64 / read_ahead as f64
+        },
+        iops: r.figures.iops,
+    })
 }
 
 fn reads(offsets: &[u64], gap_ns: u64) -> Trace {
@@ -244,14 +257,14 @@ pub fn run(workload: &TraceView<'_>, o: &Options) -> Result<Report> {
     let mut points = Vec::new();
     let mut add = |run: u64, x: u64, t: &Trace| -> Result<()> {
         for &kib in &o.prefetch_kib {
-            let (mean, hits, unused, _) = service(&t.view(), &with_prefetch(&base, kib)?, None)?;
+            let s = service(&t.view(), &with_prefetch(&base, kib)?, None)?;
             points.push(Point {
                 run_count: run,
                 x,
                 prefetch_kib: kib,
-                mean_service_us: mean,
-                cache_hit_ratio: hits,
-                prefetch_unused: unused,
+                mean_service_us: s.mean_us,
+                cache_hit_ratio: s.hits,
+                prefetch_unused: s.unused,
             });
         }
         Ok(())
@@ -309,12 +322,12 @@ fn on_trace(t: &TraceView<'_>, o: &Options, base: &Config) -> Result<Report> {
             .and_then(|end| off.checked_sub(end));
         starts.push((t.op[i] == Op::Read as u8, past));
     }
-    let (off_mean, _, _, _) = service(t, &with_prefetch(base, 0)?, None)?;
+    let off_mean = service(t, &with_prefetch(base, 0)?, None)?.mean_us;
     let hit_us = base.controller.as_ref().map_or(0.0, |c| c.hit_us);
     let reads = starts.iter().filter(|s| s.0).count().max(1) as f64;
     let mut runs = Vec::new();
     for &kib in &o.prefetch_kib {
-        let (mean, hits, _, iops) = service(t, &with_prefetch(base, kib)?, None)?;
+        let s = service(t, &with_prefetch(base, kib)?, None)?;
         let served = starts
             .iter()
             .filter(|s| s.0 && s.1.is_some_and(|d| d < kib * KIB))
@@ -323,11 +336,11 @@ fn on_trace(t: &TraceView<'_>, o: &Options, base: &Config) -> Result<Report> {
         let share = served / t.len() as f64;
         runs.push(TraceRun {
             prefetch_kib: kib,
-            mean_service_us: mean,
+            mean_service_us: s.mean_us,
             prefetchable_fraction: served / reads,
             predicted_us: share * hit_us + (1.0 - share) * off_mean,
-            cache_hit_ratio: hits,
-            iops,
+            cache_hit_ratio: s.hits,
+            iops: s.iops,
         });
     }
     Ok(Report {
