@@ -489,6 +489,7 @@ def test_a_trace_piped_in_as_dash_is_read_from_standard_input(tmp_path: Path) ->
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     assert (info["requests"], info["reads"], info["writes"]) == (40, 20, 20)
+    assert info["path"] == "stdin"  # not the temporary copy it was read from
     # compressed, and converted: the same requests as the file read directly
     src = tmp_path / "t.csv"
     src.write_text(text)

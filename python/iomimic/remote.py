@@ -21,6 +21,7 @@ import fnmatch
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,7 +113,23 @@ def local_copy(url: str, note: Callable[[str], None] | None = None) -> Iterator[
             del _ORIGINS[str(local)]
 
 
-#: The URL each local copy in use came from, so that what reads it names the URL.
+@contextlib.contextmanager
+def stdin_copy() -> Iterator[Path]:
+    """A local copy of standard input (a trace piped in), removed on leaving; what reads it
+    names it ``stdin``, as a URL's copy is named by its URL. A copy, as every reader seeks
+    (detection reads the start twice, Parquet its footer first)."""
+    with tempfile.TemporaryDirectory(prefix="iomimic-stdin-") as tmp:
+        local = Path(tmp) / "stdin"
+        with open(local, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, _COPY_CHUNK)
+        _ORIGINS[str(local)] = "stdin"
+        try:
+            yield local
+        finally:
+            del _ORIGINS[str(local)]
+
+
+#: The URL (or ``stdin``) each local copy in use came from, so that what reads it names that.
 _ORIGINS: dict[str, str] = {}
 
 

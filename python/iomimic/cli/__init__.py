@@ -12,9 +12,7 @@ import argparse
 import contextlib
 import importlib
 import os
-import shutil
 import sys
-import tempfile
 import traceback
 from collections.abc import Iterator
 from types import ModuleType
@@ -176,21 +174,19 @@ _STDIN_DIR: str | None = None
 
 @contextlib.contextmanager
 def _stdin_trace(args: argparse.Namespace) -> Iterator[None]:
-    """A trace given as ``-`` is read from standard input (``blkparse ... | iomimic info -``):
-    spooled to a temporary file first, as every reader seeks (format detection reads the start
-    twice, Parquet its footer first), and removed at the end."""
+    """A trace given as ``-`` is read from standard input (``blkparse ... | iomimic info -``),
+    through a local copy (:func:`iomimic.remote.stdin_copy`)."""
     global _STDIN_DIR
     if getattr(args, "trace", None) != "-":
         yield
         return
     if sys.stdin.isatty():
         raise InputError("the trace is - (standard input), but nothing is piped in: pipe a trace in")
-    with tempfile.TemporaryDirectory(prefix="iomimic-stdin-") as d:
-        path = os.path.join(d, "stdin")
-        with open(path, "wb") as out:
-            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-        # (left set after: an error is reported once the file is gone)
-        _STDIN_DIR, args.trace = d, path
+    from iomimic.remote import stdin_copy
+
+    with stdin_copy() as local:
+        # (left set after: an error is reported once the copy is gone)
+        _STDIN_DIR, args.trace = str(local.parent), str(local)
         yield
 
 
