@@ -207,6 +207,21 @@ def test_early_errors_find_the_faulty_devices_sooner_at_higher_intensity(tmp_pat
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
 
 
+def test_the_helps_preset_example_shows_detection_speeding_up_with_load() -> None:
+    """The preset example `--help` teaches runs at every default intensity without overloading
+    its fleet (an overloaded fleet hides the faults in queueing, and the study shows nothing)."""
+    help_text = run_cli("study", "early-errors", "--help").stdout
+    example = next(line.split() for line in help_text.splitlines() if "early-errors messenger" in line)
+    r = run_cli(*example[1:], "--json", "-")
+    assert r.returncode == 0, r.stderr
+    runs = json.loads(r.stdout)["intensities"]
+    assert [o["intensity"] for o in runs] == [1, 2, 4, 8]
+    for o in runs:
+        assert (o["true_positives"], o["false_positives"], o["overloaded"]) == (2, 0, False), o
+    times = [o["time_to_detect_all_s"] for o in runs]
+    assert times == sorted(times, reverse=True) and times[-1] < times[0] / 4
+
+
 def test_a_simulated_failed_sector_fails_its_request(tmp_path: Path) -> None:
     t = random_reads(200, 50)
     from iomimic.sim import simulate

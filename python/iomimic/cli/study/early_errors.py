@@ -22,7 +22,7 @@ def register(subparsers) -> None:
         "through the engine. See docs/studies.md for the rule.",
         "  iomimic study early-errors model.json --devices 28 --faulty 2 --fault slow-sectors:0.001 "
         "--intensity 1,2,4,8\n"
-        "  iomimic study early-errors tpcc -n 20000 --device hdd-7200 --fault failed-sectors:1e-4\n"
+        "  iomimic study early-errors messenger -n 20000 --device ssd-nvme --fault failed-sectors:1e-4\n"
         "  iomimic study early-errors trace.csv --targets /dev/sdb,/dev/sdc,/dev/sdd --allow-device\n"
         "  iomimic study early-errors model.json --intensity 1,2,4,8,16 --ray   # a fleet per Ray task\n",
     )
