@@ -18,7 +18,10 @@ pub fn watched<R: Send>(
     work: impl FnOnce(&Progress) -> iomimic_core::Result<R> + Send,
 ) -> PyResult<R> {
     let progress = Progress::default();
-    std::thread::scope(|scope| {
+    // A Ctrl-C heard while the work runs stops it at its next check; if the work ends first,
+    // the interrupt is still raised (as Python would after any call), not swallowed.
+    let mut interrupt: Option<PyErr> = None;
+    let result = std::thread::scope(|scope| {
         let (done, mut finished) = mpsc::channel();
         let watched = &progress;
         scope.spawn(move || {
@@ -35,8 +38,9 @@ pub fn watched<R: Send>(
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => panic!("the work's thread ended without a result"),
             }
-            if py.check_signals().is_err() {
+            if let Err(e) = py.check_signals() {
                 progress.stop();
+                interrupt.get_or_insert(e);
             }
             if let Some(report) = report {
                 // a failing progress display must not stop the work, but a Ctrl-C that Python
@@ -44,9 +48,14 @@ pub fn watched<R: Send>(
                 if let Err(e) = report.call1(progress.get()) {
                     if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
                         progress.stop();
+                        interrupt.get_or_insert(e);
                     }
                 }
             }
         }
-    })
+    });
+    match interrupt {
+        Some(e) => Err(e),
+        None => result,
+    }
 }
