@@ -142,6 +142,21 @@ def test_a_command_on_a_missing_url_exits_2() -> None:
     assert leftover_copies() == before
 
 
+def test_a_bad_line_at_a_url_is_named_by_the_url_not_its_local_copy(tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.csv").write_text("ts_ns,offset,size,op,volume,stream\n1,0,4096,0,0,0\nx,0,4096,0,0,0\n")
+    for url, named in (
+        (f"file://{folder}/a.csv", f"file://{folder}/a.csv:3:"),
+        (f"file://{folder}/*.csv", f"file://{folder}/a.csv:3:"),
+        (f"file://{folder}/", f"file://{folder}/a.csv:3:"),
+    ):
+        r = run_cli("info", url)
+        assert r.returncode == 2, r.stderr
+        assert f"error: {named} ts_ns is not a number" in r.stderr, r.stderr
+        assert "iomimic-url-" not in r.stderr
+
+
 def no_copies(monkeypatch) -> None:
     """Makes any copy of a URL to local disk fail the test."""
     import iomimic.remote as remote

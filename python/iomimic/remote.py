@@ -105,12 +105,12 @@ def local_copy(url: str, note: Callable[[str], None] | None = None) -> Iterator[
                     shutil.copyfileobj(src, out, _COPY_CHUNK)
             except OSError as e:
                 raise InputError(f"{url}: cannot copy {name}: {e}") from None
-        local = folder / names[0].rpartition("/")[2] if single else folder
-        _ORIGINS[str(local)] = url
-        try:
-            yield local
-        finally:
-            del _ORIGINS[str(local)]
+        if single:
+            with _named(folder / names[0].rpartition("/")[2], url, shown=url) as local:
+                yield local
+        else:
+            with _named(folder, url, shown=_folder_url(url)) as local:
+                yield local
 
 
 @contextlib.contextmanager
@@ -122,15 +122,41 @@ def stdin_copy() -> Iterator[Path]:
         local = Path(tmp) / "stdin"
         with open(local, "wb") as out:
             shutil.copyfileobj(sys.stdin.buffer, out, _COPY_CHUNK)
-        _ORIGINS[str(local)] = "stdin"
-        try:
+        with _named(local, "stdin", shown="stdin"):
             yield local
-        finally:
-            del _ORIGINS[str(local)]
 
 
 #: The URL (or ``stdin``) each local copy in use came from, so that what reads it names that.
 _ORIGINS: dict[str, str] = {}
+#: Every local copy this process made, and how messages show it: its URL (a folder's files
+#: under the folder's URL) or ``stdin``. Kept once the copy is gone, as errors are reported
+#: after the command has left it.
+_SHOWN: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def _named(local: Path, origin: str, shown: str) -> Iterator[Path]:
+    """Registers ``local`` as a copy of ``origin`` while it is in use (and as ``shown`` in
+    messages for good)."""
+    _ORIGINS[str(local)] = origin
+    _SHOWN[str(local)] = shown
+    try:
+        yield local
+    finally:
+        del _ORIGINS[str(local)]
+
+
+def _folder_url(url: str) -> str:
+    """The folder a folder's or a glob's URL names, without a trailing slash."""
+    base, _, last = url.rstrip("/").rpartition("/")
+    return base if GLOB_CHARS & set(last) else url.rstrip("/")
+
+
+def shown(message: str) -> str:
+    """``message`` with every local copy's path written as what it copied."""
+    for local, name in _SHOWN.items():
+        message = message.replace(local, name)
+    return message
 
 
 def for_tasks(path: str | os.PathLike) -> str:
@@ -152,9 +178,7 @@ def name_origin(report: dict, path: object) -> None:
         return
     report["path"] = url
     if "files" in report:
-        base, _, last = url.rstrip("/").rpartition("/")
-        folder = base if GLOB_CHARS & set(last) else url.rstrip("/")
-        report["files"] = [f"{folder}/{Path(f).name}" for f in report["files"]]
+        report["files"] = [f"{_folder_url(url)}/{Path(f).name}" for f in report["files"]]
 
 
 #: The arguments of a command that name a trace or model it reads.

@@ -168,15 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(e, EXIT_FAILURE, verbose, command_parser)
 
 
-#: Where a trace piped in as ``-`` was spooled for the command (messages name it ``stdin``).
-_STDIN_DIR: str | None = None
-
-
 @contextlib.contextmanager
 def _stdin_trace(args: argparse.Namespace) -> Iterator[None]:
     """A trace given as ``-`` is read from standard input (``blkparse ... | iomimic info -``),
-    through a local copy (:func:`iomimic.remote.stdin_copy`)."""
-    global _STDIN_DIR
+    through a local copy (:func:`iomimic.remote.stdin_copy`; messages name it ``stdin``)."""
     if getattr(args, "trace", None) != "-":
         yield
         return
@@ -185,8 +180,7 @@ def _stdin_trace(args: argparse.Namespace) -> Iterator[None]:
     from iomimic.remote import stdin_copy
 
     with stdin_copy() as local:
-        # (left set after: an error is reported once the copy is gone)
-        _STDIN_DIR, args.trace = str(local.parent), str(local)
+        args.trace = str(local)
         yield
 
 
@@ -209,7 +203,8 @@ def _fail(e: BaseException, code: int, verbose: bool, parser: argparse.ArgumentP
         message += " (`skip_bad` skips malformed lines and counts them)"
     if parser is not None:
         message = flags_for_parameters(message, parser)
-    if _STDIN_DIR is not None:
-        message = message.replace(os.path.join(_STDIN_DIR, ""), "")
+    from iomimic.remote import shown
+
+    message = shown(message)  # a local copy's path as what it copied: its URL, or stdin
     print(f"iomimic: error: {message}", file=sys.stderr)
     return code
