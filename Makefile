@@ -5,7 +5,7 @@ DEPS := $(VENV)/.deps-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install system-deps demo test test-rust test-python lint format docs bench fuzz crash clean
+.PHONY: install system-deps demo test test-rust test-python lint format docs bench fidelity fuzz crash clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -82,6 +82,11 @@ bench: install
 	$(PY) benches/mrc.py
 	$(PY) benches/ray_cluster.py
 	$(PY) benches/ray_cluster.py --characterize
+
+## fidelity: how close synthetic traces come to their originals, over many seeds (SEEDS=27 to
+# compare builds: one generation of a bursty trace says little)
+fidelity: install
+	$(PY) benches/fidelity.py --seeds $${SEEDS:-9}
 
 ## fuzz: every trace reader against many mutated real samples (the test run does a few dozen)
 fuzz:

@@ -12,6 +12,22 @@ KIB = 1024
 GIB = 1 << 30
 
 
+def hot_and_cold(n: int = 60_000, seed: int = 3) -> Trace:
+    """80 % of reads go to a hot set of 2,000 blocks (8 MiB), the rest anywhere in 40 GiB, with
+    sequential runs of 4 KiB writes in between: temporal locality a model must keep."""
+    rng = np.random.default_rng(seed)
+    hot = rng.integers(0, 1 << 20, 2000) * 4096
+    kind = rng.random(n)
+    offset = np.where(kind < 0.8, hot[rng.integers(0, 2000, n)], rng.integers(0, 10 << 20, n) * 4096)
+    op = np.zeros(n, np.uint8)
+    writes = kind > 0.9
+    op[writes] = 1
+    # writes append sequentially to a log region
+    offset[writes] = (20 << 30) + np.arange(writes.sum()) * 4096
+    ts = np.cumsum(rng.exponential(500_000, n)).astype(np.uint64)
+    return Trace(ts_ns=ts, offset=offset, size=np.full(n, 4096), op=op)
+
+
 def _on_off_background(rng: np.random.Generator, seconds: float) -> np.ndarray:
     """Arrival times (s) of a background that alternates busy stretches (8/s, ~5 s long) and
     quiet ones (0.3/s, ~1 s long)."""
