@@ -253,6 +253,15 @@ impl Model {
                 ));
             }
         }
+        if let Some(reused) = &state.fine_reused {
+            let fine = state.fine.as_deref().unwrap_or(&[]);
+            if reused.len() != fine.len() || reused.iter().zip(fine).any(|(r, f)| r > f) {
+                return Err(invalid(
+                    &format!("{sp}.fine_reused"),
+                    "needs `fine`, as many counts, and none above its count there",
+                ));
+            }
+        }
         if let Some(stays) = &state.stays {
             if parent.is_some() {
                 return Err(invalid(

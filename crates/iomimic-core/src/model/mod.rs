@@ -158,6 +158,12 @@ pub struct State {
     /// counts rather than uniformly, so where they fall holds below the leaf's width.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fine: Option<Vec<u32>>,
+    /// Of `fine`'s counts, the fresh placements of requests the trace went on to re-use. With
+    /// a population the walk knows which of its fresh placements will be re-used, and places
+    /// those by these counts and the others by the rest, so hot data lies where the trace's did
+    /// (a hot request lies where its first placement fell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fine_reused: Option<Vec<u32>>,
     /// A top-level state's stays: how many requests in a row the thread made in it per visit.
     /// The walk stays a drawn length and then leaves by the edges to other states, so a long
     /// scan or a storm stays one visit (a self-loop's odds alone give geometric stays).

@@ -258,6 +258,7 @@ fn thread(spec: &ThreadSpec, stream: u32, weight: f64, volume: u32, span: u64, g
             end: (u128::from(span) * (j + 1) as u128 / k as u128) as u64,
             children: None,
             fine: None,
+            fine_reused: None,
             stays: None,
         })
         .collect();

@@ -284,6 +284,8 @@ pub(super) struct Urns {
     latest: Vec<u32>,
     /// per request of the walk: the request of the population it is ([`NONE`] for others)
     of_request: Vec<u32>,
+    /// per request of the population: it is re-used (touched twice or more)
+    reused: Vec<bool>,
 }
 
 /// A token for a re-use of a request placed otherwise (following a run).
@@ -309,6 +311,7 @@ impl Urns {
     /// what earlier segments drew it does not know).
     pub fn new(population: &[Population], rng: &mut Prng, first: u64, trained: u64, count: u64) -> Self {
         let mut id = 0u32;
+        let mut reused = Vec::new();
         let mut next = Vec::with_capacity(population.len());
         let tokens: Vec<Vec<u32>> = population
             .iter()
@@ -317,6 +320,7 @@ impl Urns {
                 for &[touches, requests] in &p.touches {
                     for _ in 0..requests {
                         tokens.extend(std::iter::repeat_n(id, touches as usize));
+                        reused.push(touches >= 2);
                         id += 1;
                     }
                 }
@@ -334,7 +338,14 @@ impl Urns {
             next,
             latest: vec![NONE; id as usize],
             of_request: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
+            reused,
         }
+    }
+
+    /// Whether request `id` of the population is re-used (placed afresh, then touched again).
+    #[inline]
+    pub fn reused(&self, id: u32) -> bool {
+        self.reused.get(id as usize).copied().unwrap_or(false)
     }
 
     /// The next token of top-level state `top`'s urn (`None` past its end).

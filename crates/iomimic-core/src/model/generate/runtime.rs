@@ -70,6 +70,9 @@ pub(super) struct ChainRt {
     pub children: Vec<Option<ChainRt>>,
     /// Leaves with fine placement: the sub-range counts' sampler and how many there are.
     pub fine: Vec<Option<(Alias, u64)>>,
+    /// Leaves whose fine counts tell the requests re-used later apart: samplers of those and
+    /// of the rest ([`crate::model::State::fine_reused`]).
+    pub fine_by_reuse: Vec<Option<[Alias; 2]>>,
 }
 
 /// A top-level state's stays, and its row's edges for while one lasts and for when it is over.
@@ -134,6 +137,18 @@ impl ChainRt {
                         let p: Vec<f64> = counts.iter().map(|&c| f64::from(c)).collect();
                         (Alias::new(&p), counts.len() as u64)
                     })
+                })
+                .collect(),
+            fine_by_reuse: c
+                .states
+                .iter()
+                .map(|s| {
+                    let (fine, reused) = (s.fine.as_ref()?, s.fine_reused.as_ref()?);
+                    let rest: Vec<f64> = fine.iter().zip(reused).map(|(&f, &r)| f64::from(f - r)).collect();
+                    let reused: Vec<f64> = reused.iter().map(|&r| f64::from(r)).collect();
+                    // (a hand-written model may leave one side empty: then the counts as one)
+                    let both = reused.iter().sum::<f64>() > 0.0 && rest.iter().sum::<f64>() > 0.0;
+                    both.then(|| [Alias::new(&reused), Alias::new(&rest)])
                 })
                 .collect(),
         }

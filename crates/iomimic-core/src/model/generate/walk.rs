@@ -406,9 +406,17 @@ impl ThreadState {
             Some(Drawn::Again(_) | Drawn::Stacks) => pick = Pick::Reuse,
             None => {}
         }
-        // the sub-range of the leaf a fresh request lands in, when the leaf keeps them
+        // the sub-range of the leaf a fresh request lands in, when the leaf keeps them; a
+        // request of the population lands where the trace's of its kind (re-used later or
+        // not) did, where the leaf tells them apart
         let (lo, hi) = match &chain.fine[s] {
             Some((alias, m)) => {
+                let alias = match (drawn, &chain.fine_by_reuse[s], &self.urns) {
+                    (Some(Drawn::Fresh(id)), Some(split), Some(urns)) => {
+                        &split[usize::from(!urns.reused(id))]
+                    }
+                    _ => alias,
+                };
                 let j = alias.draw(&mut self.rng) as u64;
                 let w = end - start;
                 (

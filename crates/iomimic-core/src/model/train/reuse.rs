@@ -245,6 +245,15 @@ impl TouchCounts {
         }
     }
 
+    /// The places (numbers) whose request placed afresh was re-used later.
+    pub fn reused_afresh(&self) -> impl Iterator<Item = usize> + '_ {
+        self.placed_afresh
+            .iter()
+            .enumerate()
+            .filter(|(_, &(state, touches))| state > 0 && touches >= 2)
+            .map(|(place, _)| place)
+    }
+
     /// Per top-level state, the requests placed afresh by their placements and re-uses, and
     /// the re-uses of the others.
     pub fn population(&self) -> Vec<Population> {
