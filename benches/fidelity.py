@@ -41,7 +41,8 @@ _cache: dict[str, object] = {}
 def load(name: str):
     """The trace called `name` (made once per process)."""
     if name not in _cache:
-        sys.path.insert(0, str(ROOT))
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))  # tests.workloads
         import iomimic
         from iomimic.pattern import pattern_trace
         from tests.workloads import burst_reuse_trace, hot_and_cold

@@ -640,6 +640,9 @@ def test_re_used_data_lies_where_the_traces_did() -> None:
 
     assert cold(original) < 0.003
     assert cold(model.generate(seed=3)) < 2 * cold(original)
+    # without a population nothing reads them, and the model does not carry them
+    plain = train(original, seed=1, population=False).data["threads"][0]["chain"]["states"]
+    assert plain[0].get("fine") and not any("fine_reused" in s for s in plain)
 
 
 def test_bursty_reuse_heavy_fidelity() -> None:

@@ -220,7 +220,7 @@ impl ThreadPass {
             if kind == Kind::New {
                 self.alignment.add(offset);
                 let cell = self.hierarchy.fresh(&self.cur, offset);
-                if let (true, Some(cell)) = (self.reuse_on, cell) {
+                if let Some(cell) = cell.filter(|_| self.reuse_on) {
                     let place = visit.place as usize;
                     if place >= self.fresh_cells.len() {
                         self.fresh_cells.resize(place + 1, FineCell::NONE);
