@@ -3,7 +3,7 @@
 
 use super::{
     Arrivals, Bucket, Chain, Dist, Model, OpStats, Reuse, Sizes, State, Stats, Thread, FORMAT, GAP_CLASSES,
-    READS,
+    HOT_SPOTS, READS,
 };
 use crate::error::{Error, Result};
 
@@ -442,6 +442,16 @@ fn check_population(path: &str, r: &Reuse, states: usize, trained: u64) -> Resul
             tokens = tokens.saturating_add(touches.saturating_mul(requests));
         }
         tokens = tokens.saturating_add(p.other);
+        let reused: u64 = p.touches.iter().filter(|r| r[0] >= 2).map(|r| r[1]).sum();
+        if p.hot.len() as u64 > reused.min(HOT_SPOTS as u64) {
+            return Err(invalid(
+                &format!("{path}[{s}].hot"),
+                format!(
+                    "places {} requests, more than the state's {reused} re-used (or {HOT_SPOTS})",
+                    p.hot.len()
+                ),
+            ));
+        }
     }
     let most = trained.max(1 << 20).saturating_mul(16);
     if tokens > most {

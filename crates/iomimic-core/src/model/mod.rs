@@ -320,7 +320,19 @@ pub struct Population {
     pub touches: Vec<[u64; 2]>,
     /// Re-uses of requests not placed afresh (a run's requests, re-used later).
     pub other: u64,
+    /// Where the state's most re-used requests lay: for each of its hottest (the most touches
+    /// first, at most [`HOT_SPOTS`]), the cell of [`HOT_CELLS`] equal cells of the state's byte
+    /// range that its first placement fell in. Generation places those requests in their cells,
+    /// so the few requests that take most of a skewed workload's accesses lie where the trace's
+    /// did rather than wherever the walk was when they came up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hot: Vec<u16>,
 }
+
+/// Most hottest requests a top-level state's population places ([`Population::hot`]).
+pub const HOT_SPOTS: usize = 256;
+/// Equal cells a top-level state is cut into for [`Population::hot`].
+pub const HOT_CELLS: u64 = 1 << 16;
 
 /// Re-uses by one op of requests of one class.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -286,6 +286,9 @@ pub(super) struct Urns {
     of_request: Vec<u32>,
     /// per request of the population: it is re-used (touched twice or more)
     reused: Vec<bool>,
+    /// per top-level state: the id after its requests' (its hottest are the last ids) and the
+    /// cells its hottest lie in ([`Population::hot`])
+    hot: Vec<(u32, Vec<u16>)>,
 }
 
 /// A token for a re-use of a request placed otherwise (following a run).
@@ -313,6 +316,7 @@ impl Urns {
         let mut id = 0u32;
         let mut reused = Vec::new();
         let mut next = Vec::with_capacity(population.len());
+        let mut hot = Vec::with_capacity(population.len());
         let tokens: Vec<Vec<u32>> = population
             .iter()
             .map(|p| {
@@ -324,6 +328,8 @@ impl Urns {
                         id += 1;
                     }
                 }
+                // (touches rise with the ids, so the state's hottest are its last)
+                hot.push((id, p.hot.clone()));
                 tokens.extend(std::iter::repeat_n(OTHER, p.other as usize));
                 for i in (1..tokens.len()).rev() {
                     tokens.swap(i, rng.below(i as u64 + 1) as usize);
@@ -339,7 +345,17 @@ impl Urns {
             latest: vec![NONE; id as usize],
             of_request: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
             reused,
+            hot,
         }
+    }
+
+    /// The cell of top-level state `top` that its request `id` lies in, when it is one of the
+    /// state's hottest.
+    #[inline]
+    pub fn hot_cell(&self, top: usize, id: u32) -> Option<u16> {
+        let (end, cells) = self.hot.get(top)?;
+        let rank = end.checked_sub(id + 1)?;
+        cells.get(rank as usize).copied()
     }
 
     /// Whether request `id` of the population is re-used (placed afresh, then touched again).
@@ -374,5 +390,34 @@ impl Urns {
             self.latest[id as usize] = self.of_request.len() as u32;
         }
         self.of_request.push(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hottest_requests_find_their_cells() {
+        let population = [
+            // ids 0-2 touched once, 3-4 twice, 5 five times: the hottest last
+            Population {
+                touches: vec![[1, 3], [2, 2], [5, 1]],
+                other: 2,
+                hot: vec![7, 9, 4],
+            },
+            // id 6
+            Population {
+                touches: vec![[2, 1]],
+                other: 0,
+                hot: vec![3],
+            },
+        ];
+        let urns = Urns::new(&population, &mut Prng::new(1), 0, 100, 100);
+        let cells: Vec<Option<u16>> = (0..6).map(|id| urns.hot_cell(0, id)).collect();
+        assert_eq!(cells, [None, None, None, Some(4), Some(9), Some(7)]);
+        assert_eq!(urns.hot_cell(1, 6), Some(3));
+        assert_eq!(urns.hot_cell(2, 6), None, "no such state");
+        assert!(urns.reused(3) && !urns.reused(2));
     }
 }

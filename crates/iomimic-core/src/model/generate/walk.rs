@@ -8,7 +8,7 @@ use super::super::used::Used;
 use super::reuse::{Drawn, ReuseState, Urns};
 use super::runtime::{ChainRt, Ready, Stay, ThreadRt};
 use crate::error::Result;
-use crate::model::{Chain, Model, Sizes, Stats, Thread};
+use crate::model::{Chain, Model, Sizes, Stats, Thread, HOT_CELLS};
 use crate::progress::Progress;
 use crate::trace::Op;
 
@@ -409,8 +409,23 @@ impl ThreadState {
         // the sub-range of the leaf a fresh request lands in, when the leaf keeps them; a
         // request of the population lands where the trace's of its kind (re-used later or
         // not) did, where the leaf tells them apart
-        let (lo, hi) = match &chain.fine[s] {
-            Some((alias, m)) => {
+        let hot = match (drawn, &self.urns) {
+            (Some(Drawn::Fresh(id)), Some(urns)) => urns.hot_cell(self.path[0], id),
+            _ => None,
+        };
+        let (lo, hi) = match (&chain.fine[s], hot) {
+            (_, Some(cell)) => {
+                // one of the state's hottest requests, placed in its cell of the state
+                let (_, top_start, top_end) = rt.root.states[self.path[0]];
+                let w = u128::from(top_end - top_start);
+                let at = |c: u64| top_start + (w * u128::from(c) / u128::from(HOT_CELLS)) as u64;
+                // (widened to hold the request where cells are narrower than it)
+                let lo = at(u64::from(cell))
+                    .min(top_end.saturating_sub(u64::from(size)))
+                    .max(top_start);
+                (lo, at(u64::from(cell) + 1).max(lo + u64::from(size)).min(top_end))
+            }
+            (Some((alias, m)), None) => {
                 let alias = match (drawn, &chain.fine_by_reuse[s], &self.urns) {
                     (Some(Drawn::Fresh(id)), Some(split), Some(urns)) => {
                         &split[usize::from(!urns.reused(id))]
@@ -424,7 +439,7 @@ impl ThreadState {
                     start + (u128::from(w) * u128::from(j + 1) / u128::from(*m)) as u64,
                 )
             }
-            None => (start, end),
+            (None, None) => (start, end),
         };
         let aligned = Aligned::within(lo, hi, rt.alignment, size);
         // A request the model places at random gets its first candidate now, so the filter's

@@ -39,7 +39,7 @@ use rustc_hash::FxHashMap;
 use crate::analyze::frequency_ranks::CountRanks;
 
 use crate::model::{
-    request_class as class_of, Bucket, Population, Reuse, ReuseClass, REQUEST_CLASSES as CLASSES,
+    request_class as class_of, Bucket, Population, Reuse, ReuseClass, HOT_SPOTS, REQUEST_CLASSES as CLASSES,
     SIZE_CLASSES,
 };
 use crate::trace::{Op, TraceView};
@@ -213,6 +213,9 @@ pub(super) struct TouchCounts {
     /// by place, for the population ([`Reuse::population`]): the top-level state (+ 1) of
     /// the request placed afresh there (0: none was), and its placements and re-uses so far
     placed_afresh: Vec<(u32, u32)>,
+    /// by place: the cell of its top-level state ([`Population::hot`]) the request placed
+    /// afresh there lies in
+    cells: Vec<u16>,
     /// per top-level state: re-uses of requests not placed afresh (following a run)
     reused_others: Vec<u64>,
 }
@@ -224,20 +227,23 @@ impl TouchCounts {
             ranks: vec![CountRanks::default(); states * CLASSES],
             counts: Vec::new(),
             placed_afresh: Vec::new(),
+            cells: Vec::new(),
             reused_others: vec![0; states],
         }
     }
 
-    /// A request of top-level `state` placed afresh at `place` (`fresh`), or re-using the
-    /// latest request there.
-    pub fn placed(&mut self, state: usize, place: u32, fresh: bool) {
+    /// A request of top-level `state` placed afresh at `place` in the state's `cell`
+    /// (`Some`), or re-using the latest request there (`None`).
+    pub fn placed(&mut self, state: usize, place: u32, fresh: Option<u16>) {
         let place = place as usize;
         if place >= self.placed_afresh.len() {
             self.placed_afresh.resize(place + 1, (0, 0));
+            self.cells.resize(place + 1, 0);
         }
         let slot = &mut self.placed_afresh[place];
-        if fresh {
+        if let Some(cell) = fresh {
             *slot = (state as u32 + 1, 1);
+            self.cells[place] = cell;
         } else if slot.0 > 0 {
             slot.1 += 1;
         } else {
@@ -257,20 +263,38 @@ impl TouchCounts {
     /// Per top-level state, the requests placed afresh by their placements and re-uses, and
     /// the re-uses of the others.
     pub fn population(&self) -> Vec<Population> {
-        let mut by_touches: Vec<BTreeMap<u64, u64>> = vec![BTreeMap::new(); self.reused_others.len()];
-        for &(state, touches) in &self.placed_afresh {
+        let states = self.reused_others.len();
+        let mut by_touches: Vec<BTreeMap<u64, u64>> = vec![BTreeMap::new(); states];
+        // per state: (touches, place) of its requests re-used, for the hottest's cells
+        let mut reused: Vec<Vec<(u32, u32)>> = vec![Vec::new(); states];
+        for (place, &(state, touches)) in self.placed_afresh.iter().enumerate() {
             if state > 0 {
-                *by_touches[state as usize - 1]
-                    .entry(u64::from(touches))
-                    .or_default() += 1;
+                let s = state as usize - 1;
+                *by_touches[s].entry(u64::from(touches)).or_default() += 1;
+                if touches >= 2 {
+                    reused[s].push((touches, place as u32));
+                }
             }
         }
         by_touches
             .into_iter()
             .zip(&self.reused_others)
-            .map(|(counts, &other)| Population {
-                touches: counts.into_iter().map(|(k, n)| [k, n]).collect(),
-                other,
+            .zip(reused)
+            .map(|((counts, &other), mut reused)| {
+                let hottest = |&(touches, place): &(u32, u32)| (std::cmp::Reverse(touches), place);
+                if reused.len() > HOT_SPOTS {
+                    reused.select_nth_unstable_by_key(HOT_SPOTS, hottest);
+                    reused.truncate(HOT_SPOTS);
+                }
+                reused.sort_unstable_by_key(hottest);
+                Population {
+                    touches: counts.into_iter().map(|(k, n)| [k, n]).collect(),
+                    other,
+                    hot: reused
+                        .iter()
+                        .map(|&(_, place)| self.cells[place as usize])
+                        .collect(),
+                }
             })
             .collect()
     }
@@ -649,5 +673,34 @@ mod tests {
         // a loop over 300 keys: each comes back at depth 300, all equally often — recency alone
         let looped = reads(20_000, |i| (i % 300) as u64);
         assert_eq!(rank_share(&looped), 0.0);
+    }
+
+    #[test]
+    fn the_hottest_requests_keep_their_cells_hottest_first() {
+        // one state; places 0-3 placed afresh in cells 10, 20, 30, 40 and touched 1, 3, 2, 3
+        // times; place 4 re-used without a fresh placement (another request's)
+        let mut c = TouchCounts::new(1);
+        for (place, cell) in [(0, 10), (1, 20), (2, 30), (3, 40)] {
+            c.placed(0, place, Some(cell));
+        }
+        for place in [1, 1, 2, 3, 3, 4] {
+            c.placed(0, place, None);
+        }
+        let p = &c.population()[0];
+        assert_eq!(p.touches, vec![[1, 1], [2, 1], [3, 2]]);
+        assert_eq!(p.other, 1);
+        // touched 3 times: places 1 and 3 (in place order), then place 2; place 0 not re-used
+        assert_eq!(p.hot, vec![20, 40, 30]);
+        // at most HOT_SPOTS of them, the hottest
+        let mut c = TouchCounts::new(1);
+        for place in 0..(HOT_SPOTS as u32 + 10) {
+            c.placed(0, place, Some(place as u16));
+            for _ in 0..=place % 7 {
+                c.placed(0, place, None);
+            }
+        }
+        let hot = &c.population()[0].hot;
+        assert_eq!(hot.len(), HOT_SPOTS);
+        assert!(hot[..10].iter().all(|&cell| cell % 7 == 6), "{hot:?}");
     }
 }

@@ -9,7 +9,7 @@ use super::chain::{Fallback, FineCell, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
 use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
 use super::stats::{gap_dist, StatsAcc};
-use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats};
+use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats, HOT_CELLS};
 use crate::trace::{Op, TraceView};
 
 /// What training learnt of one thread from its requests alone: the thread's model but for what
@@ -236,7 +236,8 @@ impl ThreadPass {
                 .counts
                 .touch(state, visit.place, op, size, kind == Kind::Reuse, row);
             if matches!(kind, Kind::New | Kind::Reuse) {
-                self.counts.placed(state, visit.place, kind == Kind::New);
+                let cell = (kind == Kind::New).then(|| hot_cell(self.top[state], offset));
+                self.counts.placed(state, visit.place, cell);
             }
             if let (Kind::Reuse, Some(touch), Some(rank)) = (kind, before, rank) {
                 self.reuse.add(op, &touch, rank);
@@ -304,6 +305,14 @@ impl ThreadPass {
             alignment: self.alignment.finish(),
         }
     }
+}
+
+/// The cell of a top-level state `(volume, start, end)` ([`crate::model::HOT_CELLS`] equal
+/// ones) that `offset` lies in.
+fn hot_cell((_, start, end): (u32, u64, u64), offset: u64) -> u16 {
+    let cell =
+        u128::from(offset.saturating_sub(start)) * u128::from(HOT_CELLS) / u128::from((end - start).max(1));
+    cell.min(u128::from(HOT_CELLS - 1)) as u16
 }
 
 #[cfg(test)]
