@@ -20,9 +20,10 @@ def fidelity():
     return fidelity
 
 
-def _run(seed: int, variation: float, baseline: float) -> dict:
+def _run(seed: int, variation: float, baseline: float, redraw: float | None = None) -> dict:
     row = {"variation": variation, "target": 0.02, "ok": abs(variation) <= 0.02}
     row |= {"baseline_variation": baseline, "baseline_ok": abs(baseline) <= 0.02}
+    row |= {"redraw_variation": redraw, "redraw_ok": None if redraw is None else abs(redraw) <= 0.02}
     return {"seed": seed, "rows": {"IOPS": row}, "passed": int(row["ok"]), "checked": 1, "baseline_passed": 0}
 
 
@@ -34,6 +35,10 @@ def test_the_summary_by_hand(fidelity) -> None:
     assert f["mean"] == pytest.approx(0.02) and f["stderr"] == pytest.approx(0.01)
     assert f["worst"] == pytest.approx(0.03) and f["within"] == 1
     assert f["baseline_mean"] == pytest.approx(0.5) and f["baseline_within"] == 0
+    assert f["redraw_mean"] is None and f["redraw_within"] == 0  # a trace without a process
+    # another draw of the process 0.01 and 0.04 off: mean 0.025, one within
+    (f,) = fidelity.summary([_run(1, 0.01, 0.5, -0.01), _run(2, -0.03, -0.5, 0.04)])
+    assert f["redraw_mean"] == pytest.approx(0.025) and f["redraw_within"] == 1
 
 
 def test_one_round_on_the_hot_set_trace(tmp_path: Path) -> None:
@@ -47,3 +52,6 @@ def test_one_round_on_the_hot_set_trace(tmp_path: Path) -> None:
     # the hot set's curve is what the model keeps and the locality-free baseline loses
     curve = run["rows"]["miss-ratio curve error"]
     assert curve["ok"] and not curve["baseline_ok"]
+    # another draw of the same hot set's requests meets it too; the summary counts the draw
+    assert curve["redraw_ok"] and run["redraw_passed"] >= 15
+    assert "another draw of its process" in r.stdout

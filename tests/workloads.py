@@ -12,11 +12,19 @@ KIB = 1024
 GIB = 1 << 30
 
 
-def hot_and_cold(n: int = 60_000, seed: int = 3) -> Trace:
+def _events(rng: np.random.Generator, events_seed: int | None) -> np.random.Generator:
+    """The generator of a trace's events: its layout's own (one stream, as the traces were first
+    made) or, given `events_seed`, one of its own, so that the same layout (where the hot set
+    lies, its sizes and popularity) can be drawn again with other events."""
+    return rng if events_seed is None else np.random.default_rng(events_seed)
+
+
+def hot_and_cold(n: int = 60_000, seed: int = 3, events_seed: int | None = None) -> Trace:
     """80 % of reads go to a hot set of 2,000 blocks (8 MiB), the rest anywhere in 40 GiB, with
     sequential runs of 4 KiB writes in between: temporal locality a model must keep."""
     rng = np.random.default_rng(seed)
     hot = rng.integers(0, 1 << 20, 2000) * 4096
+    rng = _events(rng, events_seed)
     kind = rng.random(n)
     offset = np.where(kind < 0.8, hot[rng.integers(0, 2000, n)], rng.integers(0, 10 << 20, n) * 4096)
     op = np.zeros(n, np.uint8)
@@ -54,7 +62,9 @@ def _bursts(rng: np.random.Generator, seconds: float, every_s: float) -> list[np
     return bursts
 
 
-def burst_reuse_trace(seconds: float = 3600, seed: int = 7, burst_every_s: float = 25.0) -> Trace:
+def burst_reuse_trace(
+    seconds: float = 3600, seed: int = 7, burst_every_s: float = 25.0, events_seed: int | None = None
+) -> Trace:
     """A virtual-machine-disk-like trace: one volume, on/off arrivals whose one-second peaks are
     over 100x the mean, and heavy reuse.
 
@@ -62,7 +72,8 @@ def burst_reuse_trace(seconds: float = 3600, seed: int = 7, burst_every_s: float
     exponent 0.9), overwrite hot objects, re-read recent writes, append 4 KiB journal writes
     (a 256 MiB journal that wraps) and write fresh blocks anywhere in 64 GiB. Bursts either
     scan 64 KiB reads sequentially through a 1 GiB region (most re-scanning where an earlier
-    scan started) or storm the hot set with reads or writes.
+    scan started) or storm the hot set with reads or writes. `events_seed`: the same hot set
+    (places, sizes, popularity), other requests.
     """
     rng = np.random.default_rng(seed)
     hot_n = 20_000
@@ -72,6 +83,7 @@ def burst_reuse_trace(seconds: float = 3600, seed: int = 7, burst_every_s: float
     read_rank = rng.permutation(hot_n)
     write_rank = rng.permutation(hot_n)
     p_zipf = zipf / zipf.sum()
+    rng = _events(rng, events_seed)
 
     reqs: list[tuple[float, int, int, int]] = []  # (time s, offset, size, op)
     journal, journal_base, journal_len = 0, 40 * GIB, 256 << 20
