@@ -150,6 +150,13 @@ def test_a_hot_set_is_found_as_early_as_the_trace_found_it(
         iomimic.InputError, match=r"population\[0\]\.hot: places 2 requests, more than the state's 1"
     ):
         Model.load(path)
+    # cells: 256 of them, counting at most the requests placed afresh
+    data["threads"][0]["reuse"]["population"] = [{"touches": [[1, 3]], "other": 0, "cells": [[1, 0]] * 4}]
+    path.write_text(json.dumps(data))
+    with pytest.raises(
+        iomimic.InputError, match=r"population\[0\]\.cells: needs 256 cells .*\(4 cells, 4 counted\)"
+    ):
+        Model.load(path)
 
 
 def test_a_dense_hot_set_is_re_used_not_taken_for_runs() -> None:
@@ -627,19 +634,20 @@ def test_cli_train_show_generate_validate(tmp_path: Path) -> None:
 
 
 def test_re_used_data_lies_where_the_traces_did() -> None:
-    """The hot set lies below 4 GiB; the cold reads anywhere. A leaf over [2.5, 5) GiB holds
-    both, and its fresh placements alone would put hot requests above 4 GiB too (where, once
-    re-used, they drew 2.4 % of the synthetic accesses against the trace's 0.24 %). The leaf
-    keeps the placements of requests re-used later apart, and the population places its hot
-    requests by them."""
+    """The hot set lies below 4 GiB; the cold reads anywhere. A top-level state over [2.5, 5)
+    GiB holds both, and placed where the walk is (or by all its fresh placements) hot requests
+    landed above 4 GiB too (where, once re-used, they drew 2.4 % of the synthetic accesses
+    against the trace's 0.24 %). The population keeps where its requests placed afresh lay,
+    those re-used later apart from the rest, and places them by those counts."""
     original = hot_and_cold()
     model = train(original, seed=1)
     gib = 1 << 30
-    leaf = next(s for s in model.data["threads"][0]["chain"]["states"] if s["start"] <= 3 * gib < s["end"])
-    fine, reused = leaf["fine"], leaf["fine_reused"]
-    width = leaf["end"] - leaf["start"]
-    top = [j for j in range(len(fine)) if leaf["start"] + j * width // len(fine) >= 4 * gib]
-    assert top and all(fine[j] > 0 and reused[j] == 0 for j in top), (fine, reused)
+    states = model.data["threads"][0]["chain"]["states"]
+    s = next(i for i, st in enumerate(states) if st["start"] <= 3 * gib < st["end"])
+    state, cells = states[s], model.data["threads"][0]["reuse"]["population"][s]["cells"]
+    width = state["end"] - state["start"]
+    above = [j for j in range(len(cells)) if state["start"] + j * width // len(cells) >= 4 * gib]
+    assert above and sum(cells[j][0] for j in above) > 50 and all(cells[j][1] == 0 for j in above), cells
 
     def cold(t: Trace) -> float:
         off = np.asarray(t.offset)
@@ -647,17 +655,18 @@ def test_re_used_data_lies_where_the_traces_did() -> None:
 
     assert cold(original) < 0.003
     assert cold(model.generate(seed=3)) < 2 * cold(original)
-    # without a population nothing reads them, and the model does not carry them
-    plain = train(original, seed=1, population=False).data["threads"][0]["chain"]["states"]
-    assert plain[0].get("fine") and not any("fine_reused" in s for s in plain)
+    # without a population the leaves' fine counts place fresh requests, as before
+    plain = train(original, seed=1, population=False).data["threads"][0]
+    assert plain["chain"]["states"][0].get("fine") and not plain["reuse"].get("population")
 
 
 def test_the_hottest_requests_lie_where_the_traces_did() -> None:
     """4 KiB random reads and writes by Zipf popularity over 4 GiB: the hottest few blocks take
     a large share of the accesses, so where they lie decides the spatial histogram. Each
-    top-level state's population keeps the cells of its 256 hottest requests, and the
-    synthetic trace's hottest blocks are the trace's; without those cells they land wherever
-    the walk was, and the 64-range histogram is no closer than the locality-free baseline's."""
+    top-level state's population keeps the cells of its 256 hottest requests (and where the
+    others lay), and the synthetic trace's hottest blocks are the trace's; without those cells
+    they land wherever the walk was, and the 64-range histogram is no closer than the
+    locality-free baseline's."""
     from iomimic.pattern import pattern_trace
 
     original = pattern_trace("randrw 4k zipf=0.9 span=4g rate=2000 poisson", 100_000, seed=3)
@@ -667,10 +676,13 @@ def test_the_hottest_requests_lie_where_the_traces_did() -> None:
         reused = sum(n for touches, n in p["touches"] if touches >= 2)
         assert len(p["hot"]) == min(256, reused)
         assert all(0 <= c < 1 << 16 for c in p["hot"])
+        # the others, where they lay: placed afresh = the hottest + the cells' counts
+        assert len(p["cells"]) == 256
+        assert sum(n for _, n in p["touches"]) == len(p["hot"]) + sum(a + b for a, b in p["cells"])
     without = json.loads(json.dumps(model.data))
     for th in without["threads"]:
         for p in th["reuse"]["population"]:
-            del p["hot"]
+            del p["hot"], p["cells"]
 
     def hottest(t: Trace, k: int) -> set[int]:
         blocks, counts = np.unique(np.asarray(t.offset) >> 12, return_counts=True)
@@ -686,6 +698,12 @@ def test_the_hottest_requests_lie_where_the_traces_did() -> None:
     kept, lost = spatial(synthetic), spatial(placed_anywhere)
     assert kept["ok"] and not kept["baseline_ok"], kept
     assert lost["variation"] > 0.08 and kept["variation"] < 0.6 * lost["variation"], (kept, lost)
+    # placed where the trace placed its new data, not in the hot leaves the walk is in most,
+    # the other requests do not pile onto one another: the footprint and re-accessed share hold
+    rows = {r["metric"]: r for r in validate(original, synthetic)["rows"]}
+    assert abs(rows["footprint (4 KiB blocks)"]["variation"]) < 0.01
+    assert abs(rows["blocks re-accessed (%)"]["variation"]) < 0.5
+    assert rows["request miss-ratio curve error"]["variation"] < 0.005
 
 
 def test_bursty_reuse_heavy_fidelity() -> None:

@@ -3,7 +3,7 @@
 
 use super::{
     Arrivals, Bucket, Chain, Dist, Model, OpStats, Reuse, Sizes, State, Stats, Thread, FORMAT, GAP_CLASSES,
-    HOT_SPOTS, READS,
+    HOT_SPOTS, PLACEMENT_CELLS, READS,
 };
 use crate::error::{Error, Result};
 
@@ -443,6 +443,18 @@ fn check_population(path: &str, r: &Reuse, states: usize, trained: u64) -> Resul
         }
         tokens = tokens.saturating_add(p.other);
         let reused: u64 = p.touches.iter().filter(|r| r[0] >= 2).map(|r| r[1]).sum();
+        let placed: u64 = p.touches.iter().map(|r| r[1]).sum();
+        let counted: u64 = p.cells.iter().flatten().map(|&c| u64::from(c)).sum();
+        if !p.cells.is_empty() && (p.cells.len() != PLACEMENT_CELLS || counted == 0 || counted > placed) {
+            return Err(invalid(
+                &format!("{path}[{s}].cells"),
+                format!(
+                    "needs {PLACEMENT_CELLS} cells of [not re-used, re-used] counts, some not zero and \
+                     together at most the state's {placed} requests placed afresh ({} cells, {counted} counted)",
+                    p.cells.len()
+                ),
+            ));
+        }
         if p.hot.len() as u64 > reused.min(HOT_SPOTS as u64) {
             return Err(invalid(
                 &format!("{path}[{s}].hot"),

@@ -158,10 +158,10 @@ pub struct State {
     /// counts rather than uniformly, so where they fall holds below the leaf's width.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fine: Option<Vec<u32>>,
-    /// Of `fine`'s counts, the fresh placements of requests the trace went on to re-use. With
-    /// a population the walk knows which of its fresh placements will be re-used, and places
-    /// those by these counts and the others by the rest, so hot data lies where the trace's did
-    /// (a hot request lies where its first placement fell).
+    /// Of `fine`'s counts, the fresh placements of requests the trace went on to re-use: read
+    /// from models trained before [`Population::cells`], whose walk places a population's
+    /// requests by these counts (re-used ones) and the rest of `fine`'s (the others) where a
+    /// population keeps no cells. Training no longer writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fine_reused: Option<Vec<u32>>,
     /// A top-level state's stays: how many requests in a row the thread made in it per visit.
@@ -327,7 +327,17 @@ pub struct Population {
     /// did rather than wherever the walk was when they came up.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hot: Vec<u16>,
+    /// Where the state's other requests placed afresh lay: per cell of [`PLACEMENT_CELLS`]
+    /// equal cells of the state's byte range, `[not re-used, re-used]`. Generation places the
+    /// others by these counts (the re-used and the rest each by their own), not in the leaf the
+    /// walk is in: the walk is where the trace's *accesses* were, dense where a hot set is,
+    /// while new data lay where the trace placed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<[u32; 2]>,
 }
+
+/// Equal cells a top-level state is cut into for [`Population::cells`].
+pub const PLACEMENT_CELLS: usize = 256;
 
 /// Most hottest requests a top-level state's population places ([`Population::hot`]).
 pub const HOT_SPOTS: usize = 256;

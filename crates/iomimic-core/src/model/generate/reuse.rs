@@ -31,7 +31,7 @@
 use super::super::sample::{Alias, BucketSampler, Prng};
 use crate::analyze::frequency_ranks::CountRanks;
 use crate::analyze::lru_stack::GenStack;
-use crate::model::{request_class, Population, Reuse, REQUEST_CLASSES};
+use crate::model::{request_class, Population, Reuse, HOT_CELLS, PLACEMENT_CELLS, REQUEST_CLASSES};
 
 /// Draws of a reuse depth before a reuse gives up and places its request afresh.
 pub const REUSE_DRAWS: usize = 8;
@@ -289,6 +289,9 @@ pub(super) struct Urns {
     /// per top-level state: the id after its requests' (its hottest are the last ids) and the
     /// cells its hottest lie in ([`Population::hot`])
     hot: Vec<(u32, Vec<u16>)>,
+    /// per top-level state: samplers of the cells its other requests lie in, of those not
+    /// re-used and of those re-used ([`Population::cells`]; `None`: none of them)
+    cells: Vec<[Option<Alias>; 2]>,
 }
 
 /// A token for a re-use of a request placed otherwise (following a run).
@@ -317,6 +320,7 @@ impl Urns {
         let mut reused = Vec::new();
         let mut next = Vec::with_capacity(population.len());
         let mut hot = Vec::with_capacity(population.len());
+        let mut cells = Vec::with_capacity(population.len());
         let tokens: Vec<Vec<u32>> = population
             .iter()
             .map(|p| {
@@ -330,6 +334,10 @@ impl Urns {
                 }
                 // (touches rise with the ids, so the state's hottest are its last)
                 hot.push((id, p.hot.clone()));
+                cells.push([0, 1].map(|k| {
+                    let counts: Vec<f64> = p.cells.iter().map(|c| f64::from(c[k])).collect();
+                    (counts.iter().sum::<f64>() > 0.0).then(|| Alias::new(&counts))
+                }));
                 tokens.extend(std::iter::repeat_n(OTHER, p.other as usize));
                 for i in (1..tokens.len()).rev() {
                     tokens.swap(i, rng.below(i as u64 + 1) as usize);
@@ -346,7 +354,25 @@ impl Urns {
             of_request: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
             reused,
             hot,
+            cells,
         }
+    }
+
+    /// Where top-level state `top`'s request `id`, placed afresh now, lies: a cell of the
+    /// state and how many cells it is cut into (`None`: the state keeps no cells).
+    #[inline]
+    pub fn cell(&self, top: usize, id: u32, rng: &mut Prng) -> Option<(u64, u64)> {
+        if let Some(cell) = self.hot_cell(top, id) {
+            return Some((u64::from(cell), HOT_CELLS));
+        }
+        let [once, again] = self.cells.get(top)?;
+        let (first, other) = if self.reused(id) {
+            (again, once)
+        } else {
+            (once, again)
+        };
+        let alias = first.as_ref().or(other.as_ref())?;
+        Some((alias.draw(rng) as u64, PLACEMENT_CELLS as u64))
     }
 
     /// The cell of top-level state `top` that its request `id` lies in, when it is one of the
@@ -405,12 +431,14 @@ mod tests {
                 touches: vec![[1, 3], [2, 2], [5, 1]],
                 other: 2,
                 hot: vec![7, 9, 4],
+                cells: Vec::new(),
             },
             // id 6
             Population {
                 touches: vec![[2, 1]],
                 other: 0,
                 hot: vec![3],
+                cells: Vec::new(),
             },
         ];
         let urns = Urns::new(&population, &mut Prng::new(1), 0, 100, 100);
@@ -419,5 +447,33 @@ mod tests {
         assert_eq!(urns.hot_cell(1, 6), Some(3));
         assert_eq!(urns.hot_cell(2, 6), None, "no such state");
         assert!(urns.reused(3) && !urns.reused(2));
+    }
+
+    #[test]
+    fn the_others_are_placed_by_their_cells() {
+        // ids 0-1 touched once (placed in cell 5), 2-3 three times: 3 the hottest (its cell
+        // 11 of 65,536), 2 re-used but not among the hottest (cell 9)
+        let mut cells = vec![[0, 0]; PLACEMENT_CELLS];
+        cells[5] = [2, 0];
+        cells[9] = [0, 1];
+        let population = [Population {
+            touches: vec![[1, 2], [3, 2]],
+            other: 0,
+            hot: vec![11],
+            cells,
+        }];
+        let urns = Urns::new(&population, &mut Prng::new(1), 0, 100, 100);
+        let mut rng = Prng::new(2);
+        let cell = |id| urns.cell(0, id, &mut Prng::new(id.into()));
+        assert_eq!(cell(0), Some((5, PLACEMENT_CELLS as u64)));
+        assert_eq!(cell(1), Some((5, PLACEMENT_CELLS as u64)));
+        assert_eq!(cell(2), Some((9, PLACEMENT_CELLS as u64)));
+        assert_eq!(cell(3), Some((11, HOT_CELLS)));
+        assert_eq!(urns.cell(1, 0, &mut rng), None, "no such state");
+        // a state keeping no cells of one kind places them by the other's
+        let mut only_once = population[0].clone();
+        only_once.cells[9] = [0, 0];
+        let urns = Urns::new(&[only_once], &mut Prng::new(1), 0, 100, 100);
+        assert_eq!(urns.cell(0, 2, &mut rng), Some((5, PLACEMENT_CELLS as u64)));
     }
 }

@@ -8,7 +8,7 @@ use super::super::used::Used;
 use super::reuse::{Drawn, ReuseState, Urns};
 use super::runtime::{ChainRt, Ready, Stay, ThreadRt};
 use crate::error::Result;
-use crate::model::{Chain, Model, Sizes, Stats, Thread, HOT_CELLS};
+use crate::model::{Chain, Model, Sizes, Stats, Thread};
 use crate::progress::Progress;
 use crate::trace::Op;
 
@@ -409,21 +409,21 @@ impl ThreadState {
         // the sub-range of the leaf a fresh request lands in, when the leaf keeps them; a
         // request of the population lands where the trace's of its kind (re-used later or
         // not) did, where the leaf tells them apart
-        let hot = match (drawn, &self.urns) {
-            (Some(Drawn::Fresh(id)), Some(urns)) => urns.hot_cell(self.path[0], id),
+        let cell = match (drawn, &self.urns) {
+            (Some(Drawn::Fresh(id)), Some(urns)) => urns.cell(self.path[0], id, &mut self.rng),
             _ => None,
         };
-        let (lo, hi) = match (&chain.fine[s], hot) {
-            (_, Some(cell)) => {
-                // one of the state's hottest requests, placed in its cell of the state
+        let (lo, hi) = match (&chain.fine[s], cell) {
+            (_, Some((cell, cells))) => {
+                // a request of the population, placed in its cell of the state
                 let (_, top_start, top_end) = rt.root.states[self.path[0]];
                 let w = u128::from(top_end - top_start);
-                let at = |c: u64| top_start + (w * u128::from(c) / u128::from(HOT_CELLS)) as u64;
+                let at = |c: u64| top_start + (w * u128::from(c) / u128::from(cells)) as u64;
                 // (widened to hold the request where cells are narrower than it)
-                let lo = at(u64::from(cell))
+                let lo = at(cell)
                     .min(top_end.saturating_sub(u64::from(size)))
                     .max(top_start);
-                (lo, at(u64::from(cell) + 1).max(lo + u64::from(size)).min(top_end))
+                (lo, at(cell + 1).max(lo + u64::from(size)).min(top_end))
             }
             (Some((alias, m)), None) => {
                 let alias = match (drawn, &chain.fine_by_reuse[s], &self.urns) {

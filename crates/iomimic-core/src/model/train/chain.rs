@@ -28,10 +28,8 @@ struct ChainAcc {
     edges: Vec<FxHashMap<u32, StatsAcc>>,
     /// Self-loop counts that carry no stats (decided at a deeper level).
     passes: Vec<u64>,
-    /// Leaves only: fresh placements per sub-range of each state, and of them those of
-    /// requests re-used later.
+    /// Leaves only: fresh placements per sub-range of each state.
     fine: Vec<Vec<u32>>,
-    fine_reused: Vec<Vec<u32>>,
 }
 
 impl ChainAcc {
@@ -44,32 +42,7 @@ impl ChainAcc {
             edges: (0..n).map(|_| FxHashMap::default()).collect(),
             passes: vec![0; n],
             fine: vec![Vec::new(); n],
-            fine_reused: vec![Vec::new(); n],
         }
-    }
-}
-
-/// Where a fresh placement was counted: a leaf (chain and state) and its sub-range, packed in
-/// 8 bytes (kept per place of the trace): chain in the high 32 bits, the sub-range (below
-/// [`FINE_PER_VOLUME`]) in the low 8, the state between.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FineCell(u64);
-
-impl FineCell {
-    /// No cell (a place not placed afresh, or a leaf without fine counts).
-    pub const NONE: FineCell = FineCell(u64::MAX);
-
-    fn new(chain: usize, state: usize, sub: usize) -> Self {
-        debug_assert!(sub < 256 && state < 1 << 24);
-        FineCell(((chain as u64) << 32) | ((state as u64) << 8) | sub as u64)
-    }
-
-    fn parts(self) -> (usize, usize, usize) {
-        (
-            (self.0 >> 32) as usize,
-            ((self.0 >> 8) & 0xff_ffff) as usize,
-            (self.0 & 0xff) as usize,
-        )
     }
 }
 
@@ -137,12 +110,11 @@ impl Hierarchy {
         self.chains[0].states.clone()
     }
 
-    /// A request placed afresh at `offset`, in the leaf at the end of `path`; the cell it is
-    /// counted in (chain, state, sub-range), for [`Self::reused`].
+    /// A request placed afresh at `offset`, in the leaf at the end of `path`.
     #[inline]
-    pub fn fresh(&mut self, path: &[(usize, usize)], offset: u64) -> Option<FineCell> {
+    pub fn fresh(&mut self, path: &[(usize, usize)], offset: u64) {
         if self.fine <= 1 {
-            return None;
+            return;
         }
         let &(c, s) = path.last().expect("a path reaches a leaf");
         let (_, start, end) = self.chains[c].states[s];
@@ -153,21 +125,7 @@ impl Hierarchy {
         }
         let j = (u128::from(offset.saturating_sub(start)) * u128::from(m) / u128::from(end - start)) as usize;
         let last = counts.len() - 1;
-        let j = j.min(last);
-        counts[j] += 1;
-        // (a chain of more than 2^24 states, 2^20 volumes, keeps no cells)
-        (s < 1 << 24).then(|| FineCell::new(c, s, j))
-    }
-
-    /// The request placed afresh in `cell` was re-used later.
-    pub fn reused(&mut self, cell: FineCell) {
-        let (c, s, j) = cell.parts();
-        let acc = &mut self.chains[c];
-        let counts = &mut acc.fine_reused[s];
-        if counts.is_empty() {
-            counts.resize(acc.fine[s].len(), 0);
-        }
-        counts[j] += 1;
+        counts[j.min(last)] += 1;
     }
 
     /// (chain, state) at each level for a request, creating children on the way.
@@ -341,8 +299,8 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
         .states
         .iter()
         .zip(&acc.children)
-        .zip(acc.fine.iter().zip(&acc.fine_reused))
-        .map(|((&(volume, start, end), child), (fine, reused))| {
+        .zip(&acc.fine)
+        .map(|((&(volume, start, end), child), fine)| {
             let kept = fine.iter().sum::<u32>() >= MIN_FINE;
             State {
                 volume,
@@ -350,12 +308,7 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
                 end,
                 children: child.map(|ci| Box::new(build_chain(chains, ci, fallback))),
                 fine: kept.then(|| fine.clone()),
-                // where both the re-used and the rest are enough to say where they lie
-                fine_reused: (kept && {
-                    let r = reused.iter().sum::<u32>();
-                    r >= MIN_FINE && fine.iter().sum::<u32>() - r >= MIN_FINE
-                })
-                .then(|| reused.clone()),
+                fine_reused: None,
                 stays: None,
             }
         })
@@ -396,40 +349,5 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
         states,
         initial: normalise(&acc.initial),
         transitions,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fine_cells_pack_and_unpack() {
-        for (c, s, j) in [(0, 0, 0), (4_368, 15, 255), (u32::MAX as usize, (1 << 24) - 1, 7)] {
-            let cell = FineCell::new(c, s, j);
-            assert_ne!(cell, FineCell::NONE);
-            assert_eq!(cell.parts(), (c, s, j));
-        }
-    }
-
-    #[test]
-    fn fresh_placements_re_used_later_are_counted_apart() {
-        // one level of two states over 1 GiB: fresh placements at 100 MiB and 600 MiB, the
-        // first re-used later
-        let mut h = Hierarchy::new(&[0], &[1 << 30], 1, 2, &[1, 2]);
-        let mut path = Vec::new();
-        let mut cells = Vec::new();
-        for offset in [100u64 << 20, 600 << 20] {
-            h.path(0, offset, &mut path);
-            cells.push(h.fresh(&path, offset).expect("fine counts are kept"));
-        }
-        h.reused(cells[0]);
-        let (c0, s0, j0) = cells[0].parts();
-        let acc = &h.chains[c0];
-        assert_eq!(acc.fine[s0].iter().sum::<u32>(), 1);
-        assert_eq!(acc.fine_reused[s0][j0], 1);
-        assert_eq!(acc.fine_reused[s0].iter().sum::<u32>(), 1);
-        let (_, s1, _) = cells[1].parts();
-        assert!(acc.fine_reused[s1].is_empty(), "nothing re-used there");
     }
 }

@@ -39,8 +39,8 @@ use rustc_hash::FxHashMap;
 use crate::analyze::frequency_ranks::CountRanks;
 
 use crate::model::{
-    request_class as class_of, Bucket, Population, Reuse, ReuseClass, HOT_SPOTS, REQUEST_CLASSES as CLASSES,
-    SIZE_CLASSES,
+    request_class as class_of, Bucket, Population, Reuse, ReuseClass, HOT_CELLS, HOT_SPOTS, PLACEMENT_CELLS,
+    REQUEST_CLASSES as CLASSES, SIZE_CLASSES,
 };
 use crate::trace::{Op, TraceView};
 
@@ -251,15 +251,6 @@ impl TouchCounts {
         }
     }
 
-    /// The places (numbers) whose request placed afresh was re-used later.
-    pub fn reused_afresh(&self) -> impl Iterator<Item = usize> + '_ {
-        self.placed_afresh
-            .iter()
-            .enumerate()
-            .filter(|(_, &(state, touches))| state > 0 && touches >= 2)
-            .map(|(place, _)| place)
-    }
-
     /// Per top-level state, the requests placed afresh by their placements and re-uses, and
     /// the re-uses of the others.
     pub fn population(&self) -> Vec<Population> {
@@ -276,7 +267,7 @@ impl TouchCounts {
                 }
             }
         }
-        by_touches
+        let mut populations = by_touches
             .into_iter()
             .zip(&self.reused_others)
             .zip(reused)
@@ -287,16 +278,38 @@ impl TouchCounts {
                     reused.truncate(HOT_SPOTS);
                 }
                 reused.sort_unstable_by_key(hottest);
+                let hot: Vec<u16> = reused
+                    .iter()
+                    .map(|&(_, place)| self.cells[place as usize])
+                    .collect();
                 Population {
                     touches: counts.into_iter().map(|(k, n)| [k, n]).collect(),
                     other,
-                    hot: reused
-                        .iter()
-                        .map(|&(_, place)| self.cells[place as usize])
-                        .collect(),
+                    hot,
+                    cells: Vec::new(),
                 }
             })
-            .collect()
+            .collect::<Vec<_>>();
+        // the others' cells: every request placed afresh, less the hottest (placed by theirs)
+        let per = (HOT_CELLS as usize / PLACEMENT_CELLS) as u16;
+        for (place, &(state, touches)) in self.placed_afresh.iter().enumerate() {
+            if state > 0 {
+                let cells = &mut populations[state as usize - 1].cells;
+                if cells.is_empty() {
+                    cells.resize(PLACEMENT_CELLS, [0, 0]);
+                }
+                cells[usize::from(self.cells[place] / per)][usize::from(touches >= 2)] += 1;
+            }
+        }
+        for p in &mut populations {
+            for &cell in &p.hot {
+                p.cells[usize::from(cell / per)][1] -= 1;
+            }
+            if p.cells.iter().all(|c| c == &[0, 0]) {
+                p.cells.clear();
+            }
+        }
+        populations
     }
 
     /// The thread's request number `row` (`op`, `size`) at `place` in top-level `state`: a
@@ -677,10 +690,11 @@ mod tests {
 
     #[test]
     fn the_hottest_requests_keep_their_cells_hottest_first() {
-        // one state; places 0-3 placed afresh in cells 10, 20, 30, 40 and touched 1, 3, 2, 3
-        // times; place 4 re-used without a fresh placement (another request's)
+        // one state; places 0-3 placed afresh in cells 10, 300, 600, 1000 (of 65,536: placement
+        // cells 0-3 of 256) and touched 1, 3, 2, 3 times; place 4 re-used without a fresh
+        // placement (another request's)
         let mut c = TouchCounts::new(1);
-        for (place, cell) in [(0, 10), (1, 20), (2, 30), (3, 40)] {
+        for (place, cell) in [(0, 10), (1, 300), (2, 600), (3, 1000)] {
             c.placed(0, place, Some(cell));
         }
         for place in [1, 1, 2, 3, 3, 4] {
@@ -690,7 +704,11 @@ mod tests {
         assert_eq!(p.touches, vec![[1, 1], [2, 1], [3, 2]]);
         assert_eq!(p.other, 1);
         // touched 3 times: places 1 and 3 (in place order), then place 2; place 0 not re-used
-        assert_eq!(p.hot, vec![20, 40, 30]);
+        assert_eq!(p.hot, vec![300, 1000, 600]);
+        // the others' cells: place 0's, not re-used (the re-used are all among the hottest)
+        assert_eq!(p.cells.len(), PLACEMENT_CELLS);
+        assert_eq!(p.cells[0], [1, 0]);
+        assert!(p.cells[1..].iter().all(|c| c == &[0, 0]));
         // at most HOT_SPOTS of them, the hottest
         let mut c = TouchCounts::new(1);
         for place in 0..(HOT_SPOTS as u32 + 10) {
@@ -699,8 +717,13 @@ mod tests {
                 c.placed(0, place, None);
             }
         }
-        let hot = &c.population()[0].hot;
-        assert_eq!(hot.len(), HOT_SPOTS);
-        assert!(hot[..10].iter().all(|&cell| cell % 7 == 6), "{hot:?}");
+        let p = &c.population()[0];
+        assert_eq!(p.hot.len(), HOT_SPOTS);
+        assert!(p.hot[..10].iter().all(|&cell| cell % 7 == 6), "{:?}", p.hot);
+        // every place is re-used (touched 2 to 8 times), all in placement cells 0 and 1 (cells
+        // below 512); the 10 not among the hottest are counted there
+        let counted: Vec<[u32; 2]> = p.cells[..2].to_vec();
+        assert_eq!(counted[0][1] + counted[1][1], 10);
+        assert!(counted.iter().all(|c| c[0] == 0) && p.cells[2..].iter().all(|c| c == &[0, 0]));
     }
 }

@@ -317,23 +317,12 @@ fn has_population(model: &crate::model::Model) -> bool {
         .any(|t| t.reuse.as_ref().is_some_and(|r| !r.population.is_empty()))
 }
 
-/// The model's threads without their population ([`crate::model::Reuse::population`]), and
-/// without the fine counts of re-used placements, which only a population reads
-/// ([`crate::model::State::fine_reused`]).
+/// The model's threads without their population ([`crate::model::Reuse::population`]).
 pub(super) fn without_population(model: &mut crate::model::Model) {
-    fn strip(chain: &mut crate::model::Chain) {
-        for s in &mut chain.states {
-            s.fine_reused = None;
-            if let Some(child) = s.children.as_deref_mut() {
-                strip(child);
-            }
-        }
-    }
     for t in &mut model.threads {
         if let Some(r) = t.reuse.as_mut() {
             r.population.clear();
         }
-        strip(&mut t.chain);
     }
 }
 

@@ -5,7 +5,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::chain::{Fallback, FineCell, Hierarchy};
+use super::chain::{Fallback, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
 use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
 use super::stats::{gap_dist, StatsAcc};
@@ -117,9 +117,6 @@ pub(super) struct ThreadPass {
     counts: TouchCounts,
     /// the top-level states, which the counts are kept per
     top: Vec<(u32, u64, u64)>,
-    /// by place (with reuse on): where its request placed afresh was counted in its leaf's
-    /// fine counts, to count it again among the re-used ones if it was
-    fresh_cells: Vec<FineCell>,
     alignment: AlignmentAcc,
     /// The previous request's path of (chain, state), and this one's.
     prev: Vec<(usize, usize)>,
@@ -154,7 +151,6 @@ impl ThreadPass {
                 TouchCounts::default()
             },
             top: if reuse_on { top } else { Vec::new() },
-            fresh_cells: Vec::new(),
             hierarchy,
             stats: StatsAcc::with_gaps(),
             by_volume: FxHashMap::default(),
@@ -219,14 +215,7 @@ impl ThreadPass {
             heads.advance(consumed, offset + u64::from(size));
             if kind == Kind::New {
                 self.alignment.add(offset);
-                let cell = self.hierarchy.fresh(&self.cur, offset);
-                if let Some(cell) = cell.filter(|_| self.reuse_on) {
-                    let place = visit.place as usize;
-                    if place >= self.fresh_cells.len() {
-                        self.fresh_cells.resize(place + 1, FineCell::NONE);
-                    }
-                    self.fresh_cells[place] = cell;
-                }
+                self.hierarchy.fresh(&self.cur, offset);
             }
             kind
         };
@@ -257,14 +246,8 @@ impl ThreadPass {
         std::mem::swap(&mut self.prev, &mut self.cur);
     }
 
-    pub fn finish(mut self) -> Part {
+    pub fn finish(self) -> Part {
         let reuse_on = self.reuse_on;
-        for place in self.counts.reused_afresh() {
-            match self.fresh_cells.get(place) {
-                Some(&cell) if cell != FineCell::NONE => self.hierarchy.reused(cell),
-                _ => {}
-            }
-        }
         let gaps = self.stats.gaps.as_deref().unwrap_or(&[]);
         let overall_gap = if gaps.is_empty() {
             Dist::Fixed { value_ns: 0.0 }
