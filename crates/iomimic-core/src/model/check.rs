@@ -505,6 +505,12 @@ fn check_arrivals(path: &str, a: &Arrivals) -> Result<()> {
                 "quantiles must be non-empty, non-decreasing and within [0, 1]",
             ));
         }
+        if c.empty.windows(2).any(|w| w[1] < w[0]) || c.empty.iter().any(|&x| !(x >= 0.0 && x.is_finite())) {
+            return Err(invalid(
+                &format!("{cp}.empty"),
+                "quantiles must be non-decreasing, finite and at least 0",
+            ));
+        }
         if let Some(t) = c
             .transitions
             .iter()

@@ -178,6 +178,8 @@ pub(super) fn schedule(
 /// shape of the gaps inside each class's octave.
 struct ClassRt {
     spread: Vec<f64>,
+    /// ([`RateClass::empty`]; empty in older models)
+    empty: Vec<f64>,
     rows: Vec<Option<(Alias, Vec<u32>)>>,
     /// Per gap class: `e` of a density ∝ x^(e − 1) inside its octave.
     shape: Vec<f64>,
@@ -212,6 +214,16 @@ fn octave_shapes(transitions: &[[u32; 3]]) -> Vec<f64> {
         .collect()
 }
 
+/// A draw from quantiles (equally spaced from 0 to 1), linear between them.
+fn quantile(q: &[f64], rng: &mut Prng) -> f64 {
+    if q.len() == 1 {
+        return q[0];
+    }
+    let pos = rng.f64() * (q.len() - 1) as f64;
+    let i = pos as usize;
+    q[i] + (q[(i + 1).min(q.len() - 1)] - q[i]) * (pos - i as f64)
+}
+
 impl ClassRt {
     fn new(c: &RateClass) -> Self {
         let mut by_from: Vec<Vec<(u32, f64)>> = vec![Vec::new(); GAP_CLASSES as usize + 1];
@@ -221,6 +233,7 @@ impl ClassRt {
         Self {
             shape: octave_shapes(&c.transitions),
             spread: c.spread.clone(),
+            empty: c.empty.clone(),
             rows: by_from
                 .into_iter()
                 .map(|row| {
@@ -233,14 +246,13 @@ impl ClassRt {
         }
     }
 
-    fn spread(&self, rng: &mut Prng) -> f64 {
-        let q = &self.spread;
-        if q.len() == 1 {
-            return q[0];
+    /// The spread of a window of `count` requests: from the empty share of windows of its
+    /// count where the class keeps it, from the class's spreads otherwise.
+    fn spread(&self, count: usize, rng: &mut Prng) -> f64 {
+        if self.empty.is_empty() {
+            return quantile(&self.spread, rng);
         }
-        let pos = rng.f64() * (q.len() - 1) as f64;
-        let i = pos as usize;
-        q[i] + (q[(i + 1).min(q.len() - 1)] - q[i]) * (pos - i as f64)
+        1.0 - quantile(&self.empty, rng) * 2.0 / (count + 1) as f64
     }
 
     /// A gap of class `k` (`k` ≥ 1), relative to the window's mean gap.
@@ -327,7 +339,7 @@ fn window(class: &ClassRt, start: u64, width: u64, slots: &mut [u64], rng: &mut 
         slots[0] = start + (rng.f64() * w) as u64;
         return;
     }
-    let spread = class.spread(rng).clamp(0.0, 1.0);
+    let spread = class.spread(slots.len(), rng).clamp(0.0, 1.0);
     let lead = rng.f64() * (1.0 - spread) * w;
     // cumulative relative gaps, in the slots as f64 bits until scaled
     let mut from = GAP_CLASSES;
@@ -358,6 +370,7 @@ mod tests {
             block,
             period_blocks: period,
             classes: vec![RateClass {
+                empty: Vec::new(),
                 min_count: 1,
                 spread: vec![0.5],
                 transitions: vec![[GAP_CLASSES, 21, 1], [21, 21, 1]],
@@ -431,6 +444,7 @@ mod tests {
         assert_eq!(shapes[2], 0.0);
         // draws stay in their octave, and the class's mean is the exponential's there
         let class = ClassRt::new(&RateClass {
+            empty: Vec::new(),
             min_count: 1,
             spread: vec![1.0],
             transitions,

@@ -4,9 +4,13 @@
 //! ## Algorithm
 //! The fine window is a round length (1, 2 or 5 × a power of ten ns), at most a second and at
 //! most a tenth of the coarse (fluctuation) window, longer on sparse traces (at most one window
-//! per [`REQUESTS_PER_WINDOW`] requests); a block is the whole number of fine windows nearest a
-//! coarse window. Each window's requests are counted. Inside a window with
-//! c ≥ 2 requests, its *spread* (first to last request, as a share of the window) and its
+//! per [`REQUESTS_PER_WINDOW`] requests), shorter on dense ones: down to a fiftieth of the
+//! coarse window while windows keep [`FINER_REQUESTS`] requests on average, so that the
+//! sub-window bins validation counts (a tenth of the coarse window, not a round length) hold
+//! several whole windows rather than one and parts of two. A block is the whole number of fine
+//! windows nearest a coarse window. Each window's requests are counted. Inside a window with
+//! c ≥ 2 requests, its *spread* (first to last request, as a share of the window), its empty
+//! share (1 − spread) × (c + 1) / 2 (about 1 for uniform arrivals at any c) and its
 //! gaps relative to their mean there, x = gap × (c − 1) / (last − first), are kept: the gaps
 //! as a first-order Markov chain over octave classes of x (the class of each gap given the
 //! class of the gap before it, the window's first gap from a start row), all by the window's
@@ -30,6 +34,11 @@ use crate::trace::TraceView;
 
 /// The finest window kept: a second (the rate's one-second figures then hold by construction).
 pub const FINE_MAX_NS: u64 = 1_000_000_000;
+/// Fine windows per coarse window, at most: finer than a tenth of it where the trace is dense
+/// enough ([`FINER_REQUESTS`]).
+pub const FINE_PER_COARSE: u64 = 50;
+/// Fewest requests per fine window on average for windows finer than a tenth of the coarse one.
+pub const FINER_REQUESTS: u64 = 8;
 /// Fewest requests per fine window on average; sparser traces get coarser windows.
 pub const REQUESTS_PER_WINDOW: u64 = 4;
 /// Most fine windows a model keeps.
@@ -128,17 +137,33 @@ fn round_windows() -> impl Iterator<Item = u64> {
 
 /// The fine window of a trace of `n` requests over `span` ns: the longest round length up to a
 /// second and a tenth of the coarse window, longer (up to the coarse window) while there would
-/// be more than one window per [`REQUESTS_PER_WINDOW`] requests or [`MAX_WINDOWS`] windows.
+/// be more than one window per [`REQUESTS_PER_WINDOW`] requests or [`MAX_WINDOWS`] windows;
+/// where that is not longer, the shortest round length down to the longest one in a
+/// [`FINE_PER_COARSE`]th of the coarse window that leaves [`FINER_REQUESTS`] requests per
+/// window on average (with fewer, the windows' edges shaped a Poisson trace's gaps).
 fn fine_window(n: u64, span: u64, coarse_ns: u64) -> u64 {
+    let fits = |w: u64, per: u64| span / w < (n / per).max(1) && span / w < MAX_WINDOWS;
     let first = (coarse_ns / 10).clamp(1, FINE_MAX_NS);
     let mut w = round_windows().take_while(|&w| w <= first).last().unwrap_or(1);
-    let too_many = |w: u64| span / w + 1 > (n / REQUESTS_PER_WINDOW).max(1) || span / w + 1 > MAX_WINDOWS;
     let start = w;
     for next in round_windows().skip_while(|&x| x <= start) {
-        if !too_many(w) || next > coarse_ns {
+        if fits(w, REQUESTS_PER_WINDOW) || next > coarse_ns {
             break;
         }
         w = next;
+    }
+    if w == start {
+        let finest = round_windows()
+            .take_while(|&x| x <= coarse_ns / FINE_PER_COARSE)
+            .last()
+            .unwrap_or(1);
+        let finer: Vec<u64> = round_windows().take_while(|&x| x < start).collect();
+        for &x in finer.iter().rev().take_while(|&&x| x >= finest) {
+            if !fits(x, FINER_REQUESTS) {
+                break;
+            }
+            w = x;
+        }
     }
     w
 }
@@ -147,6 +172,8 @@ fn fine_window(n: u64, span: u64, coarse_ns: u64) -> u64 {
 #[derive(Default)]
 struct ClassAcc {
     spreads: Vec<f32>,
+    /// per window: its empty share × (count + 1) / 2 ([`RateClass::empty`])
+    empties: Vec<f32>,
     transitions: FxHashMap<(u32, u32), u32>,
     gaps: u64,
 }
@@ -190,6 +217,10 @@ impl Classes {
                     self.accs[class]
                         .spreads
                         .push(((last - ts) as f64 / fine.window_ns as f64) as f32);
+                    let empty = 1.0 - (last - ts) as f64 / fine.window_ns as f64;
+                    self.accs[class]
+                        .empties
+                        .push((empty * (c + 1) as f64 / 2.0) as f32);
                     (last - ts) as f64 / (c - 1) as f64
                 } else {
                     0.0
@@ -213,6 +244,15 @@ impl Classes {
                         .map(|q| f64::from(acc.spreads[q * last / (SPREAD_QUANTILES - 1)]).clamp(0.0, 1.0))
                         .collect()
                 };
+                acc.empties.sort_by(f32::total_cmp);
+                let empty = if acc.empties.is_empty() {
+                    Vec::new()
+                } else {
+                    let last = acc.empties.len() - 1;
+                    (0..SPREAD_QUANTILES)
+                        .map(|q| f64::from(acc.empties[q * last / (SPREAD_QUANTILES - 1)]).max(0.0))
+                        .collect()
+                };
                 let mut transitions: Vec<[u32; 3]> = acc
                     .transitions
                     .into_iter()
@@ -222,6 +262,7 @@ impl Classes {
                 RateClass {
                     min_count,
                     spread,
+                    empty,
                     transitions,
                 }
             })
@@ -242,6 +283,7 @@ fn merge(accs: Vec<ClassAcc>) -> Vec<(u32, ClassAcc)> {
         }
         let (low, mut merged) = pending.take().unwrap_or((min_count, ClassAcc::default()));
         merged.spreads.extend(acc.spreads);
+        merged.empties.extend(acc.empties);
         merged.gaps += acc.gaps;
         for (key, c) in acc.transitions {
             *merged.transitions.entry(key).or_default() += c;
@@ -256,6 +298,7 @@ fn merge(accs: Vec<ClassAcc>) -> Vec<(u32, ClassAcc)> {
         match out.last_mut() {
             Some((_, last)) => {
                 last.spreads.extend(rest.spreads);
+                last.empties.extend(rest.empties);
                 last.gaps += rest.gaps;
                 for (key, c) in rest.transitions {
                     *last.transitions.entry(key).or_default() += c;
@@ -321,13 +364,24 @@ mod tests {
 
     #[test]
     fn fine_windows_are_round_lengths() {
-        // an hour of 100 k requests, coarse windows of 36 s: one second (not 0.9999 s)
+        // an hour of 100 k requests, coarse windows of 36 s: a second at a tenth (not 0.9999
+        // s), then 500 ms, the longest round length in a fiftieth (7,200 windows of 14)
         assert_eq!(
             fine_window(100_000, 3_600_000_000_000, 35_996_466_732),
+            500_000_000
+        );
+        // a day of 10 M requests, coarse windows of 864 s: a second, nothing finer in a fiftieth
+        assert_eq!(
+            fine_window(10_000_000, 86_400_000_000_000, 864_000_000_000),
             1_000_000_000
         );
-        // a minute, coarse windows of 0.6 s: 50 ms, the longest round length up to 60 ms
-        assert_eq!(fine_window(24_783, 60_000_000_000, 600_552_000), 50_000_000);
+        // a minute of 24,783 requests, coarse windows of 0.6 s: 50 ms at a tenth, then finer
+        // while windows keep 8 requests: 20 ms (3,001 windows; 10 ms would be 6,006)
+        assert_eq!(fine_window(24_783, 60_000_000_000, 600_552_000), 20_000_000);
+        // with 60,000 requests, down to 10 ms, the longest round length in a fiftieth (12 ms)
+        assert_eq!(fine_window(60_000, 60_000_000_000, 600_552_000), 10_000_000);
+        // with 10,000, no finer than a tenth (2,401 windows of 20 ms would hold 4 each)
+        assert_eq!(fine_window(10_000, 60_000_000_000, 600_552_000), 50_000_000);
         // a sparse hour (1000 requests): at most 250 windows, so 20 s, the first round length
         // giving no more
         assert_eq!(
@@ -353,13 +407,20 @@ mod tests {
             }
         }
         let t = crate::trace::testing::reads(&ts, &vec![0; ts.len()], 4096);
-        let a = learn(&t.view(), 10_000_000_000).expect("enough requests");
+        // (coarse windows of 50 s: fine ones of a second)
+        let a = learn(&t.view(), 50_000_000_000).expect("enough requests");
         assert_eq!(a.window_ns, 1_000_000_000);
         assert_eq!(a.counts, [1, 100, 1, 100, 1, 100, 1, 100, 1, 100]);
         // the busy windows: the first gap is long (0.5 s, class of 0.5 s / 5 ms mean = 2^6.6),
         // the others short (10 µs / 5.05 ms ≈ 2^-9)
         let busy = a.classes.last().unwrap();
         assert_eq!(busy.min_count, 64);
+        // their empty share (1 - 0.50099) times (100 + 1) / 2
+        assert!(
+            busy.empty.iter().all(|&e| (e - 0.49901 * 50.5).abs() < 0.05),
+            "{:?}",
+            busy.empty
+        );
         let first: Vec<&[u32; 3]> = busy.transitions.iter().filter(|t| t[0] == GAP_CLASSES).collect();
         assert_eq!(first.len(), 1);
         assert_eq!(first[0][1], gap_class(0.5 / 0.005_05));
