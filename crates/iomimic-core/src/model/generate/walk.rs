@@ -135,6 +135,13 @@ impl Aligned {
     }
 }
 
+/// Part `j` of `parts` equal parts of `[start, end)`.
+#[inline]
+fn part(start: u64, end: u64, j: u64, parts: u64) -> (u64, u64) {
+    let at = |k: u64| start + (u128::from(end - start) * u128::from(k) / u128::from(parts)) as u64;
+    (at(j), at(j + 1))
+}
+
 /// 4 KiB blocks an aligned request of these sizes covers on average, rounded up.
 fn mean_blocks(sizes: &Sizes) -> u64 {
     let mean: f64 = sizes
@@ -415,15 +422,12 @@ impl ThreadState {
         };
         let (lo, hi) = match (&chain.fine[s], cell) {
             (_, Some((cell, cells))) => {
-                // a request of the population, placed in its cell of the state
+                // a request of the population, placed in its cell of the state (widened to hold
+                // the request where cells are narrower than it)
                 let (_, top_start, top_end) = rt.root.states[self.path[0]];
-                let w = u128::from(top_end - top_start);
-                let at = |c: u64| top_start + (w * u128::from(c) / u128::from(cells)) as u64;
-                // (widened to hold the request where cells are narrower than it)
-                let lo = at(cell)
-                    .min(top_end.saturating_sub(u64::from(size)))
-                    .max(top_start);
-                (lo, at(cell + 1).max(lo + u64::from(size)).min(top_end))
+                let (lo, hi) = part(top_start, top_end, cell, cells);
+                let lo = lo.min(top_end.saturating_sub(u64::from(size))).max(top_start);
+                (lo, hi.max(lo + u64::from(size)).min(top_end))
             }
             (Some((alias, m)), None) => {
                 let alias = match (drawn, &chain.fine_by_reuse[s], &self.urns) {
@@ -432,12 +436,7 @@ impl ThreadState {
                     }
                     _ => alias,
                 };
-                let j = alias.draw(&mut self.rng) as u64;
-                let w = end - start;
-                (
-                    start + (u128::from(w) * u128::from(j) / u128::from(*m)) as u64,
-                    start + (u128::from(w) * u128::from(j + 1) / u128::from(*m)) as u64,
-                )
+                part(start, end, alias.draw(&mut self.rng) as u64, *m)
             }
             (None, None) => (start, end),
         };

@@ -214,13 +214,10 @@ impl Classes {
                 let (c, last) = fine.window(w);
                 let class = c.ilog2() as usize;
                 let mean = if c >= 2 {
-                    self.accs[class]
-                        .spreads
-                        .push(((last - ts) as f64 / fine.window_ns as f64) as f32);
-                    let empty = 1.0 - (last - ts) as f64 / fine.window_ns as f64;
-                    self.accs[class]
-                        .empties
-                        .push((empty * (c + 1) as f64 / 2.0) as f32);
+                    let spread = (last - ts) as f64 / fine.window_ns as f64;
+                    let acc = &mut self.accs[class];
+                    acc.spreads.push(spread as f32);
+                    acc.empties.push(((1.0 - spread) * (c + 1) as f64 / 2.0) as f32);
                     (last - ts) as f64 / (c - 1) as f64
                 } else {
                     0.0
@@ -235,24 +232,9 @@ impl Classes {
         merge(self.accs)
             .into_iter()
             .map(|(min_count, mut acc)| {
-                acc.spreads.sort_by(f32::total_cmp);
-                let spread = if acc.spreads.is_empty() {
-                    vec![1.0]
-                } else {
-                    let last = acc.spreads.len() - 1;
-                    (0..SPREAD_QUANTILES)
-                        .map(|q| f64::from(acc.spreads[q * last / (SPREAD_QUANTILES - 1)]).clamp(0.0, 1.0))
-                        .collect()
-                };
-                acc.empties.sort_by(f32::total_cmp);
-                let empty = if acc.empties.is_empty() {
-                    Vec::new()
-                } else {
-                    let last = acc.empties.len() - 1;
-                    (0..SPREAD_QUANTILES)
-                        .map(|q| f64::from(acc.empties[q * last / (SPREAD_QUANTILES - 1)]).max(0.0))
-                        .collect()
-                };
+                let spread = quantiles(&mut acc.spreads, 1.0);
+                let spread = if spread.is_empty() { vec![1.0] } else { spread };
+                let empty = quantiles(&mut acc.empties, f64::INFINITY);
                 let mut transitions: Vec<[u32; 3]> = acc
                     .transitions
                     .into_iter()
@@ -268,6 +250,18 @@ impl Classes {
             })
             .collect()
     }
+}
+
+/// [`SPREAD_QUANTILES`] equally spaced quantiles of `values` (sorted in place), each within
+/// `[0, most]`; none of none.
+fn quantiles(values: &mut [f32], most: f64) -> Vec<f64> {
+    values.sort_by(f32::total_cmp);
+    let Some(last) = values.len().checked_sub(1) else {
+        return Vec::new();
+    };
+    (0..SPREAD_QUANTILES)
+        .map(|q| f64::from(values[q * last / (SPREAD_QUANTILES - 1)]).clamp(0.0, most))
+        .collect()
 }
 
 /// Rate classes with fewer than [`MIN_CLASS_GAPS`] gaps merged into the next busier one (the

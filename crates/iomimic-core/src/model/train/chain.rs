@@ -300,17 +300,14 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
         .iter()
         .zip(&acc.children)
         .zip(&acc.fine)
-        .map(|((&(volume, start, end), child), fine)| {
-            let kept = fine.iter().sum::<u32>() >= MIN_FINE;
-            State {
-                volume,
-                start,
-                end,
-                children: child.map(|ci| Box::new(build_chain(chains, ci, fallback))),
-                fine: kept.then(|| fine.clone()),
-                fine_reused: None,
-                stays: None,
-            }
+        .map(|((&(volume, start, end), child), fine)| State {
+            volume,
+            start,
+            end,
+            children: child.map(|ci| Box::new(build_chain(chains, ci, fallback))),
+            fine: (fine.iter().sum::<u32>() >= MIN_FINE).then(|| fine.clone()),
+            fine_reused: None,
+            stays: None,
         })
         .collect();
     let transitions = acc

@@ -213,9 +213,9 @@ pub(super) struct TouchCounts {
     /// by place, for the population ([`Reuse::population`]): the top-level state (+ 1) of
     /// the request placed afresh there (0: none was), and its placements and re-uses so far
     placed_afresh: Vec<(u32, u32)>,
-    /// by place: the cell of its top-level state ([`Population::hot`]) the request placed
-    /// afresh there lies in
-    cells: Vec<u16>,
+    /// by place: the cell of its top-level state (of [`HOT_CELLS`]) the request placed afresh
+    /// there lies in
+    fresh_cell: Vec<u16>,
     /// per top-level state: re-uses of requests not placed afresh (following a run)
     reused_others: Vec<u64>,
 }
@@ -227,7 +227,7 @@ impl TouchCounts {
             ranks: vec![CountRanks::default(); states * CLASSES],
             counts: Vec::new(),
             placed_afresh: Vec::new(),
-            cells: Vec::new(),
+            fresh_cell: Vec::new(),
             reused_others: vec![0; states],
         }
     }
@@ -238,12 +238,12 @@ impl TouchCounts {
         let place = place as usize;
         if place >= self.placed_afresh.len() {
             self.placed_afresh.resize(place + 1, (0, 0));
-            self.cells.resize(place + 1, 0);
+            self.fresh_cell.resize(place + 1, 0);
         }
         let slot = &mut self.placed_afresh[place];
         if let Some(cell) = fresh {
             *slot = (state as u32 + 1, 1);
-            self.cells[place] = cell;
+            self.fresh_cell[place] = cell;
         } else if slot.0 > 0 {
             slot.1 += 1;
         } else {
@@ -255,23 +255,30 @@ impl TouchCounts {
     /// the re-uses of the others.
     pub fn population(&self) -> Vec<Population> {
         let states = self.reused_others.len();
+        let per = (HOT_CELLS as usize / PLACEMENT_CELLS) as u16;
         let mut by_touches: Vec<BTreeMap<u64, u64>> = vec![BTreeMap::new(); states];
-        // per state: (touches, place) of its requests re-used, for the hottest's cells
+        // per state: every request placed afresh counted in its cell, and (touches, place) of
+        // those re-used, for the hottest's own cells
+        let mut cells: Vec<Vec<[u32; 2]>> = vec![Vec::new(); states];
         let mut reused: Vec<Vec<(u32, u32)>> = vec![Vec::new(); states];
         for (place, &(state, touches)) in self.placed_afresh.iter().enumerate() {
             if state > 0 {
                 let s = state as usize - 1;
                 *by_touches[s].entry(u64::from(touches)).or_default() += 1;
+                if cells[s].is_empty() {
+                    cells[s].resize(PLACEMENT_CELLS, [0, 0]);
+                }
+                cells[s][usize::from(self.fresh_cell[place] / per)][usize::from(touches >= 2)] += 1;
                 if touches >= 2 {
                     reused[s].push((touches, place as u32));
                 }
             }
         }
-        let mut populations = by_touches
+        by_touches
             .into_iter()
             .zip(&self.reused_others)
-            .zip(reused)
-            .map(|((counts, &other), mut reused)| {
+            .zip(cells.into_iter().zip(reused))
+            .map(|((counts, &other), (mut cells, mut reused))| {
                 let hottest = |&(touches, place): &(u32, u32)| (std::cmp::Reverse(touches), place);
                 if reused.len() > HOT_SPOTS {
                     reused.select_nth_unstable_by_key(HOT_SPOTS, hottest);
@@ -280,36 +287,23 @@ impl TouchCounts {
                 reused.sort_unstable_by_key(hottest);
                 let hot: Vec<u16> = reused
                     .iter()
-                    .map(|&(_, place)| self.cells[place as usize])
+                    .map(|&(_, place)| self.fresh_cell[place as usize])
                     .collect();
+                // the others: less the hottest, which are placed by their own cells
+                for &cell in &hot {
+                    cells[usize::from(cell / per)][1] -= 1;
+                }
+                if cells.iter().all(|c| c == &[0, 0]) {
+                    cells.clear();
+                }
                 Population {
                     touches: counts.into_iter().map(|(k, n)| [k, n]).collect(),
                     other,
                     hot,
-                    cells: Vec::new(),
+                    cells,
                 }
             })
-            .collect::<Vec<_>>();
-        // the others' cells: every request placed afresh, less the hottest (placed by theirs)
-        let per = (HOT_CELLS as usize / PLACEMENT_CELLS) as u16;
-        for (place, &(state, touches)) in self.placed_afresh.iter().enumerate() {
-            if state > 0 {
-                let cells = &mut populations[state as usize - 1].cells;
-                if cells.is_empty() {
-                    cells.resize(PLACEMENT_CELLS, [0, 0]);
-                }
-                cells[usize::from(self.cells[place] / per)][usize::from(touches >= 2)] += 1;
-            }
-        }
-        for p in &mut populations {
-            for &cell in &p.hot {
-                p.cells[usize::from(cell / per)][1] -= 1;
-            }
-            if p.cells.iter().all(|c| c == &[0, 0]) {
-                p.cells.clear();
-            }
-        }
-        populations
+            .collect()
     }
 
     /// The thread's request number `row` (`op`, `size`) at `place` in top-level `state`: a

@@ -319,10 +319,8 @@ fn has_population(model: &crate::model::Model) -> bool {
 
 /// The model's threads without their population ([`crate::model::Reuse::population`]).
 pub(super) fn without_population(model: &mut crate::model::Model) {
-    for t in &mut model.threads {
-        if let Some(r) = t.reuse.as_mut() {
-            r.population.clear();
-        }
+    for r in model.threads.iter_mut().filter_map(|t| t.reuse.as_mut()) {
+        r.population.clear();
     }
 }
 
