@@ -63,10 +63,12 @@ impl Alias {
     pub fn draw(&self, rng: &mut Prng) -> usize {
         let x = rng.f64() * self.cut.len() as f64;
         let i = (x as usize).min(self.cut.len() - 1);
-        if x - (i as f64) < self.cut[i] {
+        // both sides loaded first, so the choice compiles to a select, not a branch
+        let (keep, other) = (x - (i as f64) < self.cut[i], self.alias[i] as usize);
+        if keep {
             i
         } else {
-            self.alias[i] as usize
+            other
         }
     }
 }

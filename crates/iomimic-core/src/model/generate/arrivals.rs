@@ -181,8 +181,30 @@ struct ClassRt {
     /// ([`RateClass::empty`]; empty in older models)
     empty: Vec<f64>,
     rows: Vec<Option<(Alias, Vec<u32>)>>,
-    /// Per gap class: `e` of a density ∝ x^(e − 1) inside its octave.
-    shape: Vec<f64>,
+    /// Per gap class: its octave's draw, worked out once (two transcendental calls a gap
+    /// were a fifth of the arrival times' cost).
+    octaves: Vec<Octave>,
+}
+
+/// The gaps of one octave `[lo, 2 lo)`: a density ∝ x^(e − 1) inside it.
+#[derive(Clone, Copy)]
+struct Octave {
+    lo: f64,
+    e: f64,
+    /// 2^e − 1 and 1 / e, for the inverse of the distribution
+    grow: f64,
+    inverse: f64,
+}
+
+impl Octave {
+    fn new(k: u32, e: f64) -> Self {
+        Octave {
+            lo: gap_bounds(k).0,
+            e,
+            grow: e.exp2() - 1.0,
+            inverse: 1.0 / e,
+        }
+    }
 }
 
 /// Inside an octave, gaps follow a power law whose slope is the one the class's neighbours
@@ -231,7 +253,12 @@ impl ClassRt {
             by_from[t[0] as usize].push((t[1], f64::from(t[2])));
         }
         Self {
-            shape: octave_shapes(&c.transitions),
+            octaves: {
+                let shapes = octave_shapes(&c.transitions);
+                (0..=GAP_CLASSES)
+                    .map(|k| Octave::new(k, shapes.get(k as usize).copied().unwrap_or(0.0)))
+                    .collect()
+            },
             spread: c.spread.clone(),
             empty: c.empty.clone(),
             rows: by_from
@@ -258,14 +285,16 @@ impl ClassRt {
     /// A gap of class `k` (`k` ≥ 1), relative to the window's mean gap.
     #[inline]
     fn gap(&self, k: u32, rng: &mut Prng) -> f64 {
-        let (lo, _) = gap_bounds(k);
-        let e = self.shape.get(k as usize).copied().unwrap_or(0.0);
+        let o = match self.octaves.get(k as usize) {
+            Some(o) => *o,
+            None => Octave::new(k, 0.0),
+        };
         let u = rng.f64();
-        if e.abs() < 1e-9 {
-            lo * u.exp2() // log-uniform
+        if o.e.abs() < 1e-9 {
+            o.lo * u.exp2() // log-uniform
         } else {
             // the inverse of the power law's distribution over [lo, 2 lo)
-            lo * (1.0 + u * (e.exp2() - 1.0)).powf(1.0 / e)
+            o.lo * (1.0 + u * o.grow).powf(o.inverse)
         }
     }
 
@@ -288,7 +317,7 @@ pub(super) fn times(a: &Arrivals, s: &Schedule, seed: u64, windows: Range<usize>
     let mins: Vec<u32> = a.classes.iter().map(|c| c.min_count).collect();
     let counts = &s.counts[windows.clone()];
     let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-    let mut out = vec![0u64; usize::try_from(total).unwrap_or(0)];
+    let mut out: Vec<u64> = crate::memory::huge_zeroed(usize::try_from(total).unwrap_or(0));
     // pieces of whole windows, each about TIMES_CHUNK requests
     let mut pieces = Vec::new();
     let mut rest: &mut [u64] = &mut out;
@@ -344,17 +373,17 @@ fn window(class: &ClassRt, start: u64, width: u64, slots: &mut [u64], rng: &mut 
     // cumulative relative gaps, in the slots as f64 bits until scaled
     let mut from = GAP_CLASSES;
     let mut sum = 0.0f64;
-    let mut cum = Vec::with_capacity(slots.len());
-    cum.push(0.0);
-    for _ in 1..slots.len() {
+    slots[0] = 0.0f64.to_bits();
+    for slot in &mut slots[1..] {
         let k = class.next(from, rng);
         from = k;
         let x = if k == 0 { 0.0 } else { class.gap(k, rng) };
         sum += x;
-        cum.push(sum);
+        *slot = sum.to_bits();
     }
     let scale = if sum > 0.0 { spread * w / sum } else { 0.0 };
-    for (slot, c) in slots.iter_mut().zip(cum) {
+    for slot in slots.iter_mut() {
+        let c = f64::from_bits(*slot);
         *slot = start + (lead + c * scale).min(w - 1.0).max(0.0) as u64;
     }
 }

@@ -379,8 +379,10 @@ impl Generation {
         .into_iter()
         .collect::<Result<Vec<_>>>()?;
         // Without an arrival process the threads' times are the output's; with one they only
-        // order the threads' requests, and the arrival times are given out in that order.
-        let mut columns = self.place_in_time(model, slice, &counts, &jobs, &walks);
+        // order the threads' requests, and the arrival times are given out in that order (one
+        // thread's order is its walk's: no time is worked out for it).
+        let ordered_only = times.is_some() && model.threads.len() == 1;
+        let mut columns = self.place_in_time(model, slice, &counts, &jobs, &walks, ordered_only);
         drop(walks);
         if let (None, Some(limit)) = (&times, opts.duration_ns) {
             // times only grow within a thread, so each is cut where it passes the limit
@@ -416,7 +418,8 @@ impl Generation {
     /// shapes are kept; only their scale is pinned: rounding a rare thread's count must not
     /// stretch it), then warped onto its own activity where the model keeps one, else the
     /// workload's profile, in parallel pieces; kept inside the slice's bounds (a warp and its
-    /// inverse agree only to rounding).
+    /// inverse agree only to rounding). `ordered_only`: the times are replaced afterwards and
+    /// the threads need no merging, so none is worked out (each request's time is 0).
     fn place_in_time(
         &self,
         model: &Model,
@@ -424,6 +427,7 @@ impl Generation {
         counts: &[u64],
         jobs: &[(usize, u64, u64, u64)],
         walks: &[Vec<walk::Request>],
+        ordered_only: bool,
     ) -> Vec<Columns> {
         let (cycles, intensity) = (self.cycles, self.opts.intensity);
         let (low, high) = (slice.bounds.0.unwrap_or(0), slice.bounds.1.unwrap_or(u64::MAX));
@@ -453,9 +457,11 @@ impl Generation {
         on_all_cores(fills, |(reqs, base, scale, t, slots)| {
             let (from, to) = slice.reach[t];
             for (i, r) in reqs.iter().enumerate() {
-                let share = from + (to - from) * ((r.u + base) * scale).min(1.0);
-                let t = warps[t].apply(share * cycles) / intensity;
-                slots.ts[i] = (t as u64).clamp(low, high);
+                if !ordered_only {
+                    let share = from + (to - from) * ((r.u + base) * scale).min(1.0);
+                    let t = warps[t].apply(share * cycles) / intensity;
+                    slots.ts[i] = (t as u64).clamp(low, high);
+                }
                 slots.offset[i] = r.offset;
                 slots.size[i] = r.size;
                 slots.op[i] = r.op;
