@@ -33,7 +33,7 @@ mod warp;
 
 use crate::parallel::{cores, on_all_cores};
 use arrivals::Schedule;
-use columns::{merge_threads, Columns, Label};
+use columns::{merge_threads, Columns, Label, Slots};
 use std::ops::Range;
 use warp::Warp;
 
@@ -371,19 +371,29 @@ impl Generation {
         } else {
             splitmix(0x51ce ^ (s as u64) << 20)
         };
-        let walks = on_all_cores(jobs.clone(), |(t, k, first, n)| {
+        // each walk writes its requests straight into its thread's columns, times in model time
+        let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
+        let mut tasks = Vec::with_capacity(jobs.len());
+        let mut rests: Vec<Option<Slots>> = columns.iter_mut().map(|c| Some(c.slots())).collect();
+        for &job in &jobs {
+            let rest = rests[job.0].take().expect("a thread's slots");
+            let (slots, after) = rest.split_at(usize::try_from(job.3).expect("request counts fit memory"));
+            rests[job.0] = Some(after);
+            tasks.push((job, slots));
+        }
+        let lasts = on_all_cores(tasks, |((t, k, first, n), slots)| {
             let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32)) ^ salt;
             let at = (slice.before[t] + first, n);
-            walk::walk(model, &model.threads[t], seed, at, opts.reuse, progress)
+            walk::walk(model, &model.threads[t], seed, at, opts.reuse, progress, slots)
         })
         .into_iter()
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<f64>>>()?;
         // Without an arrival process the threads' times are the output's; with one they only
         // order the threads' requests, and the arrival times are given out in that order (one
-        // thread's order is its walk's: no time is worked out for it).
-        let ordered_only = times.is_some() && model.threads.len() == 1;
-        let mut columns = self.place_in_time(model, slice, &counts, &jobs, &walks, ordered_only);
-        drop(walks);
+        // thread's order is its walk's: its times are left for the arrival times to replace).
+        if times.is_none() || model.threads.len() > 1 {
+            self.place_in_time(model, slice, &mut columns, &jobs, &lasts);
+        }
         if let (None, Some(limit)) = (&times, opts.duration_ns) {
             // times only grow within a thread, so each is cut where it passes the limit
             for cols in &mut columns {
@@ -418,57 +428,49 @@ impl Generation {
     /// shapes are kept; only their scale is pinned: rounding a rare thread's count must not
     /// stretch it), then warped onto its own activity where the model keeps one, else the
     /// workload's profile, in parallel pieces; kept inside the slice's bounds (a warp and its
-    /// inverse agree only to rounding). `ordered_only`: the times are replaced afterwards and
-    /// the threads need no merging, so none is worked out (each request's time is 0).
+    /// inverse agree only to rounding). The columns' times come in as each walk's model times
+    /// (f64 bits), the segments' last times as `lasts`.
     fn place_in_time(
         &self,
         model: &Model,
         slice: &Slice,
-        counts: &[u64],
+        columns: &mut [Columns],
         jobs: &[(usize, u64, u64, u64)],
-        walks: &[Vec<walk::Request>],
-        ordered_only: bool,
-    ) -> Vec<Columns> {
+        lasts: &[f64],
+    ) {
         let (cycles, intensity) = (self.cycles, self.opts.intensity);
         let (low, high) = (slice.bounds.0.unwrap_or(0), slice.bounds.1.unwrap_or(u64::MAX));
         let warps: Vec<Warp> = model.threads.iter().map(|t| thread_warp(model, t)).collect();
-        let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
         let mut fills = Vec::new();
-        let mut walked = jobs.iter().zip(walks).peekable();
+        let mut walked = jobs.iter().zip(lasts).peekable();
         for (t, cols) in columns.iter_mut().enumerate() {
             let mut segments = Vec::new();
-            while let Some((_, seg)) = walked.next_if(|((jt, _, _, _), _)| *jt == t) {
-                segments.push(seg.as_slice());
+            while let Some(((_, _, _, n), &last)) = walked.next_if(|((jt, _, _, _), _)| *jt == t) {
+                segments.push((usize::try_from(*n).expect("request counts fit memory"), last));
             }
-            let last: f64 = segments.iter().filter_map(|s| s.last()).map(|r| r.u).sum();
+            let last: f64 = segments.iter().map(|&(_, last)| last).sum();
             // the thread's last request lands exactly at the end (not a rounding past it)
             let scale = if last > 0.0 { 1.0 / last } else { 1.0 };
-            let mut rest = cols.slots();
+            let mut rest: &mut [u64] = &mut cols.ts;
             let mut base = 0.0;
-            for seg in segments {
-                for reqs in seg.chunks(FILL_CHUNK) {
-                    let (slots, after) = rest.split_at(reqs.len());
-                    rest = after;
-                    fills.push((reqs, base, scale, t, slots));
+            for (n, last) in segments {
+                let (seg, after) = std::mem::take(&mut rest).split_at_mut(n);
+                rest = after;
+                for ts in seg.chunks_mut(FILL_CHUNK) {
+                    fills.push((ts, base, scale, t));
                 }
-                base += seg.last().map_or(0.0, |r| r.u);
+                base += last;
             }
         }
-        on_all_cores(fills, |(reqs, base, scale, t, slots)| {
+        on_all_cores(fills, |(ts, base, scale, t)| {
             let (from, to) = slice.reach[t];
-            for (i, r) in reqs.iter().enumerate() {
-                if !ordered_only {
-                    let share = from + (to - from) * ((r.u + base) * scale).min(1.0);
-                    let t = warps[t].apply(share * cycles) / intensity;
-                    slots.ts[i] = (t as u64).clamp(low, high);
-                }
-                slots.offset[i] = r.offset;
-                slots.size[i] = r.size;
-                slots.op[i] = r.op;
-                slots.volume[i] = r.volume;
+            for slot in ts {
+                let u = f64::from_bits(*slot);
+                let share = from + (to - from) * ((u + base) * scale).min(1.0);
+                let t = warps[t].apply(share * cycles) / intensity;
+                *slot = (t as u64).clamp(low, high);
             }
         });
-        columns
     }
 }
 

@@ -5,10 +5,10 @@ use std::collections::VecDeque;
 
 use super::super::sample::Prng;
 use super::super::used::Used;
+use super::columns::Slots;
 use super::reuse::{Drawn, ReuseState, Urns};
 use super::runtime::{ChainRt, Ready, Stay, ThreadRt};
 use crate::error::Result;
-use crate::memory::huge_vec;
 use crate::model::{Chain, Model, Sizes, Stats, Thread};
 use crate::progress::Progress;
 use crate::trace::Op;
@@ -21,7 +21,7 @@ const GOLDEN: f64 = 0.618_033_988_749_894_9;
 
 /// One request in model time.
 #[derive(Clone, Copy)]
-pub(super) struct Request {
+struct Request {
     pub u: f64,
     pub offset: u64,
     pub size: u32,
@@ -30,8 +30,9 @@ pub(super) struct Request {
 }
 
 /// The `count` requests of one walk of `thread` (a whole thread, or a segment of a long one
-/// that starts `first` requests into it), in model time; each request counted in `progress`,
-/// which can stop the walk with `Interrupted`.
+/// that starts `first` requests into it), written into `out` (times as model time, f64 bits);
+/// each request counted in `progress`, which can stop the walk with `Interrupted`. Returns the
+/// last request's model time (0 without requests).
 pub(super) fn walk(
     model: &Model,
     thread: &Thread,
@@ -39,9 +40,10 @@ pub(super) fn walk(
     (first, count): (u64, u64),
     reuse: bool,
     progress: &Progress,
-) -> Result<Vec<Request>> {
+    out: Slots<'_>,
+) -> Result<f64> {
     let rt = ThreadRt::new(model, thread, reuse);
-    let mut st = ThreadState::new(&rt, model, thread, seed, count);
+    let mut st = ThreadState::new(&rt, model, thread, seed, count, out);
     st.index = first;
     if let Some(r) = rt.reuse.as_ref().filter(|r| !r.population.is_empty()) {
         st.urns = Some(Urns::new(&r.population, &mut st.rng, first, rt.trained, count));
@@ -50,12 +52,13 @@ pub(super) fn walk(
         st.next(&rt);
         progress.tick(i)?;
     }
+    st.commit(&rt);
     progress.ticked(count as usize);
-    Ok(st.out)
+    Ok(if count > 0 { st.u } else { 0.0 })
 }
 
 /// Where a thread is: its leaf, its volumes' previous ends, its recent requests.
-struct ThreadState {
+struct ThreadState<'o> {
     used: Used,
     rng: Prng,
     path: Vec<usize>,
@@ -63,8 +66,9 @@ struct ThreadState {
     ends: Vec<VecDeque<u64>>,
     /// When reuse is on: the LRU stacks of the walk's requests.
     reuse: Option<ReuseState>,
-    /// The requests generated, in order.
-    out: Vec<Request>,
+    /// The requests generated, in order, and how many so far.
+    out: Slots<'o>,
+    made: usize,
     u: f64,
     left: u64,
     /// The thread's requests before this one (counting earlier segments).
@@ -78,6 +82,19 @@ struct ThreadState {
     stay_at: Vec<f64>,
     /// With a population: the urns the walk's placements in each top-level state draw from.
     urns: Option<Urns>,
+    /// The previous request, made but not yet recorded ([`Self::commit`]).
+    pending: Option<Pending>,
+}
+
+/// A request made but not yet appended to the walk's memory: its blocks, heads, stacks and
+/// place in the output are written while the next request's filter line loads.
+#[derive(Clone, Copy)]
+struct Pending {
+    request: Request,
+    /// How many heads back on the volume is the one it followed (used up by it).
+    consumed: Option<usize>,
+    /// The earlier request it repeats, when it is a re-use.
+    retouch: Option<usize>,
 }
 
 /// How the next request is to be placed.
@@ -232,23 +249,25 @@ fn head_in(
     found
 }
 
-impl ThreadState {
-    /// A thread about to make `count` requests, at a random point of its first gap and in a
-    /// state drawn by entry probabilities.
-    fn new(rt: &ThreadRt, model: &Model, thread: &Thread, seed: u64, count: u64) -> Self {
+impl<'o> ThreadState<'o> {
+    /// A thread about to make `count` requests into `out`, at a random point of its first gap
+    /// and in a state drawn by entry probabilities.
+    fn new(rt: &ThreadRt, model: &Model, thread: &Thread, seed: u64, count: u64, out: Slots<'o>) -> Self {
         let mut st = ThreadState {
             used: Used::new(count * mean_blocks(&thread.defaults.sizes), largest_size(thread)),
             rng: Prng::new(seed),
             path: Vec::new(),
             ends: vec![VecDeque::new(); model.volumes.len()],
             reuse: rt.reuse.as_ref().map(|r| ReuseState::new(r, count)),
-            out: huge_vec(usize::try_from(count).unwrap_or(0)),
+            out,
+            made: 0,
             u: 0.0,
             left: count,
             index: 0,
             visit: (usize::MAX, 0),
             stay_at: Vec::new(),
             urns: None,
+            pending: None,
         };
         // (drawn only when there are stays: a model without any generates as it did before)
         if rt.stays.is_some() {
@@ -468,6 +487,9 @@ impl ThreadState {
             self.used.preload(volume, offset);
             offset
         });
+        // the previous request is written down while that line loads: nothing above reads
+        // what it changes (the filter, the heads, the stacks, the output), what follows does
+        self.commit(rt);
         let gap = self.gap(rt, ready);
         let follow = match drawn {
             Some(Drawn::Again(at)) => self.repeat(at, &mut size),
@@ -513,6 +535,7 @@ impl ThreadState {
     /// its gap and its place in the walk's stays, and nothing else.
     #[inline(never)]
     fn flush(&mut self, rt: &ThreadRt, ready: &Ready, volume: u32) {
+        self.commit(rt);
         let gap = self.gap(rt, ready);
         if let Some(state) = &mut self.reuse {
             state.skip();
@@ -523,7 +546,7 @@ impl ThreadState {
         self.u += gap;
         self.left -= 1;
         self.index += 1;
-        self.out.push(Request {
+        self.put(Request {
             u: self.u,
             offset: 0,
             size: 0,
@@ -587,10 +610,9 @@ impl ThreadState {
     /// A re-use of the walk's request `at`: its place and its `size`.
     #[inline]
     fn repeat(&self, at: usize, size: &mut u32) -> Follow {
-        let t = self.out[at];
-        *size = t.size;
+        *size = self.out.size[at];
         Follow {
-            placed: Some((t.volume, t.offset)),
+            placed: Some((self.out.volume[at], self.out.offset[at])),
             consumed: None,
             retouch: Some(at),
         }
@@ -609,9 +631,8 @@ impl ThreadState {
         offset
     }
 
-    /// Appends the request: its blocks become used, it becomes its volume's newest head (the
-    /// head it followed is used up), it goes on its reuse stack, and the thread's model time
-    /// moves on by `gap`.
+    /// Makes the request: the thread's model time moves on by `gap`, and the request is
+    /// recorded by the next [`Self::commit`].
     #[inline]
     fn record(
         &mut self,
@@ -623,9 +644,46 @@ impl ThreadState {
         gap: f64,
         follow: &Follow,
     ) {
+        self.commit(rt);
+        self.u += gap;
+        self.left -= 1;
+        self.index += 1;
+        self.pending = Some(Pending {
+            request: Request {
+                u: self.u,
+                offset,
+                size,
+                op,
+                volume,
+            },
+            consumed: follow.consumed,
+            retouch: follow.retouch,
+        });
+    }
+
+    /// Records the request made last, if not yet: its blocks become used, it becomes its
+    /// volume's newest head (the head it followed is used up), it goes on its reuse stack and
+    /// into the output.
+    #[inline]
+    fn commit(&mut self, rt: &ThreadRt) {
+        let Some(Pending {
+            request,
+            consumed,
+            retouch,
+        }) = self.pending.take()
+        else {
+            return;
+        };
+        let Request {
+            offset,
+            size,
+            op,
+            volume,
+            ..
+        } = request;
         self.used.insert_request(volume, offset, size);
         let ends = &mut self.ends[volume as usize];
-        if let Some(depth) = follow.consumed {
+        if let Some(depth) = consumed {
             ends.remove(ends.len() - depth).expect("consumed heads exist");
         }
         if ends.len() == crate::model::HEADS {
@@ -633,23 +691,27 @@ impl ThreadState {
         }
         ends.push_back(offset + u64::from(size));
         if let (Some(r), Some(state)) = (&rt.reuse, &mut self.reuse) {
-            state.record(r, op, size, rt.root.locate(volume, offset), follow.retouch);
+            state.record(r, op, size, rt.root.locate(volume, offset), retouch);
         }
-        self.u += gap;
-        self.left -= 1;
-        self.index += 1;
-        self.out.push(Request {
-            u: self.u,
-            offset,
-            size,
-            op,
-            volume,
-        });
+        self.put(request);
+    }
+
+    /// Writes the next request into the output.
+    #[inline]
+    fn put(&mut self, r: Request) {
+        let i = self.made;
+        self.out.ts[i] = r.u.to_bits();
+        self.out.offset[i] = r.offset;
+        self.out.size[i] = r.size;
+        self.out.op[i] = r.op;
+        self.out.volume[i] = r.volume;
+        self.made += 1;
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::columns::Columns;
     use super::*;
     use crate::model::{Bucket, Preset};
 
@@ -732,7 +794,8 @@ mod tests {
         }]);
         let thread = &model.threads[0];
         let rt = ThreadRt::new(&model, thread, false);
-        let mut st = ThreadState::new(&rt, &model, thread, 11, 50_000);
+        let mut cols = Columns::zeroed(50_000);
+        let mut st = ThreadState::new(&rt, &model, thread, 11, 50_000, cols.slots());
         let mut visits: Vec<(usize, u64)> = Vec::new();
         let mut visit = (usize::MAX, 0);
         while st.left > 0 {
@@ -761,7 +824,8 @@ mod tests {
         }
         let thread = &model.threads[0];
         let rt = ThreadRt::new(&model, thread, false);
-        let mut st = ThreadState::new(&rt, &model, thread, 11, 5_000);
+        let mut cols = Columns::zeroed(5_000);
+        let mut st = ThreadState::new(&rt, &model, thread, 11, 5_000, cols.slots());
         let mut last = usize::MAX;
         while st.left > 0 {
             st.next(&rt);
@@ -785,11 +849,13 @@ mod tests {
         assert_eq!(largest_size(thread), huge);
         let count = 1000;
         let rt = ThreadRt::new(&model, thread, true);
-        let mut st = ThreadState::new(&rt, &model, thread, 7, count);
+        let mut cols = Columns::zeroed(count);
+        let mut st = ThreadState::new(&rt, &model, thread, 7, count, cols.slots());
         while st.left > 0 {
             st.next(&rt);
         }
-        assert!(st.out.iter().all(|r| r.size == huge));
+        st.commit(&rt);
+        assert!(st.out.size.iter().all(|&s| s == huge));
         // block by block this was over a million probes a request; now: up to 8 tries of at
         // most 17 coarse groups and an extent lookup each, and one extent insertion
         let probes = st.used.probes.get();
