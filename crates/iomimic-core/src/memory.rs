@@ -16,23 +16,6 @@ pub fn advise_huge_pages<T>(buffer: &[T]) {
     }
 }
 
-/// An empty vector with room for `n` items, on huge pages where the kernel grants them: a
-/// generated trace's columns are hundreds of MB filled once, and faulting them in 4 KiB at a
-/// time cost more than the kernel's zeroing of them.
-pub fn huge_vec<T>(n: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(n);
-    advise_huge_pages(v.spare_capacity_mut());
-    v
-}
-
-/// `n` zeros on huge pages where the kernel grants them ([`huge_vec`]): the allocator hands
-/// out large zeroed buffers as fresh pages, not yet faulted in, so the advice still applies.
-pub fn huge_zeroed<T: Clone + Default>(n: usize) -> Vec<T> {
-    let v = vec![T::default(); n];
-    advise_huge_pages(&v);
-    v
-}
-
 /// Starts loading the cache line of `buffer[index]` (its value is not needed yet): on random
 /// lookups known a few steps ahead, the misses then overlap instead of coming one by one.
 #[inline]

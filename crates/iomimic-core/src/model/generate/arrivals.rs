@@ -317,7 +317,7 @@ pub(super) fn times(a: &Arrivals, s: &Schedule, seed: u64, windows: Range<usize>
     let mins: Vec<u32> = a.classes.iter().map(|c| c.min_count).collect();
     let counts = &s.counts[windows.clone()];
     let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-    let mut out: Vec<u64> = crate::memory::huge_zeroed(usize::try_from(total).unwrap_or(0));
+    let mut out = vec![0u64; usize::try_from(total).unwrap_or(0)];
     // pieces of whole windows, each about TIMES_CHUNK requests
     let mut pieces = Vec::new();
     let mut rest: &mut [u64] = &mut out;

@@ -4,7 +4,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::memory::{huge_vec, huge_zeroed};
 use crate::model::Thread;
 use crate::random::unit_hash;
 use crate::trace::Trace;
@@ -31,11 +30,11 @@ impl Columns {
     pub fn zeroed(n: u64) -> Self {
         let n = usize::try_from(n).expect("request counts fit memory");
         Self {
-            ts: huge_zeroed(n),
-            offset: huge_zeroed(n),
-            size: huge_zeroed(n),
-            op: huge_zeroed(n),
-            volume: huge_zeroed(n),
+            ts: vec![0; n],
+            offset: vec![0; n],
+            size: vec![0; n],
+            op: vec![0; n],
+            volume: vec![0; n],
         }
     }
 
@@ -148,8 +147,7 @@ impl Label {
 pub(super) fn merge_threads(out: &mut Trace, mut columns: Vec<Columns>, labels: &[Label]) {
     if columns.len() == 1 {
         let c = columns.pop().expect("one thread");
-        out.stream = huge_vec(c.len());
-        out.stream.extend((0..c.len()).map(|j| labels[0].of(j)));
+        out.stream = (0..c.len()).map(|j| labels[0].of(j)).collect();
         (out.ts_ns, out.offset, out.size, out.op, out.volume) = (c.ts, c.offset, c.size, c.op, c.volume);
         return;
     }

@@ -158,7 +158,7 @@ impl ReuseState {
         Self {
             stacks: (0..k).map(|_| None).collect(),
             requests: (0..k).map(|_| Vec::new()).collect(),
-            slot: crate::memory::huge_vec(n),
+            slot: Vec::with_capacity(n),
             ranks: if rt.by_rank {
                 (0..k).map(|_| Default::default()).collect()
             } else {
