@@ -95,6 +95,8 @@ struct Pending {
     consumed: Option<usize>,
     /// The earlier request it repeats, when it is a re-use.
     retouch: Option<usize>,
+    /// The top-level state it lies in.
+    group: usize,
 }
 
 /// How the next request is to be placed.
@@ -648,6 +650,15 @@ impl<'o> ThreadState<'o> {
         self.u += gap;
         self.left -= 1;
         self.index += 1;
+        // the re-use stacks' top-level state: where the walk is, unless a re-use took the
+        // request elsewhere (top-level states are disjoint: what a search would find)
+        let (v, start, end) = rt.root.states[self.path[0]];
+        let group = if self.reuse.is_none() || (v == volume && (start..end).contains(&offset)) {
+            self.path[0]
+        } else {
+            rt.root.locate(volume, offset)
+        };
+        debug_assert!(self.reuse.is_none() || group == rt.root.locate(volume, offset));
         self.pending = Some(Pending {
             request: Request {
                 u: self.u,
@@ -658,6 +669,7 @@ impl<'o> ThreadState<'o> {
             },
             consumed: follow.consumed,
             retouch: follow.retouch,
+            group,
         });
     }
 
@@ -670,6 +682,7 @@ impl<'o> ThreadState<'o> {
             request,
             consumed,
             retouch,
+            group,
         }) = self.pending.take()
         else {
             return;
@@ -691,7 +704,7 @@ impl<'o> ThreadState<'o> {
         }
         ends.push_back(offset + u64::from(size));
         if let (Some(r), Some(state)) = (&rt.reuse, &mut self.reuse) {
-            state.record(r, op, size, rt.root.locate(volume, offset), retouch);
+            state.record(r, op, size, group, retouch);
         }
         self.put(request);
     }
