@@ -181,8 +181,8 @@ struct ClassRt {
     /// ([`RateClass::empty`]; empty in older models)
     empty: Vec<f64>,
     rows: Vec<Option<(Alias, Vec<u32>)>>,
-    /// Per gap class: its octave's draw, worked out once (two transcendental calls a gap
-    /// were a fifth of the arrival times' cost).
+    /// Per gap class: its octave's draw, worked out once (two exponentials and a division per
+    /// gap were a quarter of the arrival times' cost).
     octaves: Vec<Octave>,
 }
 
