@@ -40,6 +40,9 @@ pub(super) trait IoEngine: Sync {
         true
     }
 
+    /// Work to do before an open-loop schedule's time 0, so that it delays no request.
+    fn before_schedule(&self, _opts: &super::RunOptions) {}
+
     /// Issues requests `0..n` of the run (each due at `run.scheduled(i)` when `on_schedule`,
     /// else as soon as there is room), each through `run.prepare` and `run.finish`, until they
     /// are done or `run.stopping()`. `buffer_len` bytes hold the largest request.

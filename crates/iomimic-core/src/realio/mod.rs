@@ -317,6 +317,9 @@ impl Clock {
     /// their set-up.
     pub fn starting(opts: &RunOptions, first_ts: u64) -> Self {
         let on_schedule = opts.iodepth.is_none() && !opts.no_stall;
+        if on_schedule {
+            opts.engine.ops().before_schedule(opts);
+        }
         Self {
             start: Instant::now() + Duration::from_nanos(if on_schedule { STARTUP_NS } else { 0 }),
             first_ts,

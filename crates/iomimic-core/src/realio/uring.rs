@@ -40,6 +40,15 @@ impl IoEngine for IoUringEngine {
             .then_some("this kernel (or its seccomp policy) does not allow io_uring here; use `engine` psync")
     }
 
+    /// Which CPUs are idle for the kernel's submission thread is measured here, before time 0:
+    /// measured when the ring is made, its 40 ms made the run's first requests late (issue lag
+    /// p99 of 1-1.6 ms in 5-s runs beside a busy neighbour, against 17-64 us by system call).
+    fn before_schedule(&self, opts: &super::RunOptions) {
+        if opts.sqpoll {
+            measure_idle_cpus();
+        }
+    }
+
     /// One ring of `--iodepth` (closed loop) or `--workers` (open loop) slots, driven from the
     /// calling thread.
     fn drive(&self, run: &Shared<'_>, n: usize, on_schedule: bool, buffer_len: usize) -> Result<Driven> {
@@ -129,37 +138,42 @@ impl Pinned {
     }
 }
 
+/// Two samples of /proc/stat's CPU times 40 ms apart, the latest taken ([`measure_idle_cpus`]);
+/// `None` inside when /proc/stat cannot be read.
+type IdleSample = Option<(Vec<(u32, u64, u64)>, Vec<(u32, u64, u64)>)>;
+static IDLE_SAMPLE: std::sync::Mutex<Option<IdleSample>> = std::sync::Mutex::new(None);
+
+/// Measures which CPUs are idle, over 40 ms, for the rings made after: a run measures before
+/// its schedule starts ([`IoEngine::before_schedule`]), so a ring made during the run (each
+/// piece of a long replay makes its own) never pauses the schedule to measure.
+fn measure_idle_cpus() -> IdleSample {
+    let sample = || std::fs::read_to_string("/proc/stat").ok();
+    let measured = sample().map(|before| {
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        let after = sample().unwrap_or_default();
+        (cpu_times(&before), cpu_times(&after))
+    });
+    *IDLE_SAMPLE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(measured.clone());
+    measured
+}
+
 /// A CPU of `allowed` that is idle enough for the kernel's polling thread, the idlest one; `None`
 /// when all are busy. The polling thread needs a CPU of its own: sharing one with another busy
 /// process, it runs in the scheduler's slices and submissions wait milliseconds (issue lag p99
 /// of 13–14 ms at 10 k IOPS with a busy neighbour, against 0.3–0.5 ms submitting from the
-/// timing thread). Measured once and kept a few seconds, so that a replay that starts a ring
-/// per row group does not pause to measure each time. Where /proc/stat cannot be read, the
-/// first allowed CPU, as before.
+/// timing thread). By the latest measurement ([`measure_idle_cpus`]; one is made here only if
+/// none was). Where /proc/stat cannot be read, the first allowed CPU, as before.
 fn idle_cpu(allowed: &[u32]) -> Option<u32> {
-    use std::sync::Mutex;
-    use std::time::{Duration, Instant};
-    /// When the choice was made, among which CPUs, and what it was.
-    type Choice = (Instant, Vec<u32>, Option<u32>);
-    static CHOICE: Mutex<Option<Choice>> = Mutex::new(None);
-    const KEEP: Duration = Duration::from_secs(5);
-    let mut choice = CHOICE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((when, for_set, cpu)) = choice.as_ref() {
-        if when.elapsed() < KEEP && for_set == allowed {
-            return *cpu;
-        }
-    }
-    let sample = || std::fs::read_to_string("/proc/stat").ok();
-    let cpu = match sample() {
-        Some(before) => {
-            std::thread::sleep(Duration::from_millis(40));
-            let after = sample().unwrap_or_default();
-            idlest(&cpu_times(&before), &cpu_times(&after), allowed, MIN_IDLE)
-        }
+    let latest = IDLE_SAMPLE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    match latest.unwrap_or_else(measure_idle_cpus) {
+        Some((before, after)) => idlest(&before, &after, allowed, MIN_IDLE),
         None => allowed.first().copied(),
-    };
-    *choice = Some((Instant::now(), allowed.to_vec(), cpu));
-    cpu
+    }
 }
 
 /// The share of a sample a CPU must have been idle to take the polling thread.
