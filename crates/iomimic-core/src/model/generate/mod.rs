@@ -33,7 +33,7 @@ mod warp;
 
 use crate::parallel::{cores, on_all_cores};
 use arrivals::Schedule;
-use columns::{merge_threads, Columns, Label, Slots};
+use columns::{merge_threads, Columns, Label};
 use std::ops::Range;
 use warp::Warp;
 
@@ -374,12 +374,15 @@ impl Generation {
         // each walk writes its requests straight into its thread's columns, times in model time
         let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
         let mut tasks = Vec::with_capacity(jobs.len());
-        let mut rests: Vec<Option<Slots>> = columns.iter_mut().map(|c| Some(c.slots())).collect();
-        for &job in &jobs {
-            let rest = rests[job.0].take().expect("a thread's slots");
-            let (slots, after) = rest.split_at(usize::try_from(job.3).expect("request counts fit memory"));
-            rests[job.0] = Some(after);
-            tasks.push((job, slots));
+        let mut segments = jobs.iter().peekable();
+        for (t, cols) in columns.iter_mut().enumerate() {
+            let mut rest = cols.slots();
+            while let Some(&job) = segments.next_if(|j| j.0 == t) {
+                let (slots, after) =
+                    rest.split_at(usize::try_from(job.3).expect("request counts fit memory"));
+                rest = after;
+                tasks.push((job, slots));
+            }
         }
         let lasts = on_all_cores(tasks, |((t, k, first, n), slots)| {
             let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32)) ^ salt;

@@ -22,11 +22,11 @@ const GOLDEN: f64 = 0.618_033_988_749_894_9;
 /// One request in model time.
 #[derive(Clone, Copy)]
 struct Request {
-    pub u: f64,
-    pub offset: u64,
-    pub size: u32,
-    pub op: u8,
-    pub volume: u32,
+    u: f64,
+    offset: u64,
+    size: u32,
+    op: u8,
+    volume: u32,
 }
 
 /// The `count` requests of one walk of `thread` (a whole thread, or a segment of a long one
@@ -646,7 +646,7 @@ impl<'o> ThreadState<'o> {
         gap: f64,
         follow: &Follow,
     ) {
-        self.commit(rt);
+        debug_assert!(self.pending.is_none(), "the request before was recorded");
         self.u += gap;
         self.left -= 1;
         self.index += 1;
