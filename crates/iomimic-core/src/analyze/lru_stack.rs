@@ -185,9 +185,77 @@ impl Marks {
     }
 }
 
+impl Marks {
+    /// Unmarks the touch at `prev`, returning its depth: the marks after it, plus one.
+    fn depth_of(&mut self, prev: usize) -> u64 {
+        let after = self.count - self.before(prev + 1);
+        self.unmark(prev);
+        after as u64 + 1
+    }
+
+    /// Marks the next time for each key of a part whose previous touches are `prev`
+    /// ([`NO_TOUCH`] for none), yielding each one's depth, in order.
+    fn depths<'a>(&'a mut self, prev: &'a [u32]) -> impl Iterator<Item = Option<u64>> + 'a {
+        prev.iter().enumerate().map(move |(i, &p)| {
+            if let Some(&ahead) = prev.get(i + BATCH_AHEAD) {
+                if ahead != NO_TOUCH {
+                    let line = ahead as usize / LINE_TIMES;
+                    crate::memory::preload(&self.lines, line);
+                    crate::memory::preload(&self.tree, line + 1);
+                }
+            }
+            let d = (p != NO_TOUCH).then(|| self.depth_of(p as usize));
+            self.push();
+            d
+        })
+    }
+}
+
+/// Up to [`PART`] keys of a [`Stack::touch_stream`], with their tags and previous touches:
+/// what passes from the map's side to the marks' side.
+struct Part<K, T> {
+    keys: Vec<K>,
+    tags: Vec<T>,
+    prev: Vec<u32>,
+}
+
+impl<K, T> Default for Part<K, T> {
+    fn default() -> Self {
+        Self {
+            keys: Vec::new(),
+            tags: Vec::new(),
+            prev: Vec::new(),
+        }
+    }
+}
+
+impl<K: Copy, T> Part<K, T> {
+    /// Refills the part from `items`; false when they are spent.
+    fn fill(&mut self, items: &mut impl Iterator<Item = (K, T)>) -> bool {
+        self.keys.clear();
+        self.tags.clear();
+        // by internal iteration: a flattened iterator then runs each inner one in a loop of
+        // its own, rather than asking which one it is on at every item
+        items.take(PART).for_each(|(key, tag)| {
+            self.keys.push(key);
+            self.tags.push(tag);
+        });
+        !self.keys.is_empty()
+    }
+
+    /// Marks the part's touches, calling `depth` for each.
+    fn take_depths(&mut self, marks: &mut Marks, depth: &mut impl FnMut(K, T, Option<u64>)) {
+        let depths = marks.depths(&self.prev);
+        for ((&key, tag), d) in self.keys.iter().zip(self.tags.drain(..)).zip(depths) {
+            depth(key, tag, d);
+        }
+    }
+}
+
 /// What the stack needs of its map from a key to the time of the key's latest touch.
 pub trait TouchTimes {
-    type Key: Copy;
+    /// Sent to the other core of a pipelined batch ([`Stack::touch_all`]).
+    type Key: Copy + Send + Sync;
     fn with_capacity(keys: usize) -> Self;
     /// Sets the key's time, returning the one it replaced.
     fn insert(&mut self, key: Self::Key, time: u32) -> Option<u32>;
@@ -210,7 +278,7 @@ pub trait TouchTimes {
 
 impl<K, S> TouchTimes for HashMap<K, u32, S>
 where
-    K: Copy + Eq + std::hash::Hash,
+    K: Copy + Eq + std::hash::Hash + Send + Sync,
     S: std::hash::BuildHasher + Default,
 {
     type Key = K;
@@ -277,6 +345,10 @@ const BATCH_AHEAD: usize = 16;
 /// write positions and counts stay in the caches, many enough that a region is a few pages.
 const REGIONS: usize = 1 << 12;
 
+/// Keys a part of a pipelined [`Stack::touch_all`] batch: 16 to each of the map's regions,
+/// and scratch (the part's sorted keys, its previous touches) that stays in the caches.
+pub const PART: usize = 1 << 16;
+
 /// A batch's previous touch, when there was none.
 const NO_TOUCH: u32 = u32::MAX;
 
@@ -335,6 +407,28 @@ impl<K: Copy> Batch<K> {
     }
 }
 
+/// Finds the previous touch of each of `keys` (or [`NO_TOUCH`]) in `prev`, touching them in
+/// the map at times `base + i`, the map read in the order of its regions ([`Stack::touch_all`]).
+fn previous_touches<M: TouchTimes>(
+    last: &mut M,
+    keys: &[M::Key],
+    base: usize,
+    batch: &mut Batch<M::Key>,
+    prev: &mut Vec<u32>,
+) {
+    batch.sort_by_region(keys, last);
+    prev.clear();
+    prev.resize(keys.len(), NO_TOUCH);
+    for (j, &(key, i)) in batch.sorted.iter().enumerate() {
+        if let Some(&(next, _)) = batch.sorted.get(j + BATCH_AHEAD) {
+            last.preload(next);
+        }
+        if let Some(p) = last.insert(key, (base + i as usize) as u32) {
+            prev[i as usize] = p;
+        }
+    }
+}
+
 /// A stack that finds each key's previous touch in a map to measure its depth.
 ///
 /// Memory is counted per distinct key, not per touch: a map entry (a key and a 32-bit time)
@@ -372,11 +466,12 @@ impl<M: TouchTimes> Stack<M> {
     /// Touches `key` at the next time. Returns the key's stack depth before this touch, 1 being
     /// the most recently used key, or `None` on a first touch.
     pub fn touch(&mut self, key: M::Key) -> Option<u64> {
-        if self.marks.len() >= self.compact_from.max(COMPACT_AT * self.marks.count) {
-            self.compact();
-        }
+        self.compact_if_due();
         let now = self.marks.len() as u32;
-        let depth = self.last.insert(key, now).map(|prev| self.unmark(prev as usize));
+        let depth = self
+            .last
+            .insert(key, now)
+            .map(|prev| self.marks.depth_of(prev as usize));
         self.marks.push();
         depth
     }
@@ -385,7 +480,7 @@ impl<M: TouchTimes> Stack<M> {
     /// on it.
     pub fn remove(&mut self, key: M::Key) -> Option<u64> {
         let prev = self.last.remove(key)? as usize;
-        Some(self.unmark(prev))
+        Some(self.marks.depth_of(prev))
     }
 
     /// Touches `keys` at the next times, one after another, as [`Stack::touch`] would, and
@@ -403,43 +498,103 @@ impl<M: TouchTimes> Stack<M> {
         batch: &mut Batch<M::Key>,
         mut depth: impl FnMut(usize, Option<u64>),
     ) {
-        let n = keys.len();
-        if self.marks.len() >= self.compact_from.max(COMPACT_AT * self.marks.count) {
-            self.compact();
-        }
+        self.compact_if_due();
         let base = self.marks.len();
-        assert!(base + n < u32::MAX as usize - 1, "touch times fit 32 bits");
-        batch.sort_by_region(keys, &self.last);
-        batch.prev.clear();
-        batch.prev.resize(n, NO_TOUCH);
-        for (j, &(key, i)) in batch.sorted.iter().enumerate() {
-            if let Some(&(next, _)) = batch.sorted.get(j + BATCH_AHEAD) {
-                self.last.preload(next);
-            }
-            if let Some(prev) = self.last.insert(key, base as u32 + i) {
-                batch.prev[i as usize] = prev;
-            }
-        }
-        for i in 0..n {
-            if let Some(&ahead) = batch.prev.get(i + BATCH_AHEAD) {
-                if ahead != NO_TOUCH {
-                    let line = ahead as usize / LINE_TIMES;
-                    crate::memory::preload(&self.marks.lines, line);
-                    crate::memory::preload(&self.marks.tree, line + 1);
-                }
-            }
-            let prev = batch.prev[i];
-            let d = (prev != NO_TOUCH).then(|| self.unmark(prev as usize));
-            self.marks.push();
+        assert!(
+            base + keys.len() < u32::MAX as usize - 1,
+            "touch times fit 32 bits"
+        );
+        let mut prev = std::mem::take(&mut batch.prev);
+        previous_touches(&mut self.last, keys, base, batch, &mut prev);
+        for (i, d) in self.marks.depths(&prev).enumerate() {
             depth(i, d);
+        }
+        batch.prev = prev;
+    }
+
+    /// Touches the keys of `items` at the next times, as [`Stack::touch_all`] would in batches
+    /// of [`PART`], and calls `depth(key, tag, d)` for each, in order, with the key's depth
+    /// before its touch.
+    ///
+    /// On two cores it is a pipeline: this thread draws the items and finds each part's
+    /// previous touches in the map, while another takes the depths of the part before from the
+    /// marks. The halves are of about equal work on a large curve and touch disjoint memory
+    /// (the map; the bitmap and its tree), and a part's times are known before its depths are
+    /// taken (the times so far plus each key's index), so they exchange nothing else. The
+    /// marks' half grows with the re-uses, the map's with the accesses: a trace whose share of
+    /// re-uses grows with its length pays less for it than one thread would.
+    pub fn touch_stream<T: Send>(
+        &mut self,
+        items: impl Iterator<Item = (M::Key, T)>,
+        depth: impl FnMut(M::Key, T, Option<u64>) + Send,
+    ) {
+        self.touch_stream_on(crate::parallel::core_to_spare, items, depth);
+    }
+
+    /// [`Stack::touch_stream`], a part at a time on this thread alone unless `spare(held)`
+    /// says a core is free besides the `held` that the stream's own pipeline holds: a curve
+    /// taken beside other work (a characterization's counters) waits for a core of its own.
+    fn touch_stream_on<T: Send>(
+        &mut self,
+        spare: impl Fn(usize) -> bool,
+        items: impl Iterator<Item = (M::Key, T)>,
+        mut depth: impl FnMut(M::Key, T, Option<u64>) + Send,
+    ) {
+        let mut items = items.peekable();
+        let mut batch = Batch::default();
+        let mut part = Part::default();
+        while items.peek().is_some() {
+            self.compact_if_due();
+            if !spare(0) {
+                part.fill(&mut items);
+                previous_touches(
+                    &mut self.last,
+                    &part.keys,
+                    self.marks.len(),
+                    &mut batch,
+                    &mut part.prev,
+                );
+                part.take_depths(&mut self.marks, &mut depth);
+                continue;
+            }
+            // a round on two cores, until the times call for renumbering (which needs both
+            // halves) or the other core is wanted elsewhere
+            let (last, marks, compact_from) = (&mut self.last, &mut self.marks, self.compact_from);
+            let mut times = marks.len();
+            std::thread::scope(|scope| {
+                // a part in the channel and one on each side at most: the scratch stays small
+                let (found, found_rx) = std::sync::mpsc::sync_channel::<Part<M::Key, T>>(1);
+                let (spent, spent_rx) = std::sync::mpsc::channel::<Part<M::Key, T>>();
+                let depth = &mut depth;
+                scope.spawn(move || {
+                    let _core = crate::parallel::Busy::claim();
+                    for mut part in found_rx {
+                        part.take_depths(marks, depth);
+                        // this side stops sending at the end of a round: then no buffer is needed
+                        let _ = spent.send(part);
+                    }
+                });
+                loop {
+                    let mut part = spent_rx.try_recv().unwrap_or_default();
+                    if !part.fill(&mut items) {
+                        break;
+                    }
+                    previous_touches(last, &part.keys, times, &mut batch, &mut part.prev);
+                    times += part.keys.len();
+                    found.send(part).expect("the marking thread takes every part");
+                    if times >= compact_from.max(COMPACT_AT * last.keys()) || !spare(1) {
+                        break;
+                    }
+                }
+            });
         }
     }
 
-    /// Unmarks the touch at `prev`, returning its depth: the marks after it, plus one.
-    fn unmark(&mut self, prev: usize) -> u64 {
-        let after = self.marks.count - self.marks.before(prev + 1);
-        self.marks.unmark(prev);
-        after as u64 + 1
+    /// Renumbers the touch times if they have come to [`COMPACT_AT`] times the keys.
+    fn compact_if_due(&mut self) {
+        if self.marks.len() >= self.compact_from.max(COMPACT_AT * self.marks.count) {
+            self.compact();
+        }
     }
 
     /// Renumbers the live touch times 0..keys, keeping their order: a time's new number is
@@ -670,6 +825,54 @@ mod tests {
             assert_eq!(got, expected, "round {round}");
         }
         assert_eq!(batched.keys(), single.keys());
+    }
+
+    #[test]
+    fn streams_give_the_depths_of_touches_one_by_one() {
+        // two cores always, never, and taken and given back every other part
+        let flips = std::sync::atomic::AtomicUsize::new(0);
+        let every_other = |_: usize| {
+            flips
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                .is_multiple_of(2)
+        };
+        let spares: [&(dyn Fn(usize) -> bool + Sync); 3] = [&|_| true, &|_| false, &every_other];
+        for (two_cores, spare) in spares.into_iter().enumerate() {
+            for compact_from in [64, 1 << 16] {
+                let hashed = FxHashMap::<u64, u32>::default();
+                streams_agree(Stack::compacting_from(0, compact_from, hashed), spare, two_cores);
+                let sparse = SparseBlockMap::with_capacity(0);
+                streams_agree(Stack::compacting_from(0, compact_from, sparse), spare, two_cores);
+                let dense = DenseBlockMap::with_capacity(0);
+                streams_agree(Stack::compacting_from(0, compact_from, dense), spare, two_cores);
+            }
+        }
+    }
+
+    /// Streams of several parts, the keys drawn from spans wide and narrow (so that the times
+    /// call for renumbering in the middle of a stream, or not), against a stack touched one key
+    /// at a time; each key's tag comes back with its depth.
+    fn streams_agree<M: TouchTimes<Key = u64>>(
+        mut streamed: Stack<M>,
+        spare: &(dyn Fn(usize) -> bool + Sync),
+        two_cores: usize,
+    ) {
+        let mut single = Stack::compacting_from(0, 64, FxHashMap::<u64, u32>::default());
+        let mut next = lcg(9);
+        for (round, span) in [(0, 50_000), (1, 300), (2, 5_000_000)] {
+            let len = PART * 2 + 1_000 * round;
+            let keys: Vec<u64> = (0..len).map(|_| next() % span).collect();
+            let expected: Vec<(u64, usize, Option<u64>)> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (k, i, single.touch(k)))
+                .collect();
+            let mut got = Vec::with_capacity(len);
+            let items = keys.iter().enumerate().map(|(i, &k)| (k, i));
+            streamed.touch_stream_on(spare, items, |k, i, d| got.push((k, i, d)));
+            assert!(got == expected, "round {round}, cores by rule {two_cores}");
+        }
+        assert_eq!(streamed.keys(), single.keys());
     }
 
     #[test]

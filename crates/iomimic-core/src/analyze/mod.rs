@@ -207,12 +207,18 @@ pub(crate) fn characterize_counted(
     check_counters(1 + t.volumes.len() + streams.several(), n_windows, ranges)?;
     let rows = GroupRows::new(t, &streams);
     // the miss-ratio curves (stack distances) and the counters share nothing: both cores
+    // (each side claims its core: the curves spread to both when the counters are done)
     let (groups, curves) = std::thread::scope(|scope| {
-        let curves = scope.spawn(|| Curves::new(t, opts, progress));
+        let curves = scope.spawn(|| {
+            let _core = crate::parallel::Busy::claim();
+            Curves::new(t, opts, progress)
+        });
+        let counting = crate::parallel::Busy::claim();
         let mut groups = Groups::new(t.volumes.len(), streams.several(), n_windows, ranges);
         let counted = groups
             .observe(t, &streams, start, window_ns, progress)
             .and_then(|max_end| groups.observe_ranges(t, &streams, ranges, &max_end, progress));
+        drop(counting);
         if counted.is_err() {
             progress.stop(); // the curves' thread stops too
         }

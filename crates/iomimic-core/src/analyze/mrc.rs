@@ -431,9 +431,7 @@ struct Replay<M: TouchTimes> {
     h: Distances,
     threshold: u64,
     rate: f64,
-    /// The accesses to touch in the next batch: their keys and jackknife groups.
-    keys: Vec<M::Key>,
-    groups: Vec<u8>,
+    /// Scratch of the batches that take in a partition's curve ([`Curve::absorb`]).
     batch: Batch<M::Key>,
     /// A partition's curve: each block's first touch, in order, with its jackknife group.
     first_touches: Option<Vec<(M::Key, u8)>>,
@@ -484,15 +482,12 @@ impl<M: TouchTimes> Replay<M> {
             h: Distances::new(rate),
             threshold: (rate * SHARDS_MODULUS as f64) as u64,
             rate,
-            keys: Vec::new(),
-            groups: Vec::new(),
             batch: Batch::default(),
             first_touches: None,
         }
     }
 
     fn into_part(mut self, pair: impl Fn(M::Key) -> (u32, u64)) -> CurvePart {
-        self.touch();
         let first = self.first_touches.take().unwrap_or_default();
         CurvePart {
             first: first.into_iter().map(|(k, g)| (pair(k), g)).collect(),
@@ -502,7 +497,6 @@ impl<M: TouchTimes> Replay<M> {
     }
 
     fn absorb(&mut self, part: CurvePart, key: impl Fn(u32, u64) -> M::Key) -> Result<()> {
-        self.touch();
         let CurvePart {
             distances: d,
             first,
@@ -540,60 +534,52 @@ impl<M: TouchTimes> Replay<M> {
         key: impl Fn(u32, u64) -> M::Key,
         progress: &Progress,
     ) -> Result<()> {
-        for (k, i) in rows.enumerate() {
-            progress.tick(k)?;
-            let volume = t.volume[i];
+        let (rate, threshold) = (self.rate, self.threshold);
+        let mut total = 0;
+        let mut stopped = Ok(());
+        let requests = rows.enumerate().map_while(|(k, i)| {
+            if let Err(e) = progress.tick(k) {
+                stopped = Err(e);
+                return None;
+            }
             let blocks = blocks_of(t, i);
-            self.h.total += blocks.end - blocks.start;
-            for block in blocks {
-                let group = if self.rate >= 1.0 {
+            total += blocks.end - blocks.start;
+            Some((t.volume[i], blocks))
+        });
+        let key = &key;
+        let sampled = requests.flat_map(|(volume, blocks)| {
+            blocks.filter_map(move |block| {
+                let group = if rate >= 1.0 {
                     0
                 } else {
                     let hash = mix(volume, block);
-                    if hash % SHARDS_MODULUS >= self.threshold {
-                        continue;
+                    if hash % SHARDS_MODULUS >= threshold {
+                        return None;
                     }
                     (hash >> 60) as u8
                 };
-                self.keys.push(key(volume, block));
-                self.groups.push(group);
-            }
-            if self.keys.len() >= BATCH {
-                self.touch();
-            }
-        }
-        Ok(())
-    }
-
-    /// Touches the batch gathered so far.
-    fn touch(&mut self) {
-        let (h, groups, keys) = (&mut self.h, &self.groups, &self.keys);
-        let mut first = self.first_touches.as_mut();
-        self.stack
-            .touch_all(&self.keys, &mut self.batch, |i, depth| match depth {
-                Some(depth) => h.reuse(groups[i] as usize, depth - 1),
-                None => {
-                    h.cold(groups[i] as usize);
-                    if let Some(first) = first.as_mut() {
-                        first.push((keys[i], groups[i]));
-                    }
+                Some((key(volume, block), group))
+            })
+        });
+        let (h, mut first) = (&mut self.h, self.first_touches.as_mut());
+        self.stack.touch_stream(sampled, |k, group, depth| match depth {
+            Some(depth) => h.reuse(usize::from(group), depth - 1),
+            None => {
+                h.cold(usize::from(group));
+                if let Some(first) = first.as_mut() {
+                    first.push((k, group));
                 }
-            });
-        self.keys.clear();
-        self.groups.clear();
+            }
+        });
+        self.h.total += total;
+        stopped
     }
 
     fn finish(mut self) -> Mrc {
-        self.touch();
         self.h.footprint = self.stack.keys() as u64;
         self.h.finish()
     }
 }
-
-/// Block accesses touched as one batch ([`Stack::touch_all`]): 16 to each of the map's
-/// regions, and about 2 MiB of scratch that stays in the caches (1 Mi accesses a batch was
-/// slower: the sort's writes then missed them).
-const BATCH: usize = 1 << 16;
 
 /// Groups of sampled blocks (by hash) whose counts are kept apart for the jackknife.
 const GROUPS: usize = 16;
@@ -613,6 +599,12 @@ struct Distances {
     footprint: u64,
     /// Block accesses, sampled or not.
     total: u64,
+    /// For each octave of distances (`d`'s bit length, 0 for 0), the range its smallest
+    /// distance lies in: a distance's range is then a step or two from there, not a binary
+    /// search over every bound (which was a tenth of a large curve's time). Made by
+    /// [`Distances::new`]; not written, as only a curve being taken counts distances.
+    #[serde(skip)]
+    octave_range: Vec<u16>,
 }
 
 impl Distances {
@@ -636,6 +628,12 @@ impl Distances {
         bounds.sort_unstable();
         bounds.dedup();
         let groups = if rate >= 1.0 { 1 } else { GROUPS };
+        let octave_range = (0..=64)
+            .map(|o| {
+                let smallest = if o == 0 { 0 } else { 1u64 << (o - 1) };
+                (bounds.partition_point(|&b| b <= smallest) - 1) as u16
+            })
+            .collect();
         Self {
             rate,
             counts: vec![0; groups * bounds.len()],
@@ -643,12 +641,18 @@ impl Distances {
             cold: [0; GROUPS],
             footprint: 0,
             total: 0,
+            octave_range,
         }
     }
 
     #[inline]
     fn reuse(&mut self, group: usize, distance: u64) {
-        let range = self.bounds.partition_point(|&b| b <= distance) - 1;
+        let octave = (u64::BITS - distance.leading_zeros()) as usize;
+        let mut range = usize::from(self.octave_range[octave]);
+        while self.bounds.get(range + 1).is_some_and(|&b| b <= distance) {
+            range += 1;
+        }
+        debug_assert_eq!(range, self.bounds.partition_point(|&b| b <= distance) - 1);
         self.counts[group * self.bounds.len() + range] += 1;
     }
 

@@ -165,7 +165,7 @@ impl Group {
 enum Absorb<'c> {
     Whole(&'c mut Group, Box<Group>),
     Keyed(&'c mut Keyed, KeyedPart, bool),
-    Curve(&'c mut Curve, CurvePart),
+    Curve(&'c mut Curve, Box<CurvePart>),
 }
 
 impl Chunked {
@@ -234,20 +234,20 @@ impl Chunked {
             Absorb::Keyed(&mut counts.streams, part.streams, true),
         ];
         if let (Some(mine), Some(theirs)) = (self.curves.whole.as_mut(), curves.whole) {
-            tasks.push(Absorb::Curve(mine, theirs));
+            tasks.push(Absorb::Curve(mine, Box::new(theirs)));
         }
         for (mine, theirs) in self.curves.volumes.iter_mut().zip(volume_parts) {
-            tasks.push(Absorb::Curve(mine, theirs));
+            tasks.push(Absorb::Curve(mine, Box::new(theirs)));
         }
         for (mine, theirs) in self.curves.streams.iter_mut().zip(curves.streams) {
-            tasks.push(Absorb::Curve(mine, theirs));
+            tasks.push(Absorb::Curve(mine, Box::new(theirs)));
         }
         let done = crate::parallel::on_all_cores(tasks, |task| {
             let mut redo = Vec::new();
             match task {
                 Absorb::Whole(mine, theirs) => mine.absorb(*theirs)?,
                 Absorb::Keyed(mine, theirs, streams) => mine.absorb(theirs, streams, &mut redo)?,
-                Absorb::Curve(mine, theirs) => mine.absorb(theirs)?,
+                Absorb::Curve(mine, theirs) => mine.absorb(*theirs)?,
             }
             Ok(redo)
         });
