@@ -69,6 +69,16 @@ def test_cli_from_a_model_and_its_errors(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "fio job.fio" in r.stdout
     assert len(read_trace(tmp_path / "job.iolog")) == 300
+    # a gzip-compressed model is a model too, here and to generate
+    assert run_cli("model", "preset", "tpcc", "-o", str(tmp_path / "m.json.gz")).returncode == 0
+    r = run_cli("export", "fio", str(tmp_path / "m.json.gz"), "-o", "gz.fio", "-n", "300", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (
+        read_trace(tmp_path / "gz.iolog").offset.tolist()
+        == read_trace(tmp_path / "job.iolog").offset.tolist()
+    )
+    r = run_cli("generate", str(tmp_path / "m.json.gz"), "-o", str(tmp_path / "g.csv"), "-n", "50")
+    assert r.returncode == 0 and len(read_trace(tmp_path / "g.csv")) == 50, r.stderr
     r = run_cli("export", "fio", str(tmp_path / "m.json"), "-o", "x.fio", "--map", "nope=/a", cwd=tmp_path)
     assert r.returncode == 2 and "--map: the trace has no volume 'nope'" in r.stderr
     assert not (tmp_path / "x.fio").exists() and not (tmp_path / "x.iolog").exists()

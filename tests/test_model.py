@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import time
@@ -12,7 +13,7 @@ import pytest
 
 import iomimic
 from iomimic import Trace
-from iomimic.model import Model, chain_edges, mix, train
+from iomimic.model import Model, chain_edges, chain_initial, chain_states, mix, train
 from iomimic.presets import PRESETS, preset, published
 from iomimic.validate import validate
 
@@ -256,7 +257,7 @@ def test_a_state_without_edges_takes_an_edges_stats_not_the_threads(tmp_path: Pa
     path.write_text(json.dumps(data))
     synthetic = Model.load(path).generate(4000, seed=5)
     offsets = np.asarray(synthetic.offset)
-    leaf = first["states"][2]
+    leaf = chain_states(first, top["states"][0])[2]
     assert ((offsets >= leaf["start"]) & (offsets < leaf["end"])).sum() > 100  # it was reached
     assert (np.asarray(synthetic.op) == 0).all()
     assert (np.asarray(synthetic.size) == 4096).all()
@@ -478,6 +479,26 @@ def test_seeds_are_checked_where_they_enter(locality_model: Model) -> None:
             call()
 
 
+def test_a_model_named_gz_is_written_compressed_and_read_back(locality_model: Model, tmp_path: Path) -> None:
+    plain, packed = tmp_path / "m.json", tmp_path / "m.json.gz"
+    locality_model.save(plain)
+    locality_model.save(packed)
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"
+    assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    assert len(packed.read_bytes()) < len(plain.read_bytes()) / 3
+    assert Model.load(packed).generate(2_000, seed=3) == locality_model.generate(2_000, seed=3)
+    # the content decides, not the name; a broken or zstd file is named
+    renamed = tmp_path / "other.json"
+    renamed.write_bytes(packed.read_bytes())
+    assert Model.load(renamed).data == locality_model.data
+    renamed.write_bytes(packed.read_bytes()[:40])
+    with pytest.raises(iomimic.InputError, match="gzip-compressed file that does not decompress"):
+        Model.load(renamed)
+    renamed.write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 16)
+    with pytest.raises(iomimic.InputError, match="compressed with zstd"):
+        Model.load(renamed)
+
+
 def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     locality_model.save(path)
@@ -485,7 +506,10 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
     assert again.data == locality_model.data
     cases = [
         (lambda d: d.update(format="other"), 'model field format: expected "iomimic-model"'),
-        (lambda d: d.update(version=4), "model field version: this iomimic reads versions 1, 2, 3, found 4"),
+        (
+            lambda d: d.update(version=5),
+            "model field version: this iomimic reads versions 1, 2, 3, 4, found 5",
+        ),
         (lambda d: d["threads"][0].update(weight="heavy"), "model field threads[0].weight: invalid type"),
         (lambda d: d["threads"][0].update(weight=1.5), "field threads[0].weight: 1.5 is not a probability"),
         (lambda d: d["threads"][0].update(weight=0.5), "field threads[].weight: probabilities sum to 0.5"),
@@ -809,6 +833,84 @@ def _as_version_1(node: object) -> None:
             _as_version_1(v)
 
 
+def _as_version_3(node: object, parent: dict | None = None) -> None:
+    """Writes every chain as version 3 did (in place): each state with its range, and a
+    probability of entry per state."""
+    if isinstance(node, dict):
+        if "transitions" in node and "states" in node:
+            node["initial"] = chain_initial(node)
+            node["states"] = chain_states(node, parent)
+            for state in node["states"]:
+                if state.get("children"):
+                    _as_version_3(state["children"], state)
+            return
+        for v in node.values():
+            _as_version_3(v)
+    elif isinstance(node, list):
+        for v in node:
+            _as_version_3(v)
+
+
+def test_version_3_models_load_and_generate_exactly_as_before(tmp_path: Path) -> None:
+    """Version 4 leaves out child states' ranges where they split their parent equally and
+    writes mostly-zero entry probabilities sparsely: the same model, in fewer bytes."""
+    # two far places of a volume: most of its top-level states are never entered
+    rng = np.random.default_rng(2)
+    n = 20_000
+    far = rng.random(n) < 0.5
+    offset = rng.integers(0, 1 << 16, n) * 4096 + far * (15 << 30)
+    t = Trace(ts_ns=np.arange(n, dtype=np.uint64) * 50_000, offset=offset.astype(np.uint64),
+              size=np.full(n, 4096, np.uint32), op=(rng.random(n) < 0.3).astype(np.uint8))  # fmt: skip
+    m = train(t, levels=3, states=16)
+    data = json.loads(m.to_json())
+    assert data["version"] == 4
+    chains = _chains(data["threads"][0]["chain"])
+    assert any(isinstance(c["initial"], dict) for c in chains)  # sparse where mostly 0
+    children = [c for c in chains[1:] if c["states"]]
+    assert children and all("start" not in s for c in children for s in c["states"])
+    # grandchildren too: their parents' ranges are put back first
+    assert any(s.get("children") for c in children for s in c["states"])
+    _as_version_3(data)
+    data["version"] = 3
+    path = tmp_path / "v3.json"
+    path.write_text(json.dumps(data))
+    assert len(path.read_text()) > len(m.to_json())
+    old = Model.load(path)
+    assert json.loads(old.to_json()) == json.loads(m.to_json())
+    assert old.generate(20_000, seed=4) == m.generate(20_000, seed=4)
+
+
+def test_compact_chains_refuse_what_they_cannot_place(tmp_path: Path) -> None:
+    m = train(hot_and_cold(20_000), levels=2, states=4)
+    text = m.to_json()
+
+    def refused(mutate: object, words: str) -> None:
+        data = json.loads(text)
+        mutate(data)  # type: ignore[operator]
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps(data))
+        with pytest.raises(iomimic.InputError) as info:
+            Model.load(bad)
+        assert words in str(info.value), str(info.value)
+
+    top = lambda d: d["threads"][0]["chain"]  # noqa: E731
+    parent = lambda d: next(s for s in top(d)["states"] if s.get("children"))  # noqa: E731
+    refused(lambda d: top(d)["states"][0].pop("start"), "gives its volume, start and end, or none of them")
+    refused(
+        lambda d: [top(d)["states"][0].pop(k) for k in ("volume", "start", "end")],
+        "no range: only the children of a state, split equally, leave out volume, start and end",
+    )
+    refused(
+        lambda d: parent(d)["children"]["states"][0].update(volume=0, start=0, end=1),
+        "children: every state gives its range or none does",
+    )
+    refused(lambda d: top(d).update(initial={"at": [0, 99], "p": [0.5, 0.5]}), "initial: state 99, but")
+    refused(
+        lambda d: top(d).update(initial={"at": [1, 0], "p": [0.5, 0.5]}), "initial: `at` must be ascending"
+    )
+    refused(lambda d: top(d).update(initial={"at": [0], "p": [0.5, 0.5]}), "initial: 1 states (`at`) but 2 p")
+
+
 def _as_version_2(node: object) -> None:
     """Writes every chain's transitions as version 2 did (in place): a list of edge objects for
     every state, with or without edges."""
@@ -910,7 +1012,8 @@ def test_a_model_of_4_gib_requests_generates_quickly() -> None:
 def test_version_2_models_load_and_generate_exactly_as_before(tmp_path: Path) -> None:
     m = train(hot_and_cold(20_000), levels=2, states=4)
     data = json.loads(m.to_json())
-    assert data["version"] == 3
+    assert data["version"] == 4
+    _as_version_3(data)
     _as_version_2(data)
     data["version"] = 2
     path = tmp_path / "v2.json"
@@ -922,7 +1025,8 @@ def test_version_2_models_load_and_generate_exactly_as_before(tmp_path: Path) ->
 
 def test_version_1_models_still_load_and_generate(locality_model: Model, tmp_path: Path) -> None:
     data = json.loads(locality_model.to_json())
-    assert data["version"] == 3
+    assert data["version"] == 4
+    _as_version_3(data)
     _as_version_2(data)
     _as_version_1(data)
     data["version"] = 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,10 @@ from iomimic import _core
 from iomimic.errors import InputError
 from iomimic.trace import Trace
 from iomimic.units import parse_duration_ns, parse_seed
+
+#: How a model file's name ends: JSON, or JSON compressed with gzip (written so by
+#: :meth:`Model.save`; :meth:`Model.load` reads either whatever the name).
+MODEL_SUFFIXES: tuple[str, ...] = (".json", ".json.gz")
 
 #: Requests per slice of a long generation, by default (:meth:`Model.generate_parts`).
 SLICE_REQUESTS: int = _core.SLICE_REQUESTS
@@ -81,10 +87,21 @@ class Model:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Model:
-        """Reads a model file; a malformed one raises InputError naming the file and the field."""
+        """Reads a model file (plain or gzip-compressed JSON); a malformed one raises InputError
+        naming the file and the field."""
         path = Path(path)
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError, zlib.error) as e:
+                raise InputError(f"{path}: a gzip-compressed file that does not decompress: {e}") from None
+        elif data[:4] == b"\x28\xb5\x2f\xfd":
+            raise InputError(
+                f"{path}: compressed with zstd: a model file is JSON, plain or gzip-compressed (.gz)"
+            )
         try:
-            text = path.read_text()
+            text = data.decode()
         except UnicodeDecodeError:
             raise InputError(f"{path}: not a model file (not text)") from None
         if not text.lstrip().startswith("{"):
@@ -98,10 +115,16 @@ class Model:
             raise InputError(f"{path}: {e}") from None
 
     def save(self, path: str | os.PathLike) -> None:
+        """Writes the model's JSON, compressed with gzip when the name ends in ``.gz`` (about a
+        fifth of the size: ``docs/model.md``)."""
         from iomimic.io import atomic_output
 
+        text = self.to_json()
         with atomic_output(path) as tmp:
-            tmp.write_text(self.to_json())
+            if os.fspath(path).lower().endswith(".gz"):
+                tmp.write_bytes(gzip.compress(text.encode(), mtime=0))
+            else:
+                tmp.write_text(text)
 
     def to_json(self) -> str:
         """The model's JSON."""
@@ -217,6 +240,44 @@ def chain_edges(chain: dict[str, Any]) -> list[list[dict[str, Any]]]:
             for i, to in enumerate(row["to"])
         ]
     return edges
+
+
+def is_model_path(path: str | os.PathLike) -> bool:
+    """Whether a file's name says it holds a model (:data:`MODEL_SUFFIXES`)."""
+    return os.fspath(path).lower().endswith(MODEL_SUFFIXES)
+
+
+def chain_initial(chain: dict[str, Any]) -> list[float]:
+    """Each state's entry probability of a chain of ``Model.data``, which writes them as
+    ``{"at": [...], "p": [...]}`` when most are 0 (``docs/model.md``)."""
+    initial = chain["initial"]
+    if isinstance(initial, list):
+        return initial
+    out = [0.0] * len(chain["states"])
+    for i, p in zip(initial["at"], initial["p"], strict=True):
+        out[i] = p
+    return out
+
+
+def chain_states(chain: dict[str, Any], parent: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The states of a chain of ``Model.data`` with their ranges (``volume``, ``start``,
+    ``end``): a child chain's states leave theirs out when they split their ``parent``
+    (ranged, as this returns it) into equal ranges, as training makes them."""
+    states = chain["states"]
+    if not states or "volume" in states[0]:
+        return states
+    if parent is None:
+        raise ValueError("the states of a child chain need their parent state for their ranges")
+    width, k = parent["end"] - parent["start"], len(states)
+    return [
+        {
+            **s,
+            "volume": parent["volume"],
+            "start": parent["start"] + width * j // k,
+            "end": parent["start"] + width * (j + 1) // k,
+        }
+        for j, s in enumerate(states)
+    ]
 
 
 def train(

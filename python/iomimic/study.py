@@ -87,27 +87,28 @@ def workload(
     source: str | os.PathLike, *, requests: int | None = None, seed: int = 1, **read_options: Any
 ) -> tuple[Trace, str]:
     """The workload a study runs on, and what it is: a trace file (read with
-    ``read_options``), a model file (``.json``) or a preset's name, the last two generated
+    ``read_options``), a model file (``.json``, ``.json.gz``) or a preset's name, the last two generated
     (``requests`` of them, default the model's count, from ``seed``)."""
     from iomimic.io import read_trace
-    from iomimic.model import Model
+    from iomimic.model import Model, is_model_path
     from iomimic.presets import preset
 
     text = os.fspath(source)
     if not is_generated(text):
         return read_trace(text, **read_options), "trace"
-    if text.lower().endswith(".json"):
+    if is_model_path(text):
         return Model.load(text).generate(requests, seed=seed), "model"
     return preset(text).generate(requests, seed=seed), "model"
 
 
 def is_generated(source: str | os.PathLike) -> bool:
-    """Whether a study's workload is generated: a model file (``.json``) or a preset's name
-    (a file of that name is read instead)."""
+    """Whether a study's workload is generated: a model file (``.json``, ``.json.gz``) or a
+    preset's name (a file of that name is read instead)."""
+    from iomimic.model import is_model_path
     from iomimic.presets import PRESETS
 
     text = os.fspath(source)
-    return (text in PRESETS and not Path(text).exists()) or text.lower().endswith(".json")
+    return (text in PRESETS and not Path(text).exists()) or is_model_path(text)
 
 
 def early_errors_on_targets(

@@ -38,7 +38,7 @@ def register(subparsers) -> None:
         "  iomimic export fio trace.csv -o job.fio --map sda=/data/a.dat --prepare --direct\n"
         "  fio job.fio\n",
     )
-    p.add_argument("trace", help="a trace file, or a model (.json) to generate from")
+    p.add_argument("trace", help="a trace file, or a model (.json, .json.gz) to generate from")
     p.add_argument("-o", "--output", required=True, help="fio job file to write")
     p.add_argument("--iolog", help="I/O log to write (default: the job file with .iolog)")
     p.add_argument("--map", help="VOLUME=PATH,... files fio uses (default iomimic-VOLUME.dat)")
@@ -72,8 +72,9 @@ def register(subparsers) -> None:
 
 def handle_fio(args: argparse.Namespace) -> int:
     from iomimic.fio_export import DIRECT_ALIGN, SYNC_ENGINES, export_fio
+    from iomimic.model import is_model_path
 
-    if Path(args.trace).suffix.lower() == ".json":
+    if is_model_path(args.trace):
         from iomimic.cli.progress import working
         from iomimic.model import Model
 

@@ -42,7 +42,12 @@ def register(subparsers) -> None:
         "  iomimic model train big.parquet -o model.json --memory 2G\n",
     )
     p.add_argument("trace", help=TRACE_HELP)
-    p.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="model file to write (JSON; compressed with gzip if it ends in .gz)",
+    )
     p.add_argument("--levels", type=count, help="levels of the state hierarchy (default: chosen)")
     p.add_argument("--states", type=count, help="states per level (default: chosen among 4, 8, 16)")
     p.add_argument(
@@ -111,7 +116,12 @@ def register(subparsers) -> None:
         "  iomimic model preset tpch -o tpch.json\n",
     )
     p.add_argument("name", choices=["tpcc", "tpce", "tpch", "messenger"])
-    p.add_argument("-o", "--output", required=True, help="model file to write")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="model file to write (JSON; compressed with gzip if it ends in .gz)",
+    )
 
     p = subcommand(
         actions,
@@ -121,7 +131,12 @@ def register(subparsers) -> None:
         "  iomimic model mix data.json:0.9 log.json:0.1 -o mix.json\n",
     )
     p.add_argument("parts", nargs="+", help="MODEL.json[:SHARE] (share default 1)")
-    p.add_argument("-o", "--output", required=True, help="model file to write")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="model file to write (JSON; compressed with gzip if it ends in .gz)",
+    )
     p.add_argument("--name", default="mix", help="name of the mixed model")
 
 

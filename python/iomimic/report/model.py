@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.model import chain_edges
+from iomimic.model import chain_edges, chain_initial
 from iomimic.report import human_bytes, table
 
 
@@ -144,7 +144,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
         st = table(f"{t['name']}: top-level states")
         for c in ("state", "volume", "range", "start share", "stays", "top transitions (p: stats)"):
             st.add_column(c)
-        rows = chain_edges(chain)
+        rows, initial = chain_edges(chain), chain_initial(chain)
         for i, s in enumerate(chain["states"][:max_states]):
             edges = sorted(rows[i], key=lambda e: -e["p"])[:3]
             tr = "\n".join(f"→{e['to']} {e['p']:.2f}: {_stats(e.get('stats'))}" for e in edges) or "-"
@@ -153,7 +153,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
                 str(i),
                 name,
                 f"{human_bytes(s['start'])} – {human_bytes(s['end'])}",
-                f"{chain['initial'][i]:.3f}",
+                f"{initial[i]:.3f}",
                 _stays(s.get("stays")),
                 tr,
             )

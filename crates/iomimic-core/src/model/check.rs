@@ -215,6 +215,12 @@ impl Model {
         state: &State,
         parent: Option<&State>,
     ) -> Result<()> {
+        if state.volume == super::rows::UNRANGED {
+            return Err(invalid(
+                sp,
+                "no range: only the children of a state, split equally, leave out volume, start and end",
+            ));
+        }
         let Some(volume) = self.volumes.get(state.volume as usize) else {
             return Err(invalid(
                 &format!("{sp}.volume"),

@@ -43,9 +43,11 @@ pub const FORMAT: &str = "iomimic-model";
 /// per-volume stats, fine placement and request-keyed reuse) load and generate as they did;
 /// version 2 files differ from version 3 only in writing every state's edges as objects
 /// (version 3 writes sparse rows, [`rows`]).
-pub const VERSION: u32 = 3;
+/// Version 4 writes a child chain's states without their ranges when they are their parent's
+/// equal split ([`equal_split`]), and a chain's entry probabilities sparsely when most are 0.
+pub const VERSION: u32 = 4;
 /// The schema versions this build reads.
-pub const READS: [u32; 3] = [1, 2, 3];
+pub const READS: [u32; 4] = [1, 2, 3, 4];
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -134,6 +136,22 @@ pub struct Streams {
     pub near_gap: Sizes,
 }
 
+/// `k` equal ranges of `[start, end)` of `volume` (fewer when it is narrower): how training
+/// splits a state into its children, and so what a file leaves out ([`rows`]).
+pub(crate) fn equal_split(volume: u32, start: u64, end: u64, k: u32) -> Vec<(u32, u64, u64)> {
+    let width = end - start;
+    let k = u64::from(k).min(width).max(1);
+    (0..k)
+        .map(|j| {
+            (
+                volume,
+                start + (u128::from(width) * u128::from(j) / u128::from(k)) as u64,
+                start + (u128::from(width) * u128::from(j + 1) / u128::from(k)) as u64,
+            )
+        })
+        .collect()
+}
+
 /// Written and read by [`rows`]: a file lists only the states with edges.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(try_from = "rows::ChainFile")]
@@ -145,8 +163,10 @@ pub struct Chain {
     pub transitions: Vec<Vec<Edge>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+/// Written and read by [`rows`]: a child state that is its parent's equal split leaves out its
+/// range.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(try_from = "rows::StateFile")]
 pub struct State {
     pub volume: u32,
     /// Byte range `[start, end)`.
@@ -484,10 +504,11 @@ pub fn gap_bounds(k: u32) -> (f64, f64) {
 }
 
 impl Model {
-    /// Parses and validates a model; a bad file names the field path.
+    /// Parses and validates a model; a bad file names the field path. A model of an earlier
+    /// version is then of this one (read as it was, it is written in this version's form).
     pub fn from_json(text: &str) -> Result<Model> {
         let de = &mut serde_json::Deserializer::from_str(text);
-        let model: Model = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut model: Model = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             if path == "." {
@@ -497,6 +518,7 @@ impl Model {
             }
         })?;
         model.validate()?;
+        model.version = VERSION;
         Ok(model)
     }
 

@@ -1,8 +1,15 @@
-//! How a chain's transitions are written: sparse rows. A model of many states has few edges per
-//! state, so a file lists only the states with edges, each as columns (`to`, `count`) rather
-//! than an object per edge; `p` is written only where it is not `count` over the row's total
-//! (a preset's or a hand-written row), `stats` only for the edges that carry their own. Version
-//! 1 and 2 files (a list of edge objects for every state) still read.
+//! How a chain is written: what can be derived is left out.
+//!
+//! - Transitions are sparse rows. A model of many states has few edges per state, so a file
+//!   lists only the states with edges, each as columns (`to`, `count`) rather than an object
+//!   per edge; `p` is written only where it is not `count` over the row's total (a preset's or
+//!   a hand-written row), `stats` only for the edges that carry their own. Version 1 and 2
+//!   files (a list of edge objects for every state) still read.
+//! - A child chain's states leave out their ranges (`volume`, `start`, `end`) when they are
+//!   the equal split of their parent's ([`equal_split`], as training makes them), and the
+//!   reader puts them back (version 4; on a wide trace they were 40 % of the file).
+//! - Entry probabilities (`initial`) are written as `{"at": [...], "p": [...]}` when fewer
+//!   than half are non-zero (a top-level chain over many volumes enters few of its states).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,15 +18,200 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
-use super::{Chain, Edge, State, Stats};
+use super::{equal_split, Bucket, Chain, Edge, State, Stats};
+
+/// The volume of a state read without a range, until its parent gives it one: a top-level
+/// state left so is refused by validation.
+pub(crate) const UNRANGED: u32 = u32::MAX;
 
 impl Serialize for Chain {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ChainOut {
+            chain: self,
+            ranged: true,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        StateOut {
+            state: self,
+            ranged: true,
+        }
+        .serialize(s)
+    }
+}
+
+/// A chain as written, its states with their ranges or (the equal split of their parent's)
+/// without.
+struct ChainOut<'a> {
+    chain: &'a Chain,
+    ranged: bool,
+}
+
+impl Serialize for ChainOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let chain = self.chain;
         let mut c = s.serialize_struct("Chain", 3)?;
-        c.serialize_field("states", &self.states)?;
-        c.serialize_field("initial", &self.initial)?;
-        c.serialize_field("transitions", &Rows(&self.transitions))?;
+        let states = chain.states.iter().map(|state| StateOut {
+            state,
+            ranged: self.ranged,
+        });
+        c.serialize_field("states", &Seq(std::cell::Cell::new(Some(states))))?;
+        let entered = chain.initial.iter().filter(|&&p| p != 0.0).count();
+        if entered * 2 < chain.initial.len() {
+            c.serialize_field("initial", &SparseInitial(&chain.initial))?;
+        } else {
+            c.serialize_field("initial", &chain.initial)?;
+        }
+        c.serialize_field("transitions", &Rows(&chain.transitions))?;
         c.end()
+    }
+}
+
+/// Items written as a list once, from an iterator.
+struct Seq<I>(std::cell::Cell<Option<I>>);
+
+impl<I: Iterator<Item = T>, T: Serialize> Serialize for Seq<I> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.take().expect("a list is written once"))
+    }
+}
+
+/// The non-zero entry probabilities, with the states they belong to.
+struct SparseInitial<'a>(&'a [f64]);
+
+impl Serialize for SparseInitial<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let entered = || self.0.iter().enumerate().filter(|(_, &p)| p != 0.0);
+        let mut m = s.serialize_struct("Initial", 2)?;
+        m.serialize_field("at", &Seq(std::cell::Cell::new(Some(entered().map(|(i, _)| i)))))?;
+        m.serialize_field("p", &Seq(std::cell::Cell::new(Some(entered().map(|(_, &p)| p)))))?;
+        m.end()
+    }
+}
+
+struct StateOut<'a> {
+    state: &'a State,
+    ranged: bool,
+}
+
+impl Serialize for StateOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let st = self.state;
+        let mut m = s.serialize_struct("State", 7)?;
+        if self.ranged {
+            m.serialize_field("volume", &st.volume)?;
+            m.serialize_field("start", &st.start)?;
+            m.serialize_field("end", &st.end)?;
+        }
+        if let Some(children) = &st.children {
+            let split = equal_split(st.volume, st.start, st.end, children.states.len() as u32);
+            let ranged = !children
+                .states
+                .iter()
+                .map(|c| (c.volume, c.start, c.end))
+                .eq(split);
+            m.serialize_field(
+                "children",
+                &ChainOut {
+                    chain: children,
+                    ranged,
+                },
+            )?;
+        }
+        if let Some(fine) = &st.fine {
+            m.serialize_field("fine", fine)?;
+        }
+        if let Some(reused) = &st.fine_reused {
+            m.serialize_field("fine_reused", reused)?;
+        }
+        if let Some(stays) = &st.stays {
+            m.serialize_field("stays", stays)?;
+        }
+        m.end()
+    }
+}
+
+/// A state as a file holds it: its range may be left out (a child of an equal split).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StateFile {
+    volume: Option<u32>,
+    start: Option<u64>,
+    end: Option<u64>,
+    #[serde(default)]
+    children: Option<Box<Chain>>,
+    #[serde(default)]
+    fine: Option<Vec<u32>>,
+    #[serde(default)]
+    fine_reused: Option<Vec<u32>>,
+    #[serde(default)]
+    stays: Option<Vec<Bucket>>,
+}
+
+impl TryFrom<StateFile> for State {
+    type Error = String;
+
+    fn try_from(f: StateFile) -> Result<State, String> {
+        let (volume, start, end) = match (f.volume, f.start, f.end) {
+            (Some(v), Some(s), Some(e)) => (v, s, e),
+            (None, None, None) => (UNRANGED, 0, 0),
+            _ => {
+                return Err(
+                    "a state gives its volume, start and end, or none of them (the children of \
+                     a state split equally)"
+                        .into(),
+                )
+            }
+        };
+        let mut state = State {
+            volume,
+            start,
+            end,
+            children: f.children,
+            fine: f.fine,
+            fine_reused: f.fine_reused,
+            stays: f.stays,
+        };
+        if volume != UNRANGED {
+            state.place_children()?;
+        }
+        Ok(state)
+    }
+}
+
+impl State {
+    /// Gives children read without ranges the equal split of this state's range, and theirs in
+    /// turn.
+    fn place_children(&mut self) -> Result<(), String> {
+        let Some(chain) = self.children.as_mut() else {
+            return Ok(());
+        };
+        let unranged = chain.states.iter().filter(|s| s.volume == UNRANGED).count();
+        if unranged == 0 {
+            return Ok(());
+        }
+        let n = chain.states.len();
+        if unranged != n {
+            return Err("children: every state gives its range or none does".into());
+        }
+        let split = equal_split(self.volume, self.start, self.end, n as u32);
+        if split.len() != n {
+            return Err(format!(
+                "children: {n} states without ranges, but [{}, {}) splits into {} at most",
+                self.start,
+                self.end,
+                split.len()
+            ));
+        }
+        for (child, (volume, start, end)) in chain.states.iter_mut().zip(split) {
+            (child.volume, child.start, child.end) = (volume, start, end);
+            child.place_children()?;
+        }
+        Ok(())
     }
 }
 
@@ -95,8 +287,70 @@ impl Serialize for StatsByTarget<'_> {
 #[serde(deny_unknown_fields)]
 pub(super) struct ChainFile {
     states: Vec<State>,
-    initial: Vec<f64>,
+    initial: InitialIn,
     transitions: Vec<RowIn>,
+}
+
+/// Entry probabilities: one per state, or the non-zero ones with their states (version 4).
+enum InitialIn {
+    Dense(Vec<f64>),
+    Sparse(SparseInitialIn),
+}
+
+impl<'de> Deserialize<'de> for InitialIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = InitialIn;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a probability per state, or {\"at\": [states], \"p\": [probabilities]}")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<InitialIn, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(InitialIn::Dense)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<InitialIn, A::Error> {
+                SparseInitialIn::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(InitialIn::Sparse)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SparseInitialIn {
+    at: Vec<u32>,
+    p: Vec<f64>,
+}
+
+impl InitialIn {
+    fn of(self, n: usize) -> Result<Vec<f64>, String> {
+        match self {
+            InitialIn::Dense(p) => Ok(p),
+            InitialIn::Sparse(SparseInitialIn { at, p }) => {
+                if at.len() != p.len() {
+                    return Err(format!(
+                        "initial: {} states (`at`) but {} p values",
+                        at.len(),
+                        p.len()
+                    ));
+                }
+                let mut initial = vec![0.0; n];
+                let mut last = None;
+                for (&i, &p) in at.iter().zip(&p) {
+                    if last.is_some_and(|l| i <= l) {
+                        return Err("initial: `at` must be ascending".into());
+                    }
+                    last = Some(i);
+                    *initial
+                        .get_mut(i as usize)
+                        .ok_or_else(|| format!("initial: state {i}, but {n} states"))? = p;
+                }
+                Ok(initial)
+            }
+        }
+    }
 }
 
 /// A sparse row (version 3).
@@ -173,8 +427,8 @@ impl TryFrom<ChainFile> for Chain {
                 .collect()
         };
         Ok(Chain {
+            initial: f.initial.of(n)?,
             states: f.states,
-            initial: f.initial,
             transitions,
         })
     }

@@ -8,7 +8,7 @@ use super::normalise;
 use super::placement::Kind;
 use super::reuse::buckets_of;
 use super::stats::{differs, StatsAcc, MIN_STATS};
-use crate::model::{Bucket, Chain, Edge, State, Stats};
+use crate::model::{equal_split, Bucket, Chain, Edge, State, Stats};
 
 /// Sub-ranges per volume that fresh placements are counted over, spread over its leaves (a
 /// leaf gets this many divided by the leaves a volume has, when that is more than one).
@@ -46,21 +46,6 @@ impl ChainAcc {
     }
 }
 
-/// `k` equal ranges of `[start, end)` of `volume` (fewer when it is narrower).
-fn split(volume: u32, start: u64, end: u64, k: u32) -> Vec<(u32, u64, u64)> {
-    let width = end - start;
-    let k = u64::from(k).min(width).max(1);
-    (0..k)
-        .map(|j| {
-            (
-                volume,
-                start + (u128::from(width) * u128::from(j) / u128::from(k)) as u64,
-                start + (u128::from(width) * u128::from(j + 1) / u128::from(k)) as u64,
-            )
-        })
-        .collect()
-}
-
 /// The state of a chain holding `offset` (states sorted, covering their parent).
 #[inline]
 fn locate(states: &[(u32, u64, u64)], volume: u32, offset: u64) -> usize {
@@ -90,7 +75,7 @@ impl Hierarchy {
     pub fn new(volumes: &[u32], spans: &[u64], levels: u32, k: u32, bounds: &[u64]) -> Self {
         let top: Vec<(u32, u64, u64)> = volumes
             .iter()
-            .flat_map(|&v| split(v, 0, spans[v as usize], k))
+            .flat_map(|&v| equal_split(v, 0, spans[v as usize], k))
             .collect();
         let leaves = u64::from(k).saturating_pow(levels);
         Self {
@@ -144,7 +129,8 @@ impl Hierarchy {
                 None => {
                     let (v, start, end) = self.chains[chain].states[s];
                     let c = self.chains.len();
-                    self.chains.push(ChainAcc::new(split(v, start, end, self.k)));
+                    self.chains
+                        .push(ChainAcc::new(equal_split(v, start, end, self.k)));
                     self.chains[chain].children[s] = Some(c);
                     c
                 }
