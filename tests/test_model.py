@@ -904,6 +904,7 @@ def test_compact_chains_refuse_what_they_cannot_place(tmp_path: Path) -> None:
         lambda d: parent(d)["children"]["states"][0].update(volume=0, start=0, end=1),
         "children: every state gives its range or none does",
     )
+    refused(lambda d: parent(d).update(end=parent(d)["start"]), "its children cannot split it")
     refused(lambda d: top(d).update(initial={"at": [0, 99], "p": [0.5, 0.5]}), "initial: state 99, but")
     refused(
         lambda d: top(d).update(initial={"at": [1, 0], "p": [0.5, 0.5]}), "initial: `at` must be ascending"

@@ -116,7 +116,8 @@ class Model:
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes the model's JSON, compressed with gzip when the name ends in ``.gz`` (about a
-        fifth of the size: ``docs/model.md``)."""
+        sixth of the size: ``docs/model.md``). Name it ``.json.gz``: the commands that take a
+        trace or a model (``export fio``, ``study``) tell a model by :data:`MODEL_SUFFIXES`."""
         from iomimic.io import atomic_output
 
         text = self.to_json()
@@ -269,6 +270,8 @@ def chain_states(chain: dict[str, Any], parent: dict[str, Any] | None = None) ->
     if parent is None:
         raise ValueError("the states of a child chain need their parent state for their ranges")
     width, k = parent["end"] - parent["start"], len(states)
+    if k > max(width, 1):
+        raise ValueError(f"{k} child states cannot split a range of {width} bytes equally")
     return [
         {
             **s,

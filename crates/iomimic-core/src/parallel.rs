@@ -13,28 +13,41 @@ pub(crate) fn cores() -> usize {
 /// Threads of the crate's own at work on a core of their own (each holding a [`Busy`]).
 static BUSY: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    /// Claims this thread holds.
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// A thread's claim on a core while it works, so that work which can use a second core
 /// (a miss-ratio curve's pipeline) takes one only when it is free: beside a
 /// characterization's counters a curve runs on its own thread alone, and spreads to two
-/// cores when they finish.
-pub(crate) struct Busy(());
+/// cores when they finish. Dropped on the thread that made it.
+pub(crate) struct Busy(std::marker::PhantomData<*const ()>);
 
 impl Busy {
     pub(crate) fn claim() -> Self {
         BUSY.fetch_add(1, Ordering::Relaxed);
-        Busy(())
+        HELD.with(|h| h.set(h.get() + 1));
+        Busy(std::marker::PhantomData)
+    }
+
+    /// A claim for this thread unless it holds one already (a thread called from outside the
+    /// crate's own threads, as Python's, holds none).
+    pub(crate) fn for_this_thread() -> Option<Self> {
+        (HELD.with(std::cell::Cell::get) == 0).then(Self::claim)
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
         BUSY.fetch_sub(1, Ordering::Relaxed);
+        HELD.with(|h| h.set(h.get() - 1));
     }
 }
 
-/// Whether a core is free of the crate's work, `held` of the claims being the asker's own.
-pub(crate) fn core_to_spare(held: usize) -> bool {
-    BUSY.load(Ordering::Relaxed).saturating_sub(held) < cores()
+/// Whether `more` threads could start on cores of their own beside the claimed ones.
+pub(crate) fn cores_to_spare(more: usize) -> bool {
+    BUSY.load(Ordering::Relaxed) + more <= cores()
 }
 
 /// Runs `work` on every task, spread over the machine's cores; results in task order.
@@ -67,4 +80,26 @@ pub(crate) fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> 
         .into_iter()
         .map(|r| r.into_inner().expect("no worker panics").expect("every task ran"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_claims_its_core_once() {
+        // other tests claim cores at the same time: only this thread's claims are certain
+        std::thread::spawn(|| {
+            let first = Busy::for_this_thread();
+            assert!(first.is_some());
+            assert!(Busy::for_this_thread().is_none(), "held already");
+            drop(first);
+            let again = Busy::for_this_thread();
+            assert!(again.is_some(), "given back when dropped");
+            let inner = std::thread::spawn(|| Busy::for_this_thread().is_some());
+            assert!(inner.join().unwrap(), "another thread holds none of this one's");
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -345,7 +345,12 @@ const BATCH_AHEAD: usize = 16;
 /// write positions and counts stay in the caches, many enough that a region is a few pages.
 const REGIONS: usize = 1 << 12;
 
-/// Keys a part of a pipelined [`Stack::touch_all`] batch: 16 to each of the map's regions,
+/// How many times [`Stack::compact`]'s lowest threshold a pipelined round's times reach
+/// before it renumbers them (at least: or [`COMPACT_AT`] times the keys): 2 Mi times, a bitmap
+/// of 256 KiB, by default.
+const ROUND_COMPACT_FROM: usize = 32;
+
+/// Keys a part of a [`Stack::touch_stream`]: 16 to each of the map's regions,
 /// and scratch (the part's sorted keys, its previous touches) that stays in the caches.
 pub const PART: usize = 1 << 16;
 
@@ -416,6 +421,7 @@ fn previous_touches<M: TouchTimes>(
     batch: &mut Batch<M::Key>,
     prev: &mut Vec<u32>,
 ) {
+    assert!(base + keys.len() < NO_TOUCH as usize, "touch times fit 32 bits");
     batch.sort_by_region(keys, last);
     prev.clear();
     prev.resize(keys.len(), NO_TOUCH);
@@ -500,10 +506,6 @@ impl<M: TouchTimes> Stack<M> {
     ) {
         self.compact_if_due();
         let base = self.marks.len();
-        assert!(
-            base + keys.len() < u32::MAX as usize - 1,
-            "touch times fit 32 bits"
-        );
         let mut prev = std::mem::take(&mut batch.prev);
         previous_touches(&mut self.last, keys, base, batch, &mut prev);
         for (i, d) in self.marks.depths(&prev).enumerate() {
@@ -528,11 +530,15 @@ impl<M: TouchTimes> Stack<M> {
         items: impl Iterator<Item = (M::Key, T)>,
         depth: impl FnMut(M::Key, T, Option<u64>) + Send,
     ) {
-        self.touch_stream_on(crate::parallel::core_to_spare, items, depth);
+        // this thread is one of the pipeline's two (one called from outside the crate's own
+        // threads holds no claim yet)
+        let _caller = crate::parallel::Busy::for_this_thread();
+        self.touch_stream_on(crate::parallel::cores_to_spare, items, depth);
     }
 
-    /// [`Stack::touch_stream`], a part at a time on this thread alone unless `spare(held)`
-    /// says a core is free besides the `held` that the stream's own pipeline holds: a curve
+    /// [`Stack::touch_stream`], a part at a time on this thread alone unless `spare(1)` says
+    /// one more thread could have a core of its own beside those claimed (this one's among
+    /// them), and back to one thread when `spare(0)` says the cores are over-claimed: a curve
     /// taken beside other work (a characterization's counters) waits for a core of its own.
     fn touch_stream_on<T: Send>(
         &mut self,
@@ -542,36 +548,35 @@ impl<M: TouchTimes> Stack<M> {
     ) {
         let mut items = items.peekable();
         let mut batch = Batch::default();
-        let mut part = Part::default();
+        // parts come back once their depths are taken, and serve again, round after round
+        let (spent, spent_rx) = std::sync::mpsc::channel::<Part<M::Key, T>>();
         while items.peek().is_some() {
             self.compact_if_due();
-            if !spare(0) {
+            if !spare(1) {
+                let mut part = spent_rx.try_recv().unwrap_or_default();
                 part.fill(&mut items);
-                previous_touches(
-                    &mut self.last,
-                    &part.keys,
-                    self.marks.len(),
-                    &mut batch,
-                    &mut part.prev,
-                );
+                let times = self.marks.len();
+                previous_touches(&mut self.last, &part.keys, times, &mut batch, &mut part.prev);
                 part.take_depths(&mut self.marks, &mut depth);
+                let _ = spent.send(part); // the receiver is this thread's
                 continue;
             }
             // a round on two cores, until the times call for renumbering (which needs both
-            // halves) or the other core is wanted elsewhere
-            let (last, marks, compact_from) = (&mut self.last, &mut self.marks, self.compact_from);
+            // halves; a round of at least ROUND_COMPACT_FROM parts' worth, so that a small
+            // working set's renumbering does not end every round after a part) or the cores
+            // are wanted elsewhere
+            let (last, marks) = (&mut self.last, &mut self.marks);
+            let renumber_from = self.compact_from.saturating_mul(ROUND_COMPACT_FROM);
             let mut times = marks.len();
             std::thread::scope(|scope| {
                 // a part in the channel and one on each side at most: the scratch stays small
                 let (found, found_rx) = std::sync::mpsc::sync_channel::<Part<M::Key, T>>(1);
-                let (spent, spent_rx) = std::sync::mpsc::channel::<Part<M::Key, T>>();
-                let depth = &mut depth;
+                let (spent, depth) = (spent.clone(), &mut depth);
                 scope.spawn(move || {
                     let _core = crate::parallel::Busy::claim();
                     for mut part in found_rx {
                         part.take_depths(marks, depth);
-                        // this side stops sending at the end of a round: then no buffer is needed
-                        let _ = spent.send(part);
+                        let _ = spent.send(part); // the receiver outlives the round
                     }
                 });
                 loop {
@@ -582,7 +587,7 @@ impl<M: TouchTimes> Stack<M> {
                     previous_touches(last, &part.keys, times, &mut batch, &mut part.prev);
                     times += part.keys.len();
                     found.send(part).expect("the marking thread takes every part");
-                    if times >= compact_from.max(COMPACT_AT * last.keys()) || !spare(1) {
+                    if times >= renumber_from.max(COMPACT_AT * last.keys()) || !spare(0) {
                         break;
                     }
                 }

@@ -209,11 +209,11 @@ pub(crate) fn characterize_counted(
     // the miss-ratio curves (stack distances) and the counters share nothing: both cores
     // (each side claims its core: the curves spread to both when the counters are done)
     let (groups, curves) = std::thread::scope(|scope| {
+        let counting = crate::parallel::Busy::claim();
         let curves = scope.spawn(|| {
             let _core = crate::parallel::Busy::claim();
             Curves::new(t, opts, progress)
         });
-        let counting = crate::parallel::Busy::claim();
         let mut groups = Groups::new(t.volumes.len(), streams.several(), n_windows, ranges);
         let counted = groups
             .observe(t, &streams, start, window_ns, progress)

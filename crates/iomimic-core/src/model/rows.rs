@@ -198,6 +198,12 @@ impl State {
         if unranged != n {
             return Err("children: every state gives its range or none does".into());
         }
+        if self.end <= self.start {
+            return Err(format!(
+                "range [{}, {}) is empty: its children cannot split it",
+                self.start, self.end
+            ));
+        }
         let split = equal_split(self.volume, self.start, self.end, n as u32);
         if split.len() != n {
             return Err(format!(
@@ -291,30 +297,41 @@ pub(super) struct ChainFile {
     transitions: Vec<RowIn>,
 }
 
-/// Entry probabilities: one per state, or the non-zero ones with their states (version 4).
-enum InitialIn {
-    Dense(Vec<f64>),
-    Sparse(SparseInitialIn),
+/// A field of either form: a list (an earlier version's) or an object (a later one's).
+enum ListOr<T, M> {
+    List(Vec<T>),
+    Object(M),
 }
 
-impl<'de> Deserialize<'de> for InitialIn {
+/// What an object form is, for a file's error message.
+trait Expected {
+    const EXPECTED: &'static str;
+}
+
+impl<'de, T: Deserialize<'de>, M: Deserialize<'de> + Expected> Deserialize<'de> for ListOr<T, M> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = InitialIn;
+        struct V<T, M>(std::marker::PhantomData<(T, M)>);
+        impl<'de, T: Deserialize<'de>, M: Deserialize<'de> + Expected> Visitor<'de> for V<T, M> {
+            type Value = ListOr<T, M>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a probability per state, or {\"at\": [states], \"p\": [probabilities]}")
+                f.write_str(M::EXPECTED)
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<InitialIn, A::Error> {
-                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(InitialIn::Dense)
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(ListOr::List)
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<InitialIn, A::Error> {
-                SparseInitialIn::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(InitialIn::Sparse)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                M::deserialize(de::value::MapAccessDeserializer::new(map)).map(ListOr::Object)
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
+}
+
+/// Entry probabilities: one per state, or the non-zero ones with their states (version 4).
+type InitialIn = ListOr<f64, SparseInitialIn>;
+
+impl Expected for SparseInitialIn {
+    const EXPECTED: &'static str = "a probability per state, or {\"at\": [states], \"p\": [probabilities]}";
 }
 
 #[derive(Deserialize)]
@@ -327,8 +344,8 @@ struct SparseInitialIn {
 impl InitialIn {
     fn of(self, n: usize) -> Result<Vec<f64>, String> {
         match self {
-            InitialIn::Dense(p) => Ok(p),
-            InitialIn::Sparse(SparseInitialIn { at, p }) => {
+            ListOr::List(p) => Ok(p),
+            ListOr::Object(SparseInitialIn { at, p }) => {
                 if at.len() != p.len() {
                     return Err(format!(
                         "initial: {} states (`at`) but {} p values",
@@ -368,28 +385,10 @@ struct SparseRow {
 }
 
 /// A row of either form: a list of edge objects (versions 1 and 2) or a sparse row.
-enum RowIn {
-    Dense(Vec<Edge>),
-    Sparse(SparseRow),
-}
+type RowIn = ListOr<Edge, SparseRow>;
 
-impl<'de> Deserialize<'de> for RowIn {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RowIn;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a row of edges ({\"from\", \"to\", ...}) or a list of edges")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RowIn, A::Error> {
-                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(RowIn::Dense)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RowIn, A::Error> {
-                SparseRow::deserialize(de::value::MapAccessDeserializer::new(map)).map(RowIn::Sparse)
-            }
-        }
-        d.deserialize_any(V)
-    }
+impl Expected for SparseRow {
+    const EXPECTED: &'static str = "a row of edges ({\"from\", \"to\", ...}) or a list of edges";
 }
 
 impl TryFrom<ChainFile> for Chain {
@@ -399,11 +398,11 @@ impl TryFrom<ChainFile> for Chain {
         let n = f.states.len();
         // no rows at all is sparse too: a chain none of whose states has an edge (a version 1 or
         // 2 file always lists a row per state)
-        let sparse = f.transitions.is_empty() || f.transitions.iter().any(|r| matches!(r, RowIn::Sparse(_)));
+        let sparse = f.transitions.is_empty() || f.transitions.iter().any(|r| matches!(r, ListOr::Object(_)));
         let transitions = if sparse {
             let mut rows: Vec<Vec<Edge>> = vec![Vec::new(); n];
             for row in f.transitions {
-                let RowIn::Sparse(row) = row else {
+                let ListOr::Object(row) = row else {
                     return Err("transitions: rows are all sparse (version 3) or all lists of edges".into());
                 };
                 let from = row.from as usize;
@@ -421,8 +420,8 @@ impl TryFrom<ChainFile> for Chain {
             f.transitions
                 .into_iter()
                 .map(|r| match r {
-                    RowIn::Dense(edges) => edges,
-                    RowIn::Sparse(_) => unreachable!("no sparse rows here"),
+                    ListOr::List(edges) => edges,
+                    ListOr::Object(_) => unreachable!("no sparse rows here"),
                 })
                 .collect()
         };
