@@ -193,6 +193,24 @@ impl Marks {
         after as u64 + 1
     }
 
+    /// For each line, the marks before it: with [`Marks::rank`], each marked time's number
+    /// when the marked times are renumbered 0.. in order.
+    fn line_ranks(&self) -> Vec<u32> {
+        let mut before = Vec::with_capacity(self.lines.len());
+        let mut count = 0u32;
+        for line in &self.lines {
+            before.push(count);
+            count += line.before(LINE_TIMES - 1) + (line.0[7] >> 63) as u32;
+        }
+        before
+    }
+
+    /// The number of marked time `t` among the marked ones ([`Marks::line_ranks`]).
+    fn rank(&self, line_ranks: &[u32], t: u32) -> u32 {
+        let (line, at) = (t as usize / LINE_TIMES, t as usize % LINE_TIMES);
+        line_ranks[line] + self.lines[line].before(at)
+    }
+
     /// Marks the next time for each key of a part whose previous touches are `prev`
     /// ([`NO_TOUCH`] for none), yielding each one's depth, in order.
     fn depths<'a>(&'a mut self, prev: &'a [u32]) -> impl Iterator<Item = Option<u64>> + 'a {
@@ -607,18 +625,10 @@ impl<M: TouchTimes> Stack<M> {
     /// on the line. Linear in the times; run when they are [`COMPACT_AT`] times the keys, so
     /// it costs O(1) a touch, amortised.
     fn compact(&mut self) {
-        let mut before = Vec::with_capacity(self.marks.lines.len());
-        let mut count = 0u32;
-        for line in &self.marks.lines {
-            before.push(count);
-            count += line.before(LINE_TIMES - 1) + (line.0[7] >> 63) as u32;
-        }
-        let lines = &self.marks.lines;
-        self.last.renumber(|t| {
-            let (line, at) = (t as usize / LINE_TIMES, t as usize % LINE_TIMES);
-            before[line] + lines[line].before(at)
-        });
-        self.marks.reset_all_marked(count as usize);
+        let ranks = self.marks.line_ranks();
+        let marks = &self.marks;
+        self.last.renumber(|t| marks.rank(&ranks, t));
+        self.marks.reset_all_marked(self.marks.count);
     }
 
     /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
@@ -637,6 +647,69 @@ impl<M: TouchTimes> Stack<M> {
         let mut keys = self.last.entries();
         keys.sort_unstable_by_key(|&(_, t)| t);
         keys.into_iter().map(|(k, _)| k).collect()
+    }
+}
+
+/// LRU stacks over keys whose latest touch times their caller keeps (in its own map of the
+/// keys, beside what else it keeps of each): a touch is then no lookup of the stacks' own.
+/// Training's re-use pass keeps each place's class, number and time in one map and moves places
+/// between a top-level state's stacks by class (a map per stack was two more hash operations a
+/// request). The times of every stack are renumbered at once ([`KeptStacks::renumber`]) when
+/// they outnumber the keys [`COMPACT_AT`] to one, so memory stays a byte or so a key.
+pub struct KeptStacks {
+    stacks: Vec<Marks>,
+    /// Touch times over every stack, and keys on them.
+    times: usize,
+    keys: usize,
+}
+
+impl KeptStacks {
+    pub fn new(stacks: usize) -> Self {
+        Self {
+            stacks: (0..stacks).map(|_| Marks::with_capacity(0)).collect(),
+            times: 0,
+            keys: 0,
+        }
+    }
+
+    /// Keys on stack `s`.
+    pub fn keys(&self, s: usize) -> usize {
+        self.stacks[s].count
+    }
+
+    /// Takes the key last touched at `time` off stack `s`: its depth there (1 = the most
+    /// recently touched).
+    pub fn remove(&mut self, s: usize, time: u32) -> u64 {
+        self.keys -= 1;
+        self.stacks[s].depth_of(time as usize)
+    }
+
+    /// Puts a key on top of stack `s`: the time of its touch there.
+    pub fn push(&mut self, s: usize) -> u32 {
+        let marks = &mut self.stacks[s];
+        let time = u32::try_from(marks.len()).expect("touch times fit 32 bits");
+        marks.push();
+        self.times += 1;
+        self.keys += 1;
+        time
+    }
+
+    /// Whether the times are due to be renumbered ([`KeptStacks::renumber`]).
+    pub fn due(&self) -> bool {
+        self.times >= (1 << 20).max(COMPACT_AT * self.keys)
+    }
+
+    /// Renumbers each stack's times 0.. in order, which changes no depth: `rewrite` is given
+    /// the new time of a key's time on a stack, `new(stack, time)`, to rewrite the times its
+    /// keys are kept with.
+    pub fn renumber(&mut self, rewrite: impl FnOnce(&dyn Fn(usize, u32) -> u32)) {
+        let ranks: Vec<Vec<u32>> = self.stacks.iter().map(Marks::line_ranks).collect();
+        let stacks = &self.stacks;
+        rewrite(&|s: usize, t: u32| stacks[s].rank(&ranks[s], t));
+        for marks in &mut self.stacks {
+            marks.reset_all_marked(marks.count);
+        }
+        self.times = self.keys;
     }
 }
 
@@ -878,6 +951,35 @@ mod tests {
             assert!(got == expected, "round {round}, cores by rule {two_cores}");
         }
         assert_eq!(streamed.keys(), single.keys());
+    }
+
+    #[test]
+    fn kept_stacks_match_plain_lists_through_renumbering() {
+        // keys move between three stacks; their times are kept here, as training keeps them
+        let mut stacks = KeptStacks::new(3);
+        let mut lists: Vec<Vec<u64>> = vec![Vec::new(); 3]; // most recent first
+        let mut kept: std::collections::HashMap<u64, (usize, u32)> = std::collections::HashMap::new();
+        let mut next = lcg(21);
+        for step in 0..40_000 {
+            let key = next() % 700;
+            let to = (next() % 3) as usize;
+            if let Some(&(from, time)) = kept.get(&key) {
+                let at = lists[from].iter().position(|&k| k == key).expect("on its stack");
+                assert_eq!(stacks.keys(from), lists[from].len(), "step {step}");
+                assert_eq!(stacks.remove(from, time), at as u64 + 1, "step {step}");
+                lists[from].remove(at);
+            }
+            kept.insert(key, (to, stacks.push(to)));
+            lists[to].insert(0, key);
+            if step % 3_001 == 3_000 {
+                stacks.renumber(|new| {
+                    for (s, t) in kept.values_mut() {
+                        *t = new(*s, *t);
+                    }
+                });
+                assert_eq!(stacks.times, stacks.keys);
+            }
+        }
     }
 
     #[test]

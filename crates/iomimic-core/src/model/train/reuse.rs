@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 
 use crate::analyze::frequency_ranks::CountRanks;
+use crate::analyze::lru_stack::KeptStacks;
 
 use crate::model::{
     request_class as class_of, Bucket, Population, Reuse, ReuseClass, HOT_CELLS, HOT_SPOTS, PLACEMENT_CELLS,
@@ -146,9 +147,9 @@ pub(super) fn each_visit(
 pub(super) struct Stacks {
     top: Vec<(u32, u64, u64)>,
     /// one per top-level state and class
-    by_state: Vec<Option<crate::analyze::lru_stack::Stack>>,
-    /// each place's class and number
-    class: FxHashMap<(u32, u64), (u8, u32)>,
+    by_state: KeptStacks,
+    /// each place's class, number and time on its stack
+    class: FxHashMap<(u32, u64), (u8, u32, u32)>,
 }
 
 impl Stacks {
@@ -157,7 +158,7 @@ impl Stacks {
         let mut class = FxHashMap::default();
         class.reserve(expected.min(1 << 24));
         Self {
-            by_state: (0..top.len() * CLASSES).map(|_| None).collect(),
+            by_state: KeptStacks::new(top.len() * CLASSES),
             top,
             class,
         }
@@ -166,31 +167,49 @@ impl Stacks {
     /// The next request's [`Visit`].
     #[inline]
     pub fn visit(&mut self, volume: u32, offset: u64, op: u8, size: u32) -> Visit {
+        if self.by_state.due() {
+            self.renumber();
+        }
         let key = (volume, offset);
         let group = state_of(&self.top, volume, offset) * CLASSES;
         let places = self.class.len() as u32;
-        let entry = self.class.entry(key);
-        let again = matches!(entry, std::collections::hash_map::Entry::Occupied(_));
-        let now = class_of(op, size, again);
-        let slot = entry.or_insert((now, places));
-        let (was, place) = *slot;
-        slot.0 = now;
-        let seen = again.then(|| {
-            let stack = self.by_state[group + usize::from(was)]
-                .as_mut()
-                .expect("a classed key is stacked");
-            let held = stack.keys() as u64;
-            let depth = stack.remove(key).expect("a classed key is stacked");
-            Touch {
-                depth,
-                class: was,
-                held,
+        match self.class.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let (was, place, time) = *e.get();
+                let from = group + usize::from(was);
+                let held = self.by_state.keys(from) as u64;
+                let depth = self.by_state.remove(from, time);
+                let now = class_of(op, size, true);
+                *e.get_mut() = (now, place, self.by_state.push(group + usize::from(now)));
+                Visit {
+                    seen: Some(Touch {
+                        depth,
+                        class: was,
+                        held,
+                    }),
+                    place,
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let now = class_of(op, size, false);
+                e.insert((now, places, self.by_state.push(group + usize::from(now))));
+                Visit {
+                    seen: None,
+                    place: places,
+                }
+            }
+        }
+    }
+
+    /// Renumbers the stacks' times, and the places' kept with them.
+    fn renumber(&mut self) {
+        let (top, class) = (&self.top, &mut self.class);
+        self.by_state.renumber(|new| {
+            for (&(volume, offset), kept) in class.iter_mut() {
+                let s = state_of(top, volume, offset) * CLASSES + usize::from(kept.0);
+                kept.2 = new(s, kept.2);
             }
         });
-        self.by_state[group + usize::from(now)]
-            .get_or_insert_with(|| crate::analyze::lru_stack::Stack::new(0))
-            .touch(key);
-        Visit { seen, place }
     }
 }
 
