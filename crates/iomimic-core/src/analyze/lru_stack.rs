@@ -272,7 +272,7 @@ impl<K: Copy, T> Part<K, T> {
 
 /// What the stack needs of its map from a key to the time of the key's latest touch.
 pub trait TouchTimes {
-    /// Sent to the other core of a pipelined batch ([`Stack::touch_all`]).
+    /// Sent to the other core of a pipelined stream ([`Stack::touch_stream`]).
     type Key: Copy + Send + Sync;
     fn with_capacity(keys: usize) -> Self;
     /// Sets the key's time, returning the one it replaced.
@@ -375,15 +375,14 @@ pub const PART: usize = 1 << 16;
 /// A batch's previous touch, when there was none.
 const NO_TOUCH: u32 = u32::MAX;
 
-/// What [`Stack::touch_all`] keeps between batches, so that it allocates once.
-pub struct Batch<K> {
+/// What [`previous_touches`] sorts a part's keys with, kept between parts so that it
+/// allocates once.
+struct Batch<K> {
     /// The batch's keys with their indices, in the order of the map's regions.
     sorted: Vec<(K, u32)>,
     /// Each key's region, then each region's start in `sorted`.
     region: Vec<u16>,
     starts: Vec<u32>,
-    /// Each key's previous touch time, or [`NO_TOUCH`].
-    prev: Vec<u32>,
 }
 
 impl<K> Default for Batch<K> {
@@ -392,7 +391,6 @@ impl<K> Default for Batch<K> {
             sorted: Vec::new(),
             region: Vec::new(),
             starts: Vec::new(),
-            prev: Vec::new(),
         }
     }
 }
@@ -508,33 +506,22 @@ impl<M: TouchTimes> Stack<M> {
     }
 
     /// Touches `keys` at the next times, one after another, as [`Stack::touch`] would, and
-    /// calls `depth(i, d)` with the depth of `keys[i]` before its touch, in order.
-    ///
-    /// Why a batch: on a map far past the caches, each lookup in time order is a random read of
-    /// memory and a TLB miss (the map was most of a large curve's time, and grew it faster than
-    /// the data). Here the map is read and updated in the order of its slots (the keys
-    /// counting-sorted by region, kept in time order within one, so a key's touches still meet
-    /// the map in time order and each finds its previous one), so the walk goes through memory
-    /// in order; the depths are then taken in time order from the previous touches found.
-    pub fn touch_all(
-        &mut self,
-        keys: &[M::Key],
-        batch: &mut Batch<M::Key>,
-        mut depth: impl FnMut(usize, Option<u64>),
-    ) {
-        self.compact_if_due();
-        let base = self.marks.len();
-        let mut prev = std::mem::take(&mut batch.prev);
-        previous_touches(&mut self.last, keys, base, batch, &mut prev);
-        for (i, d) in self.marks.depths(&prev).enumerate() {
-            depth(i, d);
-        }
-        batch.prev = prev;
+    /// calls `depth(i, d)` with the depth of `keys[i]` before its touch, in order: a
+    /// [`Stack::touch_stream`] on this thread alone.
+    pub fn touch_all(&mut self, keys: &[M::Key], mut depth: impl FnMut(usize, Option<u64>) + Send) {
+        let items = keys.iter().copied().zip(0..);
+        self.touch_stream_on(|_| false, items, |_, i, d| depth(i, d));
     }
 
-    /// Touches the keys of `items` at the next times, as [`Stack::touch_all`] would in batches
-    /// of [`PART`], and calls `depth(key, tag, d)` for each, in order, with the key's depth
-    /// before its touch.
+    /// Touches the keys of `items` at the next times, one after another, as [`Stack::touch`]
+    /// would, and calls `depth(key, tag, d)` for each, in order, with the key's depth before its
+    /// touch.
+    ///
+    /// Why parts of [`PART`] keys: on a map far past the caches, each lookup in time order is a
+    /// random read of memory and a TLB miss (the map was most of a large curve's time, and grew
+    /// it faster than the data). A part's keys meet the map in the order of its slots
+    /// ([`previous_touches`]), so the walk goes through memory in order; the depths are then
+    /// taken in time order from the previous touches found.
     ///
     /// On two cores it is a pipeline: this thread draws the items and finds each part's
     /// previous touches in the map, while another takes the depths of the part before from the
@@ -891,7 +878,6 @@ mod tests {
     /// at a time; both compact on the way.
     fn batches_agree<M: TouchTimes<Key = u64>>(mut batched: Stack<M>) {
         let mut single = Stack::compacting_from(0, 64, FxHashMap::<u64, u32>::default());
-        let mut batch = Batch::default();
         let mut next = lcg(5);
         for round in 0..60 {
             let len = next() as usize % 1000;
@@ -899,7 +885,7 @@ mod tests {
             let keys: Vec<u64> = (0..len).map(|_| next() % span).collect();
             let expected: Vec<Option<u64>> = keys.iter().map(|&k| single.touch(k)).collect();
             let mut got = vec![None; len];
-            batched.touch_all(&keys, &mut batch, |i, d| got[i] = d);
+            batched.touch_all(&keys, |i, d| got[i] = d);
             assert_eq!(got, expected, "round {round}");
         }
         assert_eq!(batched.keys(), single.keys());

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use rustc_hash::FxHashMap;
 
 use super::block_map::{BlockMap, DenseBlockMap, SparseBlockMap};
-use super::lru_stack::{Batch, Stack, TouchTimes};
+use super::lru_stack::{Stack, TouchTimes};
 
 use crate::error::{Error, Result};
 use crate::progress::Progress;
@@ -431,8 +431,6 @@ struct Replay<M: TouchTimes> {
     h: Distances,
     threshold: u64,
     rate: f64,
-    /// Scratch of the batches that take in a partition's curve ([`Curve::absorb`]).
-    batch: Batch<M::Key>,
     /// A partition's curve: each block's first touch, in order, with its jackknife group.
     first_touches: Option<Vec<(M::Key, u8)>>,
 }
@@ -482,7 +480,6 @@ impl<M: TouchTimes> Replay<M> {
             h: Distances::new(rate),
             threshold: (rate * SHARDS_MODULUS as f64) as u64,
             rate,
-            batch: Batch::default(),
             first_touches: None,
         }
     }
@@ -523,7 +520,7 @@ impl<M: TouchTimes> Replay<M> {
             }
         }
         let keys: Vec<M::Key> = last.iter().map(|&(v, b)| key(v, b)).collect();
-        self.stack.touch_all(&keys, &mut self.batch, |_, _| {});
+        self.stack.touch_all(&keys, |_, _| {});
         Ok(())
     }
 

@@ -59,7 +59,7 @@ impl Serialize for ChainOut<'_> {
             state,
             ranged: self.ranged,
         });
-        c.serialize_field("states", &Seq(std::cell::Cell::new(Some(states))))?;
+        c.serialize_field("states", &Seq::of(states))?;
         let entered = chain.initial.iter().filter(|&&p| p != 0.0).count();
         if entered * 2 < chain.initial.len() {
             c.serialize_field("initial", &SparseInitial(&chain.initial))?;
@@ -71,8 +71,14 @@ impl Serialize for ChainOut<'_> {
     }
 }
 
-/// Items written as a list once, from an iterator.
+/// Items written as a list, from an iterator (taken once: a value is written once).
 struct Seq<I>(std::cell::Cell<Option<I>>);
+
+impl<I> Seq<I> {
+    fn of(items: I) -> Self {
+        Seq(std::cell::Cell::new(Some(items)))
+    }
+}
 
 impl<I: Iterator<Item = T>, T: Serialize> Serialize for Seq<I> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -87,8 +93,8 @@ impl Serialize for SparseInitial<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let entered = || self.0.iter().enumerate().filter(|(_, &p)| p != 0.0);
         let mut m = s.serialize_struct("Initial", 2)?;
-        m.serialize_field("at", &Seq(std::cell::Cell::new(Some(entered().map(|(i, _)| i)))))?;
-        m.serialize_field("p", &Seq(std::cell::Cell::new(Some(entered().map(|(_, &p)| p)))))?;
+        m.serialize_field("at", &Seq::of(entered().map(|(i, _)| i)))?;
+        m.serialize_field("p", &Seq::of(entered().map(|(_, &p)| p)))?;
         m.end()
     }
 }
@@ -250,26 +256,17 @@ impl Serialize for RowOut<'_> {
         let with_stats = e.iter().any(|e| e.stats.is_some());
         let mut r = s.serialize_struct("Row", 5)?;
         r.serialize_field("from", &self.from)?;
-        r.serialize_field("to", &Column(e, |e| e.to))?;
+        r.serialize_field("to", &Seq::of(e.iter().map(|e| e.to)))?;
         if counted {
-            r.serialize_field("count", &Column(e, |e| e.count))?;
+            r.serialize_field("count", &Seq::of(e.iter().map(|e| e.count)))?;
         }
         if !derived {
-            r.serialize_field("p", &Column(e, |e| e.p))?;
+            r.serialize_field("p", &Seq::of(e.iter().map(|e| e.p)))?;
         }
         if with_stats {
             r.serialize_field("stats", &StatsByTarget(e))?;
         }
         r.end()
-    }
-}
-
-/// One field of a row's edges, written as a list.
-struct Column<'a, T>(&'a [Edge], fn(&Edge) -> T);
-
-impl<T: Serialize> Serialize for Column<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(self.1))
     }
 }
 
