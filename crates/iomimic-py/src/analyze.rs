@@ -353,7 +353,7 @@ pub fn miss_ratio_curve(
         watched(py, progress.as_ref(), |p| {
             let n = view.len();
             p.add_total(n as u64);
-            let blocks = analyze::mrc::Blocks::of(view, 0..n);
+            let blocks = analyze::mrc::Blocks::of_trace(view);
             let rate = sampling.unwrap_or_else(|| blocks.sampling_rate(budget));
             let curve = analyze::mrc::curve_of_counted(view, 0..n, &blocks, rate, p)?;
             p.ticked(n);

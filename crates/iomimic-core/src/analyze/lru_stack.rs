@@ -69,7 +69,11 @@ struct Marks {
     tree: Vec<u32>,
     /// Touch times so far.
     times: usize,
-    count: usize,
+    /// Times unmarked since the last reset: the marks are `times − unmarked`. Two counters that
+    /// each change alone (a push adds a time, an unmark a gap): when both changed on a push, the
+    /// compiler loaded and stored them as one 16-byte word, which a re-use's 8-byte store had
+    /// just written in part, and the load waited for the store (half a push's time in perf).
+    unmarked: usize,
 }
 
 impl Marks {
@@ -81,7 +85,7 @@ impl Marks {
             lines: Vec::with_capacity(lines),
             tree,
             times: 0,
-            count: 0,
+            unmarked: 0,
         }
     }
 
@@ -90,27 +94,39 @@ impl Marks {
         self.times
     }
 
-    /// Appends the next time, marked. A new line's node n covers lines (n − lowbit(n), n]: it
-    /// starts as the sum of the nodes below it that tile that range.
+    /// Marked times: distinct keys on the stack.
+    #[inline]
+    fn count(&self) -> usize {
+        self.times - self.unmarked
+    }
+
+    /// Appends the next time, marked.
+    #[inline]
     fn push(&mut self) {
         let (line, at) = (self.times / LINE_TIMES, self.times % LINE_TIMES);
         if at == 0 {
-            self.lines.push(Line::default());
-            let n = self.tree.len();
-            let low = n & n.wrapping_neg();
-            let mut covered = 0u32;
-            let mut j = n - 1;
-            while j > n - low {
-                covered += self.tree[j];
-                j &= j - 1;
-            }
-            self.tree.push(covered);
+            self.push_line();
         }
         self.lines[line].0[at / 64] |= 1 << (at % 64);
         // the last line's node is the tree's last: nothing above it to update
         *self.tree.last_mut().expect("a node per line") += 1;
         self.times += 1;
-        self.count += 1;
+    }
+
+    /// Appends an empty line. Its node n covers lines (n − lowbit(n), n]: it starts as the sum
+    /// of the nodes below it that tile that range.
+    #[cold]
+    fn push_line(&mut self) {
+        self.lines.push(Line::default());
+        let n = self.tree.len();
+        let low = n & n.wrapping_neg();
+        let mut covered = 0u32;
+        let mut j = n - 1;
+        while j > n - low {
+            covered += self.tree[j];
+            j &= j - 1;
+        }
+        self.tree.push(covered);
     }
 
     /// Makes the times `0..n` and marks every one.
@@ -134,7 +150,7 @@ impl Marks {
             self.tree.push((full + partial) as u32);
         }
         self.times = n;
-        self.count = n;
+        self.unmarked = 0;
     }
 
     fn unmark(&mut self, at: usize) {
@@ -145,7 +161,7 @@ impl Marks {
             self.tree[i] -= 1;
             i += i & i.wrapping_neg();
         }
-        self.count -= 1;
+        self.unmarked += 1;
     }
 
     /// Marks at times `[0, at)`.
@@ -166,11 +182,11 @@ impl Marks {
     /// The marked time with `depth − 1` marks after it (1 = the newest), if that deep.
     fn at_depth(&self, depth: u64) -> Option<usize> {
         let depth = usize::try_from(depth).ok()?;
-        if depth == 0 || depth > self.count {
+        if depth == 0 || depth > self.count() {
             return None;
         }
         // the k-th mark from the oldest: find its line by descending the tree, then the bit
-        let mut k = self.count - depth + 1;
+        let mut k = self.count() - depth + 1;
         let mut pos = 0usize;
         let mut step = (self.tree.len() - 1).next_power_of_two();
         while step > 0 {
@@ -188,7 +204,7 @@ impl Marks {
 impl Marks {
     /// Unmarks the touch at `prev`, returning its depth: the marks after it, plus one.
     fn depth_of(&mut self, prev: usize) -> u64 {
-        let after = self.count - self.before(prev + 1);
+        let after = self.count() - self.before(prev + 1);
         self.unmark(prev);
         after as u64 + 1
     }
@@ -602,7 +618,7 @@ impl<M: TouchTimes> Stack<M> {
 
     /// Renumbers the touch times if they have come to [`COMPACT_AT`] times the keys.
     fn compact_if_due(&mut self) {
-        if self.marks.len() >= self.compact_from.max(COMPACT_AT * self.marks.count) {
+        if self.marks.len() >= self.compact_from.max(COMPACT_AT * self.marks.count()) {
             self.compact();
         }
     }
@@ -615,7 +631,7 @@ impl<M: TouchTimes> Stack<M> {
         let ranks = self.marks.line_ranks();
         let marks = &self.marks;
         self.last.renumber(|t| marks.rank(&ranks, t));
-        self.marks.reset_all_marked(self.marks.count);
+        self.marks.reset_all_marked(self.marks.count());
     }
 
     /// The time of the latest touch of the key at `depth` (1 = most recent), if that deep.
@@ -661,7 +677,7 @@ impl KeptStacks {
 
     /// Keys on stack `s`.
     pub fn keys(&self, s: usize) -> usize {
-        self.stacks[s].count
+        self.stacks[s].count()
     }
 
     /// Takes the key last touched at `time` off stack `s`: its depth there (1 = the most
@@ -694,7 +710,7 @@ impl KeptStacks {
         let stacks = &self.stacks;
         rewrite(&|s: usize, t: u32| stacks[s].rank(&ranks[s], t));
         for marks in &mut self.stacks {
-            marks.reset_all_marked(marks.count);
+            marks.reset_all_marked(marks.count());
         }
         self.times = self.keys;
     }
@@ -719,7 +735,7 @@ impl GenStack {
 
     /// Distinct keys on the stack.
     pub fn depth(&self) -> usize {
-        self.marks.count
+        self.marks.count()
     }
 
     /// Adds the next touch; `prev` is the time this key was touched before, if it was.
@@ -784,7 +800,7 @@ mod tests {
                 }
             }
             let count = bits.iter().filter(|&&b| b).count();
-            assert_eq!(marks.count, count);
+            assert_eq!(marks.count(), count);
             for _ in 0..2_000 {
                 let at = next() % (bits.len() + 1);
                 let before = bits[..at].iter().filter(|&&b| b).count();

@@ -583,7 +583,7 @@ impl<'v, 'a> Curves<'v, 'a> {
         let (rate, whole) = match opts.mrc {
             MrcScope::None => (1.0, None),
             _ => {
-                let blocks = mrc::Blocks::of(t, 0..n);
+                let blocks = mrc::Blocks::of_trace(t);
                 let rate = opts
                     .mrc_sampling
                     .unwrap_or_else(|| blocks.sampling_rate(opts.mrc_budget));

@@ -4,7 +4,7 @@
 //! Two passes over the pieces, in time order:
 //! 1. a [`Survey`]: the time span (which sets the fluctuation windows), how far each volume
 //!    reaches (which sets its spatial ranges), its streams, and its distinct blocks counted on
-//!    a 1/64 sample (which set the curves' sampling rate and maps);
+//!    an adaptive hash sample (which set the curves' sampling rate and maps);
 //! 2. [`Chunked::add`] of every piece, then [`Chunked::finish`].
 //!
 //! What carries over from one piece to the next: each volume's (and each stream's per
@@ -75,7 +75,7 @@ impl Survey {
             reach: vec![0; volumes],
             volume_rows: vec![0; volumes],
             streams: FxHashMap::default(),
-            blocks: BlockCount::new(64),
+            blocks: BlockCount::new(),
         }
     }
 
