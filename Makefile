@@ -77,7 +77,7 @@ bench: install
 	$(PY) benches/train_scale.py
 	$(PY) benches/realio.py
 	$(PY) benches/openloop.py
-	$(PY) benches/openloop.py --neighbour --seconds 15
+	$(PY) benches/openloop.py --neighbour --seconds 10 --rounds 7
 	$(PY) benches/cache.py
 	$(PY) benches/mrc.py
 	$(PY) benches/ray_cluster.py

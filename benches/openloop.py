@@ -12,7 +12,7 @@ in-flight I/O), and its issue times are not logged finer than a millisecond; the
 its figures (KS 0.04-0.06, replay drift 0.2-0.4 %).
 
     python benches/openloop.py [--seconds 60] [--rate 10000]
-    python benches/openloop.py --neighbour --seconds 15   # a busy process holds one CPU
+    python benches/openloop.py --neighbour --seconds 10 --rounds 7   # a busy process holds one CPU
 
 With --neighbour a spinning process is pinned to one CPU for the whole benchmark and the
 default engine (io_uring, which uses a kernel polling thread only when a CPU is idle) is run
