@@ -187,11 +187,14 @@ impl BlockCount {
             self.top = self.top.max(blocks.end);
             self.volumes = self.volumes.max(volume.saturating_add(1));
             let groups = blocks.start >> 3..blocks.end.div_ceil(8);
+            // the volume hashed on its own first: `mix` puts it in the top 12 bits, where
+            // volumes 4,096 apart (traces of thousands of volumes) would count as one
+            let salt = crate::random::splitmix(u64::from(volume));
             for block in blocks {
-                self.blocks.add(mix(volume, block));
+                self.blocks.add(mix(0, block ^ salt));
             }
             for group in groups {
-                self.groups.add(mix(volume, !group));
+                self.groups.add(mix(0, !group ^ salt));
             }
         }
     }
@@ -848,6 +851,11 @@ mod tests {
         assert!(many.level > 0 && many.kept.len() <= SAMPLE_KEYS);
         let err = many.estimate() as f64 / n as f64 - 1.0;
         assert!(err.abs() < 0.02, "{err}");
+        // volumes 4,096 apart are told apart
+        let mut t = crate::trace::testing::reads(&[0, 1], &[0, 0], 4096);
+        t.volume = vec![0, 4096];
+        t.volumes = (0..=4096).map(|v| format!("v{v}")).collect();
+        assert_eq!(Blocks::of(&t.view(), 0..2).distinct, 2);
         // pieces merged give the sample of the whole, key for key
         let (mut a, mut b) = (DistinctSample::default(), DistinctSample::default());
         for k in 0..n {
