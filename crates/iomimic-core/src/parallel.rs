@@ -50,6 +50,13 @@ pub(crate) fn cores_to_spare(more: usize) -> bool {
     BUSY.load(Ordering::Relaxed) + more <= cores()
 }
 
+/// Cores free for threads started now: those no thread of the crate's claims, and this thread's
+/// own if it holds one (it waits while they work).
+pub(crate) fn free_cores() -> usize {
+    let own = HELD.with(std::cell::Cell::get).min(1);
+    (cores() + own).saturating_sub(BUSY.load(Ordering::Relaxed))
+}
+
 /// Runs `work` on every task, spread over the machine's cores; results in task order.
 pub(crate) fn on_all_cores<T: Send, R: Send>(tasks: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
     use std::sync::Mutex;

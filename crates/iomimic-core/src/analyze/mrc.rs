@@ -97,8 +97,8 @@ pub const DEFAULT_BUDGET_BLOCKS: u64 = 1 << 23;
 pub const MIN_BUDGET_BLOCKS: u64 = 1024;
 
 /// Keys a [`DistinctSample`] holds at most: its count is exact up to this many distinct keys
-/// and within about 1/√(half of it), 0.6 %, past them; its set (about 1 MiB) stays in a core's
-/// cache, where a fixed 1/64 sample of a large trace's blocks did not (the count grew 13 times
+/// and has a standard error of 1/√kept, 0.4–0.55 %, past them; a count's two sets (blocks and
+/// groups of eight, about 1.1 MiB each) stay near a core's caches, where a fixed 1/64 sample of a large trace's blocks did not (the count grew 13 times
 /// with 10 times the data, and was a seventh of a large curve's time).
 const SAMPLE_KEYS: usize = 1 << 16;
 
@@ -152,7 +152,7 @@ pub struct Blocks {
     /// Block accesses of reads and writes.
     pub accesses: u64,
     /// Distinct (volume, block) pairs: exact up to [`SAMPLE_KEYS`], past that counted on an
-    /// adaptive sample ([`DistinctSample`]; relative error about 0.4–0.6 %).
+    /// adaptive sample ([`DistinctSample`]; standard error 0.4–0.55 %).
     pub distinct: u64,
     /// Distinct groups of eight adjacent blocks (a [`DenseBlockMap`] bucket), counted like
     /// `distinct`.
@@ -230,13 +230,14 @@ impl Blocks {
         count.finish()
     }
 
-    /// [`Blocks::of`] every row of `t`, in a piece on each core that is free.
+    /// [`Blocks::of`] every row of `t`, in a piece on each core that is free (this thread's
+    /// among them): on one beside a characterization's counters.
     pub fn of_trace(t: &TraceView<'_>) -> Self {
         let n = t.len();
-        if n < 2 * ROWS_A_CORE || !crate::parallel::cores_to_spare(1) {
+        let cores = crate::parallel::free_cores().min(n / ROWS_A_CORE);
+        if cores < 2 {
             return Self::of(t, 0..n);
         }
-        let cores = crate::parallel::cores().min(n / ROWS_A_CORE);
         let pieces: Vec<_> = (0..cores).map(|c| c * n / cores..(c + 1) * n / cores).collect();
         let counts = crate::parallel::on_all_cores(pieces, |rows| {
             let mut count = BlockCount::new();
