@@ -98,8 +98,9 @@ pub const MIN_BUDGET_BLOCKS: u64 = 1024;
 
 /// Keys a [`DistinctSample`] holds at most: its count is exact up to this many distinct keys
 /// and has a standard error of 1/√kept, 0.4–0.55 %, past them; a count's two sets (blocks and
-/// groups of eight, about 1.1 MiB each) stay near a core's caches, where a fixed 1/64 sample of a large trace's blocks did not (the count grew 13 times
-/// with 10 times the data, and was a seventh of a large curve's time).
+/// groups of eight, about 1.1 MiB each) stay near a core's caches, where a fixed 1/64 sample
+/// of a large trace's blocks did not (the count grew 13 times with 10 times the data, and was
+/// a seventh of a large curve's time).
 const SAMPLE_KEYS: usize = 1 << 16;
 
 /// Distinct keys counted on a sample that halves as it fills (adaptive sampling, Flajolet's
@@ -244,11 +245,11 @@ impl Blocks {
             count.add(t, rows);
             count
         });
-        let mut whole = BlockCount::new();
-        for count in counts {
+        let whole = counts.into_iter().reduce(|mut whole, count| {
             whole.merge(count);
-        }
-        whole.finish()
+            whole
+        });
+        whole.expect("two pieces or more").finish()
     }
 
     /// Buckets a [`DenseBlockMap`] of the blocks sampled at `rate` would hold, when that map is
@@ -852,11 +853,6 @@ mod tests {
         assert!(many.level > 0 && many.kept.len() <= SAMPLE_KEYS);
         let err = many.estimate() as f64 / n as f64 - 1.0;
         assert!(err.abs() < 0.02, "{err}");
-        // volumes 4,096 apart are told apart
-        let mut t = crate::trace::testing::reads(&[0, 1], &[0, 0], 4096);
-        t.volume = vec![0, 4096];
-        t.volumes = (0..=4096).map(|v| format!("v{v}")).collect();
-        assert_eq!(Blocks::of(&t.view(), 0..2).distinct, 2);
         // pieces merged give the sample of the whole, key for key
         let (mut a, mut b) = (DistinctSample::default(), DistinctSample::default());
         for k in 0..n {
@@ -869,6 +865,14 @@ mod tests {
         a.merge(b);
         assert_eq!(a.level, many.level);
         assert_eq!(a.kept, many.kept);
+    }
+
+    #[test]
+    fn blocks_of_volumes_4096_apart_are_told_apart() {
+        let mut t = crate::trace::testing::reads(&[0, 1], &[0, 0], 4096);
+        t.volume = vec![0, 4096];
+        t.volumes = (0..=4096).map(|v| format!("v{v}")).collect();
+        assert_eq!(Blocks::of(&t.view(), 0..2).distinct, 2);
     }
 
     #[test]
