@@ -13,7 +13,7 @@ import pytest
 
 import iomimic
 from iomimic import Trace
-from iomimic.model import Model, chain_edges, chain_initial, chain_states, mix, train
+from iomimic.model import Model, chain_edges, chain_initial, chain_states, mix, shares, stats_shares, train
 from iomimic.presets import PRESETS, preset, published
 from iomimic.validate import validate
 
@@ -238,9 +238,12 @@ def test_a_state_without_edges_takes_an_edges_stats_not_the_threads(tmp_path: Pa
              "near": 0.0, "sizes": {"bytes": [4096], "p": [1.0]}}  # fmt: skip
     writes = {**reads, "ops": [0.0, 1.0, 0.0, 0.0], "sequential": 0.0, "sizes": {"bytes": [65536]}}
     writes["sizes"]["p"] = [1.0]
-    # the thread's and the volume's stats are what edges without their own take
+    # the thread's and the volume's stats are what edges without their own take (as shares:
+    # without the counts' `n`)
+    thread["defaults"].pop("n", None)
     thread["defaults"].update(writes)
     for v in thread.get("volumes", []):
+        v["stats"].pop("n", None)
         v["stats"].update(writes)
     # the walk stays in the first top-level state (its trained moves carry no stats of their
     # own, so they would take the writes), enters its leaves at the first, and every leaf edge
@@ -507,13 +510,22 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
     cases = [
         (lambda d: d.update(format="other"), 'model field format: expected "iomimic-model"'),
         (
-            lambda d: d.update(version=5),
-            "model field version: this iomimic reads versions 1, 2, 3, 4, found 5",
+            lambda d: d.update(version=6),
+            "model field version: this iomimic reads versions 1, 2, 3, 4, 5, found 6",
         ),
         (lambda d: d["threads"][0].update(weight="heavy"), "model field threads[0].weight: invalid type"),
         (lambda d: d["threads"][0].update(weight=1.5), "field threads[0].weight: 1.5 is not a probability"),
         (lambda d: d["threads"][0].update(weight=0.5), "field threads[].weight: probabilities sum to 0.5"),
-        (lambda d: d["threads"][0]["defaults"].update(sequential=1.5), "threads[0].defaults.sequential: 1.5"),
+        (
+            lambda d: d["threads"][0]["defaults"].update(sequential=1.5),
+            "threads[0].defaults: sequential: 1.5 is not a count of requests",
+        ),
+        (
+            lambda d: d["threads"][0].update(
+                defaults={**stats_shares(d["threads"][0]["defaults"]), "sequential": 1.5}
+            ),
+            "threads[0].defaults.sequential: 1.5",
+        ),
         (
             lambda d: d["threads"][0]["chain"]["initial"].append(0.0),
             "threads[0].chain: 4 states but 5 initial",
@@ -833,6 +845,28 @@ def _as_version_1(node: object) -> None:
             _as_version_1(v)
 
 
+def _as_version_4(node: object) -> object:
+    """Writes every share as version 4 did (in place): fractions, not the counts training took
+    them from (stats without `n`). Returns the node."""
+    if isinstance(node, dict):
+        if "n" in node and "ops" in node:
+            as_shares = stats_shares(node)
+            node.clear()
+            node.update(as_shares)
+        for key, v in node.items():
+            if key in ("p", "initial", "shares", "continuation_depth", "near_depth") and isinstance(v, list):
+                node[key] = shares(v)
+            else:
+                _as_version_4(v)
+    elif isinstance(node, list):
+        if node and all(isinstance(b, dict) and set(b) == {"from", "to", "p"} for b in node):
+            for b, p in zip(node, shares([b["p"] for b in node]), strict=True):
+                b["p"] = p
+        for v in node:
+            _as_version_4(v)
+    return node
+
+
 def _as_version_3(node: object, parent: dict | None = None) -> None:
     """Writes every chain as version 3 did (in place): each state with its range, and a
     probability of entry per state."""
@@ -863,21 +897,68 @@ def test_version_3_models_load_and_generate_exactly_as_before(tmp_path: Path) ->
               size=np.full(n, 4096, np.uint32), op=(rng.random(n) < 0.3).astype(np.uint8))  # fmt: skip
     m = train(t, levels=3, states=16)
     data = json.loads(m.to_json())
-    assert data["version"] == 4
+    assert data["version"] == 5
     chains = _chains(data["threads"][0]["chain"])
     assert any(isinstance(c["initial"], dict) for c in chains)  # sparse where mostly 0
     children = [c for c in chains[1:] if c["states"]]
     assert children and all("start" not in s for c in children for s in c["states"])
     # grandchildren too: their parents' ranges are put back first
     assert any(s.get("children") for c in children for s in c["states"])
+    _as_version_4(data)
     _as_version_3(data)
     data["version"] = 3
     path = tmp_path / "v3.json"
     path.write_text(json.dumps(data))
     assert len(path.read_text()) > len(m.to_json())
     old = Model.load(path)
-    assert json.loads(old.to_json()) == json.loads(m.to_json())
+    # the same model, its stats shares now (the file had no counts)
+    assert _as_version_4(json.loads(old.to_json())) == _as_version_4(json.loads(m.to_json()))
     assert old.generate(20_000, seed=4) == m.generate(20_000, seed=4)
+
+
+def test_shares_training_counted_are_written_as_the_counts_and_read_back_exactly(tmp_path: Path) -> None:
+    """Version 5 writes a share of a few requests as its count (5 of 12), not as 17 digits
+    (0.4166666666666667): the reader divides and gets the very floats training made, so a
+    version 4 file of the same model loads and generates exactly as the version 5 one."""
+    m = train(hot_and_cold(20_000), levels=2, states=4, seed=1)
+    data = json.loads(m.to_json())
+    assert data["version"] == 5
+    thread = data["threads"][0]
+    stats = [thread["defaults"]] + [
+        st
+        for c in _chains(thread["chain"])
+        for row in c["transitions"]
+        for st in row.get("stats", {}).values()
+    ]
+    assert len(stats) > 1
+    for st in stats:
+        # ops out of n, placements out of the requests with an address, sizes as counts
+        assert st["ops"] and all(isinstance(k, int) for k in st["ops"]) and sum(st["ops"]) == st["n"]
+        assert all(isinstance(st.get(k, 0), int) for k in ("sequential", "reuse", "continuation", "near"))
+        assert all(isinstance(k, int) for k in st["sizes"]["p"])
+        shares_of = stats_shares(st)
+        assert abs(sum(shares_of["ops"]) - 1) < 1e-12 and abs(sum(shares_of["sizes"]["p"]) - 1) < 1e-12
+    assert all(isinstance(k, int) for k in data["rate"]["shares"])
+    version_4 = _as_version_4(json.loads(m.to_json()))
+    version_4["version"] = 4
+    assert not any(isinstance(k, int) for k in version_4["rate"]["shares"])
+    path = tmp_path / "v4.json"
+    path.write_text(json.dumps(version_4, separators=(",", ":")))
+    # the counts are fewer characters than the fractions
+    assert len(m.to_json()) < 0.9 * len(path.read_text())
+    old = Model.load(path)
+    assert _as_version_4(json.loads(old.to_json())) == _as_version_4(json.loads(m.to_json()))
+    assert old.generate(20_000, seed=4) == m.generate(20_000, seed=4)
+    m.save(tmp_path / "v5.json")
+    again = Model.load(tmp_path / "v5.json")
+    assert again.to_json() == m.to_json()
+    assert again.generate(20_000, seed=4) == m.generate(20_000, seed=4)
+    # a file's counts that do not add up are refused, naming what is wrong
+    thread["defaults"]["ops"][0] += 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(iomimic.InputError, match=r"ops count .* but n is"):
+        Model.load(bad)
 
 
 def test_compact_chains_refuse_what_they_cannot_place(tmp_path: Path) -> None:
@@ -1013,20 +1094,25 @@ def test_a_model_of_4_gib_requests_generates_quickly() -> None:
 def test_version_2_models_load_and_generate_exactly_as_before(tmp_path: Path) -> None:
     m = train(hot_and_cold(20_000), levels=2, states=4)
     data = json.loads(m.to_json())
-    assert data["version"] == 4
+    assert data["version"] == 5
+    _as_version_4(data)
     _as_version_3(data)
     _as_version_2(data)
     data["version"] = 2
     path = tmp_path / "v2.json"
     path.write_text(json.dumps(data))
     old = Model.load(path)
-    assert json.loads(old.to_json())["threads"] == json.loads(m.to_json())["threads"]
+    assert (
+        _as_version_4(json.loads(old.to_json()))["threads"]
+        == _as_version_4(json.loads(m.to_json()))["threads"]
+    )
     assert old.generate(20_000, seed=4) == m.generate(20_000, seed=4)
 
 
 def test_version_1_models_still_load_and_generate(locality_model: Model, tmp_path: Path) -> None:
     data = json.loads(locality_model.to_json())
-    assert data["version"] == 4
+    assert data["version"] == 5
+    _as_version_4(data)
     _as_version_3(data)
     _as_version_2(data)
     _as_version_1(data)

@@ -250,14 +250,49 @@ def is_model_path(path: str | os.PathLike) -> bool:
 
 def chain_initial(chain: dict[str, Any]) -> list[float]:
     """Each state's entry probability of a chain of ``Model.data``, which writes them as
-    ``{"at": [...], "p": [...]}`` when most are 0 (``docs/model.md``)."""
+    ``{"at": [...], "p": [...]}`` when most are 0, and as counts where training counted them
+    (``docs/model.md``)."""
     initial = chain["initial"]
     if isinstance(initial, list):
-        return initial
+        return shares(initial)
     out = [0.0] * len(chain["states"])
-    for i, p in zip(initial["at"], initial["p"], strict=True):
+    for i, p in zip(initial["at"], shares(initial["p"]), strict=True):
         out[i] = p
     return out
+
+
+def shares(values: list[float] | list[int]) -> list[float]:
+    """A list of shares of ``Model.data`` as fractions: a file writes those training counted as
+    the counts (all integers), which are divided by their sum (``docs/model.md``)."""
+    if values and all(isinstance(v, int) for v in values):
+        total = sum(values)
+        return [v / total if total else 0.0 for v in values]
+    return [float(v) for v in values]
+
+
+def stats_shares(stats: dict[str, Any]) -> dict[str, Any]:
+    """Stats of ``Model.data`` (an edge's, a volume's, a thread's) with shares: a file writes
+    those training counted as counts out of ``n`` — ops of all requests, placements of those
+    with an address (all but flushes), each op's placements (``by_op``) of that op's requests
+    — and sizes as counts (``docs/model.md``)."""
+    placements = ("sequential", "reuse", "continuation", "near")
+
+    def sized(s: dict[str, Any]) -> dict[str, Any]:
+        return {**s, "sizes": {**s["sizes"], "p": shares(s["sizes"]["p"])}}
+
+    if "n" not in stats:
+        return sized(stats)
+    n, ops = stats["n"], stats["ops"]
+    out = {k: v for k, v in stats.items() if k != "n"}
+    out["ops"] = [k / max(n, 1) for k in ops]
+    out.update({k: stats.get(k, 0) / max(n - ops[3], 1) for k in placements})
+    out["by_op"] = [
+        sized({**o, **{k: o.get(k, 0) / max(total, 1) for k in placements}})
+        for o, total in zip(stats.get("by_op", []), ops, strict=False)
+    ]
+    if not out["by_op"]:
+        del out["by_op"]
+    return sized(out)
 
 
 def chain_states(chain: dict[str, Any], parent: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iomimic.model import chain_edges, chain_initial
+from iomimic.model import chain_edges, chain_initial, stats_shares
 from iomimic.report import human_bytes, table
 
 
@@ -30,6 +30,7 @@ def _stays(buckets: list[dict] | None) -> str:
 def _stats(s: dict[str, Any] | None) -> str:
     if not s:
         return "thread's"
+    s = stats_shares(s)
     sizes = sorted(zip(s["sizes"]["p"], s["sizes"]["bytes"]), reverse=True)[:2]
     size = ", ".join(f"{human_bytes(b)} {100 * p:.0f}%" for p, b in sizes)
     return (

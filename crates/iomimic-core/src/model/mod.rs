@@ -18,6 +18,7 @@
 )]
 
 mod check;
+mod counts;
 mod generate;
 mod mix;
 pub mod preset;
@@ -45,9 +46,10 @@ pub const FORMAT: &str = "iomimic-model";
 /// (version 3 writes sparse rows, [`rows`]).
 /// Version 4 writes a child chain's states without their ranges when they are their parent's
 /// equal split ([`equal_split`]), and a chain's entry probabilities sparsely when most are 0.
-pub const VERSION: u32 = 4;
+/// Version 5 writes shares that came from counts as the counts ([`counts`]).
+pub const VERSION: u32 = 5;
 /// The schema versions this build reads.
-pub const READS: [u32; 4] = [1, 2, 3, 4];
+pub const READS: [u32; 5] = [1, 2, 3, 4, 5];
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -129,8 +131,16 @@ pub struct VolumeStats {
 #[serde(deny_unknown_fields)]
 pub struct Streams {
     /// P(a continuation continues the request d back on its volume), for d = 2, 3, ...
+    #[serde(
+        serialize_with = "counts::write_shares",
+        deserialize_with = "counts::read_shares"
+    )]
     pub continuation_depth: Vec<f64>,
     /// P(a near request follows the request d back on its volume), for d = 1, 2, ...
+    #[serde(
+        serialize_with = "counts::write_shares",
+        deserialize_with = "counts::read_shares"
+    )]
     pub near_depth: Vec<f64>,
     /// Size of the hole a near request leaves, in bytes.
     pub near_gap: Sizes,
@@ -204,9 +214,12 @@ pub struct Edge {
     pub stats: Option<Box<Stats>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+/// Written and read by [`counts`]: as counts out of `n` where training counted them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(try_from = "counts::StatsFile")]
 pub struct Stats {
+    /// Requests the shares were counted on (0: not counted — a preset's, or read as shares).
+    pub n: u64,
     /// Probabilities of read, write, trim, flush.
     pub ops: [f64; 4],
     /// Probability that a request starts where the previous request of its volume ended.
@@ -239,9 +252,14 @@ pub struct Stats {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct OpStats {
+    // each may be left out where it is 0 (a file's counts, [`counts`])
+    #[serde(default)]
     pub sequential: f64,
+    #[serde(default)]
     pub reuse: f64,
+    #[serde(default)]
     pub continuation: f64,
+    #[serde(default)]
     pub near: f64,
     /// Sizes of the requests not re-used (a re-use repeats its earlier request's size).
     pub sizes: Sizes,
@@ -251,6 +269,10 @@ pub struct OpStats {
 #[serde(deny_unknown_fields)]
 pub struct Sizes {
     pub bytes: Vec<u32>,
+    #[serde(
+        serialize_with = "counts::write_shares",
+        deserialize_with = "counts::read_shares"
+    )]
     pub p: Vec<f64>,
 }
 
@@ -311,6 +333,10 @@ pub struct Reuse {
     /// where requests start. Version 2: depth of the re-used request in the LRU stack of
     /// distinct requests (keyed by volume and start offset). `[from, to)` and its probability;
     /// 1 is the most recently used.
+    #[serde(
+        serialize_with = "counts::write_buckets",
+        deserialize_with = "counts::read_buckets"
+    )]
     pub buckets: Vec<Bucket>,
     /// Version 2: the depths again, by the re-using request's op and the re-used request's op
     /// and size class, so writes re-read and reads re-read each come back as soon as they did.
@@ -383,13 +409,22 @@ pub struct ReuseClass {
     /// Share of `op`'s re-uses.
     pub p: f64,
     /// Depths of its re-uses by recency (empty when all are by frequency).
+    #[serde(
+        serialize_with = "counts::write_buckets",
+        deserialize_with = "counts::read_buckets"
+    )]
     pub buckets: Vec<Bucket>,
     /// Share of its re-uses by frequency: they repeat the request of the class (in the
     /// top-level state) at a rank by touches among those touched twice or more, drawn from
     /// `ranks` (1 = the most touched), instead of one at a depth of its stack.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rank_share: f64,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "counts::write_buckets",
+        deserialize_with = "counts::read_buckets"
+    )]
     pub ranks: Vec<Bucket>,
 }
 
@@ -412,6 +447,10 @@ pub struct Bucket {
 pub struct RateProfile {
     pub window_ns: u64,
     /// Share of requests in each window, in order.
+    #[serde(
+        serialize_with = "counts::write_shares",
+        deserialize_with = "counts::read_shares"
+    )]
     pub shares: Vec<f64>,
     /// Version 2: when requests arrive, at a finer grain than `shares` (which then only orders
     /// the threads' requests).

@@ -332,6 +332,7 @@ fn stats(spec: &ThreadSpec, r: f64, gap_ns: f64) -> Stats {
         r * by_op[0].sequential + (1.0 - r) * by_op[1].sequential
     };
     Stats {
+        n: 0,
         ops: [r, 1.0 - r, 0.0, 0.0],
         sequential,
         reuse: 0.0,

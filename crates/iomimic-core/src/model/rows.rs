@@ -18,6 +18,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
+use super::counts::{self, Buckets, Number, Shares};
 use super::{equal_split, Bucket, Chain, Edge, State, Stats};
 
 /// The volume of a state read without a range, until its parent gives it one: a top-level
@@ -64,7 +65,7 @@ impl Serialize for ChainOut<'_> {
         if entered * 2 < chain.initial.len() {
             c.serialize_field("initial", &SparseInitial(&chain.initial))?;
         } else {
-            c.serialize_field("initial", &chain.initial)?;
+            c.serialize_field("initial", &Shares(&chain.initial))?;
         }
         c.serialize_field("transitions", &Rows(&chain.transitions))?;
         c.end()
@@ -94,7 +95,8 @@ impl Serialize for SparseInitial<'_> {
         let entered = || self.0.iter().enumerate().filter(|(_, &p)| p != 0.0);
         let mut m = s.serialize_struct("Initial", 2)?;
         m.serialize_field("at", &Seq::of(entered().map(|(i, _)| i)))?;
-        m.serialize_field("p", &Seq::of(entered().map(|(_, &p)| p)))?;
+        let p: Vec<f64> = entered().map(|(_, &p)| p).collect();
+        m.serialize_field("p", &Shares(&p))?;
         m.end()
     }
 }
@@ -135,7 +137,7 @@ impl Serialize for StateOut<'_> {
             m.serialize_field("fine_reused", reused)?;
         }
         if let Some(stays) = &st.stays {
-            m.serialize_field("stays", stays)?;
+            m.serialize_field("stays", &Buckets(stays))?;
         }
         m.end()
     }
@@ -154,7 +156,7 @@ pub(super) struct StateFile {
     fine: Option<Vec<u32>>,
     #[serde(default)]
     fine_reused: Option<Vec<u32>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "counts::read_some_buckets")]
     stays: Option<Vec<Bucket>>,
 }
 
@@ -325,7 +327,7 @@ impl<'de, T: Deserialize<'de>, M: Deserialize<'de> + Expected> Deserialize<'de> 
 }
 
 /// Entry probabilities: one per state, or the non-zero ones with their states (version 4).
-type InitialIn = ListOr<f64, SparseInitialIn>;
+type InitialIn = ListOr<Number, SparseInitialIn>;
 
 impl Expected for SparseInitialIn {
     const EXPECTED: &'static str = "a probability per state, or {\"at\": [states], \"p\": [probabilities]}";
@@ -335,14 +337,15 @@ impl Expected for SparseInitialIn {
 #[serde(deny_unknown_fields)]
 struct SparseInitialIn {
     at: Vec<u32>,
-    p: Vec<f64>,
+    p: Vec<Number>,
 }
 
 impl InitialIn {
     fn of(self, n: usize) -> Result<Vec<f64>, String> {
         match self {
-            ListOr::List(p) => Ok(p),
+            ListOr::List(p) => Ok(Number::shares(&p)),
             ListOr::Object(SparseInitialIn { at, p }) => {
+                let p = Number::shares(&p);
                 if at.len() != p.len() {
                     return Err(format!(
                         "initial: {} states (`at`) but {} p values",

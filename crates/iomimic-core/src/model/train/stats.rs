@@ -143,6 +143,7 @@ impl StatsAcc {
         let apart = reads.count >= MIN_BY_OP && writes.count >= MIN_BY_OP;
         let kept = if trims.count >= MIN_BY_OP { 3 } else { 2 };
         Stats {
+            n: self.count,
             ops: self.ops.map(|c| c as f64 / n),
             sequential: all.sequential,
             reuse: all.reuse,
