@@ -5,13 +5,14 @@ generate as many requests with seed s + 2, and validate the synthetic trace agai
 with the locality-free baseline (the original's mix at random offsets). Printed per trace, for
 every figure `validate` scores against a target: the target, the mean |error| across seeds
 with its standard error, the worst, how many seeds met the target, and the same for the
-baseline; then the targets met per seed. For the traces made here ("redraw") also the same
-figures for another draw of the process that made the trace (its maker's requests drawn with
-another seed over the same layout — where the hot set lies, its sizes and popularity —
-validated against the original the same way): how far two realizations of one workload lie
-apart. A model that keeps the process, not the one realization it was trained on, can be
-expected no closer than that on the figures whole bursts decide; a figure the model misses
-and a redraw meets is the model's to fix.
+baseline; then the targets met per seed, and the model's size as JSON (plain and gzipped)
+against the trace's as text (the real trace's file, a made one as iomimic's CSV). For the
+traces made here ("redraw") also the same figures for another draw of the process that made
+the trace (its maker's requests drawn with another seed over the same layout — where the hot
+set lies, its sizes and popularity — validated against the original the same way): how far
+two realizations of one workload lie apart. A model that keeps the process, not the one
+realization it was trained on, can be expected no closer than that on the figures whole
+bursts decide; a figure the model misses and a redraw meets is the model's to fix.
 
 One generation says little on a bursty trace: whole bursts decide its figures, and one random
 draw more or less per request moves a nine-seed mean footprint error by 0.03 or more
@@ -29,10 +30,12 @@ popularity, Poisson arrivals), and the real `wsrch-small` of ../shared/traces wh
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import statistics
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -81,6 +84,7 @@ def one_seed(name: str, seed: int) -> dict:
 
     original = load(name)
     model = train(original, seed=seed)
+    text = model.to_json()
     r = validate(original, model.generate(seed=seed + 2), baseline="locality-free")
     rows = {
         x["metric"]: {k: x[k] for k in ("variation", "target", "ok", "baseline_variation", "baseline_ok")}
@@ -98,6 +102,8 @@ def one_seed(name: str, seed: int) -> dict:
         row["redraw_ok"] = None if other is None else other["ok"]
     return {
         "seed": seed,
+        "model_bytes": len(text),
+        "model_gzip_bytes": len(gzip.compress(text.encode(), mtime=0)),
         "rows": rows,
         "passed": r["passed"],
         "checked": r["checked"],
@@ -132,6 +138,18 @@ def summary(runs: list[dict]) -> list[dict]:
     return out
 
 
+def trace_bytes(name: str) -> int:
+    """The trace's size as text: the real trace's file, or a made one as iomimic's CSV."""
+    if name == "wsrch-small":
+        return WSRCH.stat().st_size
+    from iomimic.io import write_trace
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.csv"
+        write_trace(load(name), path)
+        return path.stat().st_size
+
+
 def show(name: str, runs: list[dict], figures: list[dict]) -> None:
     n = len(runs)
     print(f"\n{name}: {n} seeds ({runs[0]['seed']}-{runs[-1]['seed']}), mean |error| ± standard error")
@@ -156,6 +174,13 @@ def show(name: str, runs: list[dict], figures: list[dict]) -> None:
     print(
         f"targets met: {passed:.1f} of {runs[0]['checked']} on average "
         f"(worst seed {min(r['passed'] for r in runs)}), baseline {base:.1f}{again}"
+    )
+    size = trace_bytes(name)
+    plain = statistics.fmean(r["model_bytes"] for r in runs)
+    packed = statistics.fmean(r["model_gzip_bytes"] for r in runs)
+    print(
+        f"model: {plain / 1e3:.0f} KB as JSON, {100 * plain / size:.1f} % of the trace's {size / 1e3:.0f} KB "
+        f"as text (bar: under 10 %); {packed / 1e3:.0f} KB gzipped ({100 * packed / size:.1f} %)"
     )
 
 
