@@ -87,6 +87,21 @@ def _chosen_by(sel: dict[str, Any]) -> str:
     return f"fidelity figures {sel['levels_by_fidelity']}, {simulated}"
 
 
+def _states_chosen_by(sel: dict[str, Any]) -> str:
+    """How the states per level were chosen: given, by the transition ratio, or among the
+    choices it could not tell apart by their models' worst deviation."""
+    if "mixed" in sel:
+        return "each part's own (a mix)"
+    if sel.get("states_given", True) or "states_tried" not in sel:
+        return "given" if sel else "-"
+    ratios = ", ".join(f"{t['states']}: {t['transition_ratio']:.3f}" for t in sel["states_tried"])
+    ties = sel.get("states_by_fidelity")
+    if not ties:
+        return f"lowest transition ratio ({ratios})"
+    worst = ", ".join(f"{t['states']} x {t['levels']}: {t['worst_deviation']:.2f}" for t in ties)
+    return f"fewest within 0.02 of the best worst deviation ({worst}), ratios within 2 % ({ratios})"
+
+
 def _population(sel: dict[str, Any]) -> str:
     """Whether re-use follows the trace's stated population, and why."""
     p = sel.get("population")
@@ -116,6 +131,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
         ("source", str(d.get("source") or "-")),
         ("trained on", f"{d['requests']:,} requests over {d['duration_ns'] / 1e9:,.3f} s"),
         ("hierarchy", hierarchy(d, "states per level")),
+        ("states chosen by", _states_chosen_by(d.get("selection") or {})),
         ("levels chosen by", _chosen_by(d.get("selection") or {})),
         ("re-use by population", _population(d.get("selection") or {})),
         ("threads", f"{len(d['threads'])}"),
