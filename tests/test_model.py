@@ -428,10 +428,30 @@ def test_levels_are_the_deeper_of_the_simulated_iops_rule_and_the_fidelity_rule(
     assert r.returncode == 0, r.stderr
     assert "ssd-sata at depth 8" in json.loads((tmp_path / "m.json").read_text())["selection"]["rule"]
     r = run_cli("model", "show", str(tmp_path / "m.json"))
-    assert "levels chosen by" in r.stdout and "simulated IOPS" in r.stdout
+    assert "levels chosen by" in r.stdout and "simulated IOPS" in r.stdout and "states chosen by" in r.stdout
     r = run_cli("model", "train", str(path), "-o", str(tmp_path / "x.json"), "--select-device", "nope")
     assert r.returncode == 2 and "unknown device" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_states_the_transition_ratio_cannot_tell_apart_are_told_apart_by_fidelity() -> None:
+    """A hot set beside a cold sweep and a log: no choice of 4, 8 or 16 equal ranges holds its
+    consecutive requests together (ratios about 1), so the lowest ratio picked 16 by noise. Each
+    choice within 2 % gets its levels chosen; the fewest states whose model's worst deviation is
+    within 0.02 of the best are kept, and the selection says so."""
+    m = train(hot_and_cold(20_000), seed=2)
+    sel = m.data["selection"]
+    ratios = {x["states"]: x["transition_ratio"] for x in sel["states_tried"]}
+    assert sorted(ratios) == [4, 8, 16] and all(0.9 < r < 1.1 for r in ratios.values())
+    tied = sel["states_by_fidelity"]
+    assert [x["states"] for x in tied] == [k for k in (4, 8, 16) if ratios[k] <= min(ratios.values()) * 1.02]
+    best = min(x["worst_deviation"] for x in tied)
+    chosen = next(x for x in tied if x["worst_deviation"] <= best + 0.02)
+    assert (m.data["states"], m.data["levels"]) == (chosen["states"], chosen["levels"])
+    assert "within 2 % of it" in sel["rule"]
+    # states given: nothing to choose
+    given = train(hot_and_cold(20_000), seed=2, states=16).data["selection"]
+    assert given["states_given"] and "states_tried" not in given and "states_by_fidelity" not in given
 
 
 def test_rate_profile_follows_a_burst() -> None:
