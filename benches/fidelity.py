@@ -102,7 +102,7 @@ def one_seed(name: str, seed: int) -> dict:
         row["redraw_ok"] = None if other is None else other["ok"]
     return {
         "seed": seed,
-        "model_bytes": len(text),
+        "model_bytes": len(text.encode()),
         "model_gzip_bytes": len(gzip.compress(text.encode(), mtime=0)),
         "rows": rows,
         "passed": r["passed"],

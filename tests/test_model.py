@@ -970,6 +970,12 @@ def test_shares_training_counted_are_written_as_the_counts_and_read_back_exactly
     old = Model.load(path)
     assert _as_version_4(json.loads(old.to_json())) == _as_version_4(json.loads(m.to_json()))
     assert old.generate(20_000, seed=4) == m.generate(20_000, seed=4)
+    # written back, the old file's stats are shares (it had no counts), its sizes counts still:
+    # the helper gives fractions of either, each op's too
+    defaults = json.loads(old.to_json())["threads"][0]["defaults"]
+    assert "n" not in defaults and defaults["by_op"]
+    assert all(isinstance(p, int) for o in defaults["by_op"] for p in o["sizes"]["p"])
+    assert all(isinstance(p, float) for o in stats_shares(defaults)["by_op"] for p in o["sizes"]["p"])
     m.save(tmp_path / "v5.json")
     again = Model.load(tmp_path / "v5.json")
     assert again.to_json() == m.to_json()

@@ -281,7 +281,10 @@ def stats_shares(stats: dict[str, Any]) -> dict[str, Any]:
         return {**s, "sizes": {**s["sizes"], "p": shares(s["sizes"]["p"])}}
 
     if "n" not in stats:
-        return sized(stats)
+        out = sized(stats)
+        if "by_op" in stats:
+            out["by_op"] = [sized(o) for o in stats["by_op"]]
+        return out
     n, ops = stats["n"], stats["ops"]
     out = {k: v for k, v in stats.items() if k != "n"}
     out["ops"] = [k / max(n, 1) for k in ops]

@@ -92,8 +92,12 @@ def _states_chosen_by(sel: dict[str, Any]) -> str:
     choices it could not tell apart by their models' worst deviation."""
     if "mixed" in sel:
         return "each part's own (a mix)"
-    if sel.get("states_given", True) or "states_tried" not in sel:
-        return "given" if sel else "-"
+    if not sel:
+        return "-"
+    if sel.get("states_given", True):
+        return "given"
+    if "states_tried" not in sel:
+        return "lowest transition ratio"  # a model trained before the ratios were kept
     ratios = ", ".join(f"{t['states']}: {t['transition_ratio']:.3f}" for t in sel["states_tried"])
     ties = sel.get("states_by_fidelity")
     if not ties:

@@ -1,26 +1,28 @@
 //! How shares are written: as the counts training took them from, where that is exact.
 //!
 //! A share of a few requests written as a float takes 17 digits (`0.4166666666666667`) where
-//! its count takes two (5 of 12), and the count says how much evidence the share rests on.
-//! Version 5 writes every list of shares that came from counts as integers — the counts,
-//! divided by their common divisor where the total is not kept — and the reader divides them
-//! by their sum; a [`Stats`](super::Stats) it writes as counts out of `n`, its requests
-//! (`rows`). The reader gets back the very floats training made: `k / q` rounds to the same
-//! double as `k·g / q·g`. Shares that are not ratios of small counts (a preset's published
-//! percentages, a hand-written model's) stay floats, and floats read as before: a list is
-//! counts only when every element is an integer. On wsrch-small this took the plain model from
-//! 169 KB to 95 KB.
+//! its count takes two (5 of 12). Version 5 writes a [`Stats`](super::Stats) as counts out of
+//! `n`, the requests it was counted on (so a file says how much evidence each edge's shares
+//! rest on), and every other list of shares as the smallest integers whose shares of their sum
+//! are exactly those floats (training's counts divided by their common divisor, or a preset's
+//! 0.6 and 0.4 as 3 and 2); the reader divides them by their sum. It gets back the very floats
+//! written: `k / q` rounds to the same double as `k·g / q·g`, and a list is written so only
+//! after checking that it does. Shares that no such integers give (most fractions not made
+//! from counts) stay floats, and a list is read as counts only when every element is an
+//! integer. On wsrch-small this took the plain model from 169 KB to 98 KB.
 
 use std::fmt;
 
-use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::de::{Deserializer, Visitor};
 use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
 use super::{Bucket, Dist, OpStats, Sizes, Stats};
 
 /// Largest denominator a share is written over: counts past 2^40 requests are beyond any trace
-/// a model is trained on, and keep `k / q` exact in a double.
+/// a model is trained on, and keep `k / q` exact in a double. (Below about 2^26 a double holds
+/// one fraction of such denominators, the one training divided; past it the convergents may
+/// miss a smaller one, and the share is then written as a float.)
 const MAX_DENOMINATOR: u64 = 1 << 40;
 
 /// The smallest `q` whose fraction `k / q` (`k` the nearest integer to `p·q`) divides to `p`
@@ -54,8 +56,8 @@ fn denominator(p: f64) -> Option<u64> {
     None
 }
 
-/// Counts whose shares of their sum are exactly `shares`, smallest such; `None` when there are
-/// none within [`MAX_DENOMINATOR`] (or `shares` is empty).
+/// Counts whose shares of their sum are exactly `shares` (the smallest, for totals below about
+/// 2^26); `None` when none are found within [`MAX_DENOMINATOR`] (or `shares` is empty).
 pub(super) fn counts_of(shares: &[f64]) -> Option<Vec<u64>> {
     let mut q: u64 = 1;
     for &p in shares {
@@ -79,9 +81,11 @@ pub(super) fn counts_over(shares: &[f64], total: u64) -> Option<Vec<u64>> {
         .collect()
 }
 
-/// `counts` as shares of their sum (all 0 when they sum to 0).
+/// `counts` as shares of their sum (all 0 when they sum to 0). The sum is taken wide: a
+/// hand-written file's counts may pass 2^64 together (their shares are then refused by
+/// validation if they do not add up).
 pub(super) fn shares_of(counts: &[u64]) -> Vec<f64> {
-    let total: u64 = counts.iter().sum();
+    let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     if total == 0 {
         return vec![0.0; counts.len()];
     }
@@ -107,30 +111,38 @@ impl Serialize for Shares<'_> {
     }
 }
 
-/// [`Shares`] for a field (`serialize_with`).
-#[allow(clippy::ptr_arg)] // serde's serialize_with passes the field as it is
-pub(super) fn write_shares<S: Serializer>(shares: &Vec<f64>, s: S) -> Result<S::Ok, S::Error> {
-    Shares(shares).serialize(s)
-}
+/// A field of shares (`#[serde(with = "counts::shares")]`): written as [`Shares`], read with
+/// integers as counts divided by their sum and a list with a float in it as written.
+pub(super) mod shares {
+    use std::fmt;
 
-/// Reads a list of shares: integers are counts, divided by their sum; a list with a float in
-/// it is shares as written (`deserialize_with`).
-pub(super) fn read_shares<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Vec<f64>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a list of shares (fractions), or of counts (integers)")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut numbers = Vec::new();
-            while let Some(n) = seq.next_element::<Number>()? {
-                numbers.push(n);
-            }
-            Ok(Number::shares(&numbers))
-        }
+    use serde::de::{Deserializer, SeqAccess, Visitor};
+    use serde::{Serialize, Serializer};
+
+    use super::{Number, Shares};
+
+    #[allow(clippy::ptr_arg)] // serde's `with` passes the field as it is
+    pub fn serialize<S: Serializer>(shares: &Vec<f64>, s: S) -> Result<S::Ok, S::Error> {
+        Shares(shares).serialize(s)
     }
-    d.deserialize_seq(V)
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Vec<f64>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of shares (fractions), or of counts (integers)")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut numbers = Vec::new();
+                while let Some(n) = seq.next_element::<Number>()? {
+                    numbers.push(n);
+                }
+                Ok(Number::shares(&numbers))
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 /// A number as a file writes it: an integer (a count) or not.
@@ -210,13 +222,19 @@ impl Serialize for Buckets<'_> {
     }
 }
 
-#[allow(clippy::ptr_arg)] // serde's serialize_with passes the field as it is
-pub(super) fn write_buckets<S: Serializer>(buckets: &Vec<Bucket>, s: S) -> Result<S::Ok, S::Error> {
-    Buckets(buckets).serialize(s)
-}
+/// A field of buckets (`#[serde(with = "counts::buckets")]`): written as [`Buckets`], read
+/// with their `p` all integers as counts divided by their sum.
+pub(super) mod buckets {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Reads buckets: `p` all integers are counts, divided by their sum.
-pub(super) fn read_buckets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Bucket>, D::Error> {
+    use super::{Buckets, Number};
+    use crate::model::Bucket;
+
+    #[allow(clippy::ptr_arg)] // serde's `with` passes the field as it is
+    pub fn serialize<S: Serializer>(buckets: &Vec<Bucket>, s: S) -> Result<S::Ok, S::Error> {
+        Buckets(buckets).serialize(s)
+    }
+
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Read {
@@ -224,22 +242,27 @@ pub(super) fn read_buckets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Bucket
         to: u64,
         p: Number,
     }
-    let read: Vec<Read> = Vec::deserialize(d)?;
-    let p = Number::shares(&read.iter().map(|b| b.p).collect::<Vec<_>>());
-    Ok(read
-        .into_iter()
-        .zip(p)
-        .map(|(b, p)| Bucket {
-            from: b.from,
-            to: b.to,
-            p,
-        })
-        .collect())
-}
 
-/// [`read_buckets`] for a field that may be absent.
-pub(super) fn read_some_buckets<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Bucket>>, D::Error> {
-    read_buckets(d).map(Some)
+    fn of(read: Vec<Read>) -> Vec<Bucket> {
+        let p = Number::shares(&read.iter().map(|b| b.p).collect::<Vec<_>>());
+        read.into_iter()
+            .zip(p)
+            .map(|(b, p)| Bucket {
+                from: b.from,
+                to: b.to,
+                p,
+            })
+            .collect()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Bucket>, D::Error> {
+        Vec::<Read>::deserialize(d).map(of)
+    }
+
+    /// For a field that may be absent or null.
+    pub fn deserialize_some<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Bucket>>, D::Error> {
+        Option::<Vec<Read>>::deserialize(d).map(|b| b.map(of))
+    }
 }
 
 /// A [`Stats`] as a file holds it: shares, or (with `n`) counts — the ops out of `n`, the
@@ -290,7 +313,8 @@ impl TryFrom<StatsFile> for Stats {
                 Ok(x as u64)
             } else {
                 Err(format!(
-                    "{what}: {x} is not a count of requests (stats that give `n` give counts, not shares)"
+                    "{what}: {x} is not a count of requests, a whole number up to 2^40 (stats that give `n` \
+                     give counts, not shares)"
                 ))
             }
         };
@@ -316,11 +340,11 @@ impl TryFrom<StatsFile> for Stats {
         stats.reuse = over(f.reuse, placed, "reuse")?;
         stats.continuation = over(f.continuation, placed, "continuation")?;
         stats.near = over(f.near, placed, "near")?;
-        for (o, &total) in stats.by_op.iter_mut().zip(&ops) {
-            o.sequential = over(o.sequential, total, "by_op sequential")?;
-            o.reuse = over(o.reuse, total, "by_op reuse")?;
-            o.continuation = over(o.continuation, total, "by_op continuation")?;
-            o.near = over(o.near, total, "by_op near")?;
+        for (i, (o, &total)) in stats.by_op.iter_mut().zip(&ops).enumerate() {
+            o.sequential = over(o.sequential, total, &format!("by_op[{i}].sequential"))?;
+            o.reuse = over(o.reuse, total, &format!("by_op[{i}].reuse"))?;
+            o.continuation = over(o.continuation, total, &format!("by_op[{i}].continuation"))?;
+            o.near = over(o.near, total, &format!("by_op[{i}].near"))?;
         }
         Ok(stats)
     }
@@ -434,8 +458,9 @@ mod tests {
         assert_eq!(counts_of(&shares), Some(vec![5, 3, 4]));
         assert_eq!(counts_of(&[1.0, 0.0]), Some(vec![1, 0]));
         assert_eq!(counts_of(&[0.25; 4]), Some(vec![1; 4]));
-        // a preset's published percentages are no ratio of small counts that sums to them
+        // shares that do not add up to 1 have no counts; percentages that do are counts too
         assert_eq!(counts_of(&[0.1, 0.2, 0.3]), None);
+        assert_eq!(counts_of(&[0.6, 0.4]), Some(vec![3, 2]));
         assert_eq!(
             counts_of(&[std::f64::consts::FRAC_1_PI, 1.0 - std::f64::consts::FRAC_1_PI]),
             None
@@ -449,12 +474,14 @@ mod tests {
     fn a_list_of_integers_is_counts_and_a_list_with_a_float_is_shares() {
         let read = |text: &str| -> Vec<f64> {
             let mut d = serde_json::Deserializer::from_str(text);
-            read_shares(&mut d).unwrap()
+            shares::deserialize(&mut d).unwrap()
         };
         assert_eq!(read("[1, 3]"), vec![0.25, 0.75]);
         assert_eq!(read("[0.5, 1]"), vec![0.5, 1.0]);
         assert_eq!(read("[0, 0]"), vec![0.0, 0.0]);
         assert_eq!(read("[]"), Vec::<f64>::new());
+        // counts past 2^64 together are shares of their sum still
+        assert_eq!(read(&format!("[{}, {}]", u64::MAX, u64::MAX)), vec![0.5, 0.5]);
     }
 
     proptest! {

@@ -131,16 +131,10 @@ pub struct VolumeStats {
 #[serde(deny_unknown_fields)]
 pub struct Streams {
     /// P(a continuation continues the request d back on its volume), for d = 2, 3, ...
-    #[serde(
-        serialize_with = "counts::write_shares",
-        deserialize_with = "counts::read_shares"
-    )]
+    #[serde(with = "counts::shares")]
     pub continuation_depth: Vec<f64>,
     /// P(a near request follows the request d back on its volume), for d = 1, 2, ...
-    #[serde(
-        serialize_with = "counts::write_shares",
-        deserialize_with = "counts::read_shares"
-    )]
+    #[serde(with = "counts::shares")]
     pub near_depth: Vec<f64>,
     /// Size of the hole a near request leaves, in bytes.
     pub near_gap: Sizes,
@@ -269,10 +263,7 @@ pub struct OpStats {
 #[serde(deny_unknown_fields)]
 pub struct Sizes {
     pub bytes: Vec<u32>,
-    #[serde(
-        serialize_with = "counts::write_shares",
-        deserialize_with = "counts::read_shares"
-    )]
+    #[serde(with = "counts::shares")]
     pub p: Vec<f64>,
 }
 
@@ -333,10 +324,7 @@ pub struct Reuse {
     /// where requests start. Version 2: depth of the re-used request in the LRU stack of
     /// distinct requests (keyed by volume and start offset). `[from, to)` and its probability;
     /// 1 is the most recently used.
-    #[serde(
-        serialize_with = "counts::write_buckets",
-        deserialize_with = "counts::read_buckets"
-    )]
+    #[serde(with = "counts::buckets")]
     pub buckets: Vec<Bucket>,
     /// Version 2: the depths again, by the re-using request's op and the re-used request's op
     /// and size class, so writes re-read and reads re-read each come back as soon as they did.
@@ -409,22 +397,14 @@ pub struct ReuseClass {
     /// Share of `op`'s re-uses.
     pub p: f64,
     /// Depths of its re-uses by recency (empty when all are by frequency).
-    #[serde(
-        serialize_with = "counts::write_buckets",
-        deserialize_with = "counts::read_buckets"
-    )]
+    #[serde(with = "counts::buckets")]
     pub buckets: Vec<Bucket>,
     /// Share of its re-uses by frequency: they repeat the request of the class (in the
     /// top-level state) at a rank by touches among those touched twice or more, drawn from
     /// `ranks` (1 = the most touched), instead of one at a depth of its stack.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rank_share: f64,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        serialize_with = "counts::write_buckets",
-        deserialize_with = "counts::read_buckets"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "counts::buckets")]
     pub ranks: Vec<Bucket>,
 }
 
@@ -447,10 +427,7 @@ pub struct Bucket {
 pub struct RateProfile {
     pub window_ns: u64,
     /// Share of requests in each window, in order.
-    #[serde(
-        serialize_with = "counts::write_shares",
-        deserialize_with = "counts::read_shares"
-    )]
+    #[serde(with = "counts::shares")]
     pub shares: Vec<f64>,
     /// Version 2: when requests arrive, at a finer grain than `shares` (which then only orders
     /// the threads' requests).

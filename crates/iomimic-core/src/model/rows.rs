@@ -156,7 +156,7 @@ pub(super) struct StateFile {
     fine: Option<Vec<u32>>,
     #[serde(default)]
     fine_reused: Option<Vec<u32>>,
-    #[serde(default, deserialize_with = "counts::read_some_buckets")]
+    #[serde(default, deserialize_with = "counts::buckets::deserialize_some")]
     stays: Option<Vec<Bucket>>,
 }
 

@@ -80,6 +80,8 @@ fn closed_loop_runs_every_request_and_writes_land() {
 }
 
 #[test]
+#[ignore = "timed: `make test-rust` runs it alone after the rest (beside tests that train on both cores its \
+            median lag passed 1 ms)"]
 fn open_loop_keeps_the_schedule() {
     let dir = temp_dir("open");
     // 200 requests 1 ms apart

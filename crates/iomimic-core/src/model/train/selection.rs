@@ -89,12 +89,17 @@ pub(super) fn select(
         Some(l) => l,
         None => {
             let judge = judge.insert(Judge::of(&sample)?);
-            let mut chosen = choose_levels(judge, states, opts, progress)?;
+            // the sample's own IOPS on the stated device, once for every choice tried
+            let original_iops = match &opts.simulate_on {
+                Some((device, depth)) => Some(simulated_iops(&sample, device, *depth)?),
+                None => None,
+            };
+            let mut chosen = choose_levels(judge, states, original_iops, opts, progress)?;
             if tied.len() > 1 {
                 let mut by_states = vec![(states, chosen)];
                 for &k in tied.iter().filter(|&&k| k != states) {
                     progress.add_total(u64::from(MAX_LEVELS));
-                    by_states.push((k, choose_levels(judge, k, opts, progress)?));
+                    by_states.push((k, choose_levels(judge, k, original_iops, opts, progress)?));
                 }
                 by_states.sort_by_key(|c| c.0);
                 let best = by_states.iter().map(|c| c.1.worst).fold(f64::INFINITY, f64::min);
@@ -298,15 +303,13 @@ fn simulated_iops(t: &TraceView<'_>, device: &str, depth: usize) -> Result<f64> 
 fn choose_levels(
     judge: &Judge<'_>,
     states: u32,
+    original_iops: Option<f64>,
     opts: &TrainOptions,
     progress: &Progress,
 ) -> Result<LevelChoice> {
     let sample = &judge.sample;
-    let original_iops = match &opts.simulate_on {
-        Some((device, depth)) => Some(simulated_iops(sample, device, *depth)?),
-        None => None,
-    };
     let mut tried = Vec::new();
+    let mut worsts = Vec::new();
     let mut previous: Option<f64> = None;
     let mut previous_iops: Option<f64> = None;
     let (mut by_fidelity, mut by_iops) = (None, None);
@@ -325,6 +328,7 @@ fn choose_levels(
         };
         models.push(model);
         let worst = compare::worst_deviation(&rows);
+        worsts.push(worst);
         // how much this level improved the worst deviation of the level before
         let gain = previous.map(|p: f64| p - worst);
         let iops = match &opts.simulate_on {
@@ -359,9 +363,7 @@ fn choose_levels(
     let by_iops = original_iops.map(|_| by_iops.unwrap_or(MAX_LEVELS));
     let levels = by_fidelity.max(by_iops.unwrap_or(1));
     let model = models.swap_remove(levels as usize - 1);
-    let worst = tried[levels as usize - 1]["worst_deviation"]
-        .as_f64()
-        .unwrap_or(f64::INFINITY);
+    let worst = worsts[levels as usize - 1];
     Ok(LevelChoice {
         levels,
         worst,
