@@ -114,10 +114,7 @@ impl Serialize for Shares<'_> {
 /// A field of shares (`#[serde(with = "counts::shares")]`): written as [`Shares`], read with
 /// integers as counts divided by their sum and a list with a float in it as written.
 pub(super) mod shares {
-    use std::fmt;
-
-    use serde::de::{Deserializer, SeqAccess, Visitor};
-    use serde::{Serialize, Serializer};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use super::{Number, Shares};
 
@@ -127,21 +124,7 @@ pub(super) mod shares {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Vec<f64>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a list of shares (fractions), or of counts (integers)")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut numbers = Vec::new();
-                while let Some(n) = seq.next_element::<Number>()? {
-                    numbers.push(n);
-                }
-                Ok(Number::shares(&numbers))
-            }
-        }
-        d.deserialize_seq(V)
+        Vec::<Number>::deserialize(d).map(|numbers| Number::shares(&numbers))
     }
 }
 
@@ -265,6 +248,9 @@ pub(super) mod buckets {
     }
 }
 
+/// A stats' placements, in the order [`StatsCounts`] keeps them.
+const PLACEMENTS: [&str; 4] = ["sequential", "reuse", "continuation", "near"];
+
 /// A [`Stats`] as a file holds it: shares, or (with `n`) counts — the ops out of `n`, the
 /// placements out of the requests with an address (all but flushes), each op's placements in
 /// `by_op` out of that op's requests.
@@ -336,15 +322,28 @@ impl TryFrom<StatsFile> for Stats {
         let placed = n - ops[3];
         stats.n = n;
         stats.ops = [0, 1, 2, 3].map(|i| ops[i] as f64 / n.max(1) as f64);
-        stats.sequential = over(f.sequential, placed, "sequential")?;
-        stats.reuse = over(f.reuse, placed, "reuse")?;
-        stats.continuation = over(f.continuation, placed, "continuation")?;
-        stats.near = over(f.near, placed, "near")?;
-        for (i, (o, &total)) in stats.by_op.iter_mut().zip(&ops).enumerate() {
-            o.sequential = over(o.sequential, total, &format!("by_op[{i}].sequential"))?;
-            o.reuse = over(o.reuse, total, &format!("by_op[{i}].reuse"))?;
-            o.continuation = over(o.continuation, total, &format!("by_op[{i}].continuation"))?;
-            o.near = over(o.near, total, &format!("by_op[{i}].near"))?;
+        let divide = |fields: [&mut f64; 4], total: u64, prefix: &str| -> Result<(), String> {
+            for (name, x) in PLACEMENTS.iter().zip(fields) {
+                *x = over(*x, total, &format!("{prefix}{name}"))?;
+            }
+            Ok(())
+        };
+        let Stats {
+            sequential,
+            reuse,
+            continuation,
+            near,
+            by_op,
+            ..
+        } = &mut stats;
+        divide([sequential, reuse, continuation, near], placed, "")?;
+        for (i, (o, &total)) in by_op.iter_mut().zip(&ops).enumerate() {
+            let prefix = format!("by_op[{i}].");
+            divide(
+                [&mut o.sequential, &mut o.reuse, &mut o.continuation, &mut o.near],
+                total,
+                &prefix,
+            )?;
         }
         Ok(stats)
     }
@@ -393,10 +392,10 @@ impl Serialize for Stats {
             }
             None => {
                 m.serialize_field("ops", &self.ops)?;
-                m.serialize_field("sequential", &self.sequential)?;
-                m.serialize_field("reuse", &self.reuse)?;
-                m.serialize_field("continuation", &self.continuation)?;
-                m.serialize_field("near", &self.near)?;
+                let shares = [self.sequential, self.reuse, self.continuation, self.near];
+                for (name, share) in PLACEMENTS.iter().zip(shares) {
+                    m.serialize_field(name, &share)?;
+                }
             }
         }
         m.serialize_field("sizes", &self.sizes)?;
@@ -422,7 +421,7 @@ impl Serialize for Stats {
 /// Placement counts (sequential, reuse, continuation, near), those that are not 0: most
 /// edges see one or two kinds.
 fn write_placements<M: SerializeStruct>(m: &mut M, counts: &[u64]) -> Result<(), M::Error> {
-    for (name, &k) in ["sequential", "reuse", "continuation", "near"].iter().zip(counts) {
+    for (name, &k) in PLACEMENTS.iter().zip(counts) {
         if k > 0 {
             m.serialize_field(name, &k)?;
         } else {

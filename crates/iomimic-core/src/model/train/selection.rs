@@ -118,7 +118,7 @@ pub(super) fn select(
             selection.insert("levels_tried".into(), chosen.tried);
             selection.insert("levels_by_fidelity".into(), chosen.by_fidelity.into());
             selection.insert("levels_by_iops".into(), chosen.by_iops.into());
-            if let Some(iops) = chosen.original_iops {
+            if let Some(iops) = original_iops {
                 selection.insert("original_simulated_iops".into(), iops.into());
             }
             chosen.levels
@@ -217,7 +217,6 @@ struct LevelChoice {
     /// What each rule alone would choose (`None`: the rule was not applied).
     by_fidelity: u32,
     by_iops: Option<u32>,
-    original_iops: Option<f64>,
     tried: serde_json::Value,
     /// The model of the sample at the levels chosen (with its population).
     model: crate::model::Model,
@@ -369,7 +368,6 @@ fn choose_levels(
         worst,
         by_fidelity,
         by_iops,
-        original_iops,
         tried: serde_json::Value::Array(tried),
         model,
     })
