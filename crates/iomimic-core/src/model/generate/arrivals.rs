@@ -186,6 +186,9 @@ struct ClassRt {
     octaves: Vec<Octave>,
 }
 
+/// The largest f64 below 2.
+const BELOW_TWO: f64 = 2.0 - f64::EPSILON;
+
 /// The gaps of one octave `[lo, 2 lo)`: a density ∝ x^(e − 1) inside it.
 #[derive(Clone, Copy)]
 struct Octave {
@@ -293,8 +296,11 @@ impl ClassRt {
         if o.e.abs() < 1e-9 {
             o.lo * u.exp2() // log-uniform
         } else {
-            // the inverse of the power law's distribution over [lo, 2 lo)
-            o.lo * (1.0 + u * o.grow).powf(o.inverse)
+            // the inverse of the power law's distribution over [lo, 2 lo), in single precision
+            // (a gap's 24 bits are far finer than its octave; the double-precision power was a
+            // sixteenth of generation's time), kept below the octave's end
+            let x = (1.0 + u * o.grow) as f32;
+            o.lo * f64::from(x.powf(o.inverse as f32)).min(BELOW_TWO)
         }
     }
 

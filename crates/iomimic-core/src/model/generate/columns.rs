@@ -38,6 +38,18 @@ impl Columns {
         }
     }
 
+    /// Columns whose times are given (`ts`, already on the output clock), the rest zeroed.
+    pub fn with_times(ts: Vec<u64>) -> Self {
+        let n = ts.len();
+        Self {
+            ts,
+            offset: vec![0; n],
+            size: vec![0; n],
+            op: vec![0; n],
+            volume: vec![0; n],
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.ts.len()
     }

@@ -371,8 +371,23 @@ impl Generation {
         } else {
             splitmix(0x51ce ^ (s as u64) << 20)
         };
+        // Without an arrival process the threads' times are the output's; with one they only
+        // order the threads' requests, and the arrival times are given out in that order once
+        // merged. One thread's order is its walk's: its column takes the arrival times as they
+        // are, and its walk draws no gaps (`timed` false).
+        let from_arrivals = times.is_some();
+        let (mut columns, merged_times, timed) = match times {
+            Some(t) if model.threads.len() == 1 => {
+                debug_assert_eq!(counts, [t.len() as u64]);
+                (vec![Columns::with_times(t)], None, false)
+            }
+            other => (
+                counts.iter().map(|&c| Columns::zeroed(c)).collect::<Vec<_>>(),
+                other,
+                true,
+            ),
+        };
         // each walk writes its requests straight into its thread's columns, times in model time
-        let mut columns: Vec<Columns> = counts.iter().map(|&c| Columns::zeroed(c)).collect();
         let mut tasks = Vec::with_capacity(jobs.len());
         let mut segments = jobs.iter().peekable();
         for (t, cols) in columns.iter_mut().enumerate() {
@@ -387,17 +402,22 @@ impl Generation {
         let lasts = on_all_cores(tasks, |((t, k, first, n), slots)| {
             let seed = splitmix(opts.seed ^ splitmix(t as u64) ^ splitmix(k.wrapping_add(1) << 32)) ^ salt;
             let at = (slice.before[t] + first, n);
-            walk::walk(model, &model.threads[t], seed, at, opts.reuse, progress, slots)
+            walk::walk(
+                model,
+                &model.threads[t],
+                seed,
+                at,
+                (opts.reuse, timed),
+                progress,
+                slots,
+            )
         })
         .into_iter()
         .collect::<Result<Vec<f64>>>()?;
-        // Without an arrival process the threads' times are the output's; with one they only
-        // order the threads' requests, and the arrival times are given out in that order (one
-        // thread's order is its walk's: its times are left for the arrival times to replace).
-        if times.is_none() || model.threads.len() > 1 {
+        if timed {
             self.place_in_time(model, slice, &mut columns, &jobs, &lasts);
         }
-        if let (None, Some(limit)) = (&times, opts.duration_ns) {
+        if let (false, Some(limit)) = (from_arrivals, opts.duration_ns) {
             // times only grow within a thread, so each is cut where it passes the limit
             for cols in &mut columns {
                 cols.truncate(cols.ts.partition_point(|&t| t <= limit));
@@ -416,9 +436,14 @@ impl Generation {
             })
             .collect();
         merge_threads(&mut out, columns, &labels);
-        if let Some(times) = times {
+        if let Some(times) = merged_times {
             for (slot, t) in out.ts_ns.iter_mut().zip(times) {
-                *slot = (t as f64 / opts.intensity) as u64;
+                *slot = t;
+            }
+        }
+        if from_arrivals {
+            for slot in &mut out.ts_ns {
+                *slot = (*slot as f64 / opts.intensity) as u64;
             }
         }
         out.sort_by_time();

@@ -30,7 +30,8 @@ struct Request {
 }
 
 /// The `count` requests of one walk of `thread` (a whole thread, or a segment of a long one
-/// that starts `first` requests into it), written into `out` (times as model time, f64 bits);
+/// that starts `first` requests into it), written into `out` (times as model time, f64 bits;
+/// `timed` false: the times are given, the walk draws no gaps and leaves them as they are);
 /// each request counted in `progress`, which can stop the walk with `Interrupted`. Returns the
 /// last request's model time (0 without requests).
 pub(super) fn walk(
@@ -38,12 +39,13 @@ pub(super) fn walk(
     thread: &Thread,
     seed: u64,
     (first, count): (u64, u64),
-    reuse: bool,
+    (reuse, timed): (bool, bool),
     progress: &Progress,
     out: Slots<'_>,
 ) -> Result<f64> {
     let rt = ThreadRt::new(model, thread, reuse);
     let mut st = ThreadState::new(&rt, model, thread, seed, count, out);
+    st.timed = timed;
     st.index = first;
     if let Some(r) = rt.reuse.as_ref().filter(|r| !r.population.is_empty()) {
         st.urns = Some(Urns::new(&r.population, &mut st.rng, first, rt.trained, count));
@@ -84,6 +86,8 @@ struct ThreadState<'o> {
     urns: Option<Urns>,
     /// The previous request, made but not yet recorded ([`Self::commit`]).
     pending: Option<Pending>,
+    /// Whether the walk draws gaps and writes its times (else the times are given).
+    timed: bool,
 }
 
 /// A request made but not yet appended to the walk's memory: its blocks, heads, stacks and
@@ -270,6 +274,7 @@ impl<'o> ThreadState<'o> {
             stay_at: Vec::new(),
             urns: None,
             pending: None,
+            timed: true,
         };
         // (drawn only when there are stays: a model without any generates as it did before)
         if rt.stays.is_some() {
@@ -526,6 +531,9 @@ impl<'o> ThreadState<'o> {
     /// the thread's.
     #[inline]
     fn gap(&mut self, rt: &ThreadRt, ready: &Ready) -> f64 {
+        if !self.timed {
+            return 0.0;
+        }
         ready
             .gap
             .as_ref()
@@ -647,6 +655,7 @@ impl<'o> ThreadState<'o> {
         follow: &Follow,
     ) {
         debug_assert!(self.pending.is_none(), "the request before was recorded");
+        self.used.preload_request(volume, offset, size);
         self.u += gap;
         self.left -= 1;
         self.index += 1;
@@ -713,7 +722,9 @@ impl<'o> ThreadState<'o> {
     #[inline]
     fn put(&mut self, r: Request) {
         let i = self.made;
-        self.out.ts[i] = r.u.to_bits();
+        if self.timed {
+            self.out.ts[i] = r.u.to_bits();
+        }
         self.out.offset[i] = r.offset;
         self.out.size[i] = r.size;
         self.out.op[i] = r.op;
