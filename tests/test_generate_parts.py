@@ -4,6 +4,7 @@ are the trace made whole; written as one file or a directory of parts, it reads 
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -193,8 +194,21 @@ def test_one_thread_takes_the_arrival_times_whole_or_in_parts() -> None:
     parts = list(one.generate_parts(slice_requests=2_000, **kw))
     assert len(parts) >= 3
     assert joined(parts) == whole
-    assert whole.ts_ns[-1] <= 4 * 10**9
+    # the duration holds to its end (about 2,000 IOPS at 3x: 4 s hold about 24,000 requests),
+    # in time order
+    assert 3.9 * 10**9 <= whole.ts_ns[-1] <= 4 * 10**9
+    assert len(whole) == pytest.approx(24_000, rel=0.05)
+    assert np.all(np.diff(whole.ts_ns.astype(np.int64)) >= 0)
     slow = one.generate(duration="12s", seed=8, slice_requests=2_000)
     assert len(slow) == len(whole)
     assert np.array_equal(slow.offset, whole.offset)
     assert np.abs(slow.ts_ns.astype(np.float64) / 3.0 - whole.ts_ns).max() <= 1.0
+    # a count and a duration: whichever ends first
+    short = one.generate(50_000, duration="2s", seed=8)
+    assert short.ts_ns[-1] <= 2 * 10**9 and len(short) == pytest.approx(4_000, rel=0.05)
+    assert len(one.generate(1_000, duration="2s", seed=8)) == 1_000
+    # a weight a rounding off 1 (as validation allows) still gives every arrival a request
+    odd = json.loads(json.dumps(one.data))
+    odd["threads"][0]["weight"] = 0.999995
+    t = Model(odd).generate(1_000_000, seed=2)
+    assert len(t) == 1_000_000 and int(np.asarray(t.size).min()) > 0

@@ -31,7 +31,7 @@ pub const LARGE_BLOCKS: u64 = 4096;
 /// last level always does; a small request marks at most two groups at each.
 const COARSE_LEVELS: [u32; 2] = [12, 16];
 const COARSE_SPAN: u64 = 16;
-/// Lines a request's marks are loaded ahead in, at most (a 256 KiB request's).
+/// Lines a request's marks are loaded ahead in, at most (an aligned 256 KiB request's).
 const PRELOAD_GROUPS: u64 = 4;
 
 pub struct Used {
@@ -138,6 +138,9 @@ impl Used {
     #[inline]
     pub fn preload_request(&self, volume: u32, offset: u64, size: u32) {
         let (first, last) = Self::span(offset, size);
+        if last - first >= LARGE_BLOCKS {
+            return; // kept as an extent, not marked
+        }
         for group in (first >> 4)..=(last >> 4).min((first >> 4) + PRELOAD_GROUPS - 1) {
             preload(&self.bits, Self::line(self.bits.len(), volume, group).word);
         }

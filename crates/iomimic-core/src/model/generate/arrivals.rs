@@ -188,6 +188,9 @@ struct ClassRt {
 
 /// The largest f64 below 2.
 const BELOW_TWO: f64 = 2.0 - f64::EPSILON;
+/// Slopes from which an octave's power law is drawn in single precision: `1 + u (2^e − 1)`
+/// then takes about 58,000 values or more across the octave.
+const F32_POWER_FROM: f64 = 0.01;
 
 /// The gaps of one octave `[lo, 2 lo)`: a density ∝ x^(e − 1) inside it.
 #[derive(Clone, Copy)]
@@ -295,6 +298,9 @@ impl ClassRt {
         let u = rng.f64();
         if o.e.abs() < 1e-9 {
             o.lo * u.exp2() // log-uniform
+        } else if o.e.abs() < F32_POWER_FROM {
+            // nearly flat: 1 + u (2^e − 1) would round to a few values in single precision
+            o.lo * (1.0 + u * o.grow).powf(o.inverse)
         } else {
             // the inverse of the power law's distribution over [lo, 2 lo), in single precision
             // (a gap's 24 bits are far finer than its octave; the double-precision power was a

@@ -38,7 +38,7 @@ impl Columns {
         }
     }
 
-    /// Columns whose times are given (`ts`, already on the output clock), the rest zeroed.
+    /// Columns whose times are given (`ts`: arrival times in model ns), the rest zeroed.
     pub fn with_times(ts: Vec<u64>) -> Self {
         let n = ts.len();
         Self {

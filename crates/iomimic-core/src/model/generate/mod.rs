@@ -118,7 +118,7 @@ fn check_span(model: &Model, total: u64, intensity: f64) -> Result<()> {
 struct Plan {
     total: u64,
     arrivals: Option<Schedule>,
-    /// With an arrival process asked for a duration: the model time it ends at.
+    /// With an arrival process and a duration: the model time the duration ends at.
     span: Option<u64>,
 }
 
@@ -144,11 +144,9 @@ fn plan(model: &Model, opts: &GenerateOptions) -> Result<Plan> {
             span: None,
         });
     };
-    // model time to cover when asked by duration (times are divided by the intensity after)
-    let span = match (opts.requests, opts.duration_ns) {
-        (None, Some(d)) => Some((d as f64 * opts.intensity) as u64),
-        _ => None,
-    };
+    // model time to cover when asked for a duration, with or without a count (whichever
+    // ends first; times are divided by the intensity after)
+    let span = opts.duration_ns.map(|d| (d as f64 * opts.intensity) as u64);
     let requests = match (opts.requests, opts.duration_ns) {
         (Some(n), _) => Some(n),
         (None, Some(_)) => None,
@@ -213,8 +211,6 @@ pub struct Generation {
 
 /// One slice of a [`Generation`].
 struct Slice {
-    /// Requests planned (with an arrival process, its windows' before a duration's cut).
-    requests: u64,
     /// Each thread's reach of the slice, as shares of its requests' model time (0 to 1).
     reach: Vec<(f64, f64)>,
     /// Each thread's requests in the slice as planned, and before it.
@@ -262,7 +258,8 @@ impl Generation {
         };
         let cycles = total as f64 / model.requests.max(1) as f64;
         let threads = &model.threads;
-        let whole = apportion(total, &threads.iter().map(|t| t.weight).collect::<Vec<_>>());
+        // (weights normalised: validation allows their sum a rounding off 1)
+        let whole = split(total, &threads.iter().map(|t| t.weight).collect::<Vec<_>>());
         let workload = Warp::new(model, &model.rate.shares);
         let warps: Vec<Warp> = threads.iter().map(|t| thread_warp(model, t)).collect();
         // at each boundary between slices: its output time and each thread's reach
@@ -293,7 +290,6 @@ impl Generation {
                 split(requests, &weights)
             };
             slices.push(Slice {
-                requests,
                 reach: at.iter().copied().zip(to.iter().copied()).collect(),
                 counts: counts.clone(),
                 before: before.clone(),
@@ -359,7 +355,7 @@ impl Generation {
             return Ok(out);
         }
         let counts = match &times {
-            Some(t) if t.len() as u64 != slice.requests => {
+            Some(t) if t.len() as u64 != slice.counts.iter().sum::<u64>() => {
                 let weights: Vec<f64> = slice.counts.iter().map(|&c| c as f64).collect();
                 split(t.len() as u64, &weights)
             }
@@ -387,7 +383,8 @@ impl Generation {
                 true,
             ),
         };
-        // each walk writes its requests straight into its thread's columns, times in model time
+        // each walk writes its requests straight into its thread's columns (times in model
+        // time, where it writes them)
         let mut tasks = Vec::with_capacity(jobs.len());
         let mut segments = jobs.iter().peekable();
         for (t, cols) in columns.iter_mut().enumerate() {
@@ -441,7 +438,7 @@ impl Generation {
                 *slot = t;
             }
         }
-        if from_arrivals {
+        if from_arrivals && opts.intensity != 1.0 {
             for slot in &mut out.ts_ns {
                 *slot = (*slot as f64 / opts.intensity) as u64;
             }

@@ -33,7 +33,7 @@ struct Request {
 /// that starts `first` requests into it), written into `out` (times as model time, f64 bits;
 /// `timed` false: the times are given, the walk draws no gaps and leaves them as they are);
 /// each request counted in `progress`, which can stop the walk with `Interrupted`. Returns the
-/// last request's model time (0 without requests).
+/// last request's model time (0 without requests; untimed, only where the walk started).
 pub(super) fn walk(
     model: &Model,
     thread: &Thread,
@@ -488,7 +488,8 @@ impl<'o> ThreadState<'o> {
         };
         let aligned = Aligned::within(lo, hi, rt.alignment, size);
         // A request the model places at random gets its first candidate now, so the filter's
-        // line for it loads from memory while the gap is drawn.
+        // line for it loads from memory while the previous request is recorded (and the gap
+        // drawn, when the walk draws gaps).
         let candidate = (pick == Pick::New).then(|| {
             let offset = aligned.draw(&mut self.rng);
             self.used.preload(volume, offset);
@@ -528,7 +529,7 @@ impl<'o> ThreadState<'o> {
     }
 
     /// The model time from the previous request to the next: drawn from its edge's gaps, else
-    /// the thread's.
+    /// the thread's; none when the times are given (the walk is not `timed`).
     #[inline]
     fn gap(&mut self, rt: &ThreadRt, ready: &Ready) -> f64 {
         if !self.timed {
