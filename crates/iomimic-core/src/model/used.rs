@@ -123,20 +123,12 @@ impl Used {
         })
     }
 
-    /// Starts loading the line the request at `offset` begins in (its value is not needed yet).
+    /// Starts loading the lines a request's blocks lie in (at most [`PRELOAD_GROUPS`] of them;
+    /// their values are not needed yet): for a fresh candidate, before it is looked up; for a
+    /// request made, before it is marked a step later ([`Used::insert_request`]), as one that
+    /// reaches into a 64 KiB group the walk did not just use would miss there.
     #[inline]
-    pub fn preload(&self, volume: u32, offset: u64) {
-        preload(
-            &self.bits,
-            Self::line(self.bits.len(), volume, (offset / BLOCK) >> 4).word,
-        );
-    }
-
-    /// Starts loading the lines a request's blocks are marked in (at most [`PRELOAD_GROUPS`]
-    /// of them): a request is marked a step after it is made ([`Used::insert_request`]), and
-    /// one that reaches into a 64 KiB group the walk did not just use would miss there.
-    #[inline]
-    pub fn preload_request(&self, volume: u32, offset: u64, size: u32) {
+    pub fn preload(&self, volume: u32, offset: u64, size: u32) {
         let (first, last) = Self::span(offset, size);
         if last - first >= LARGE_BLOCKS {
             return; // kept as an extent, not marked

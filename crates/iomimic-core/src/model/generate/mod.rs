@@ -433,14 +433,15 @@ impl Generation {
             })
             .collect();
         merge_threads(&mut out, columns, &labels);
+        // arrival times onto the output clock: given out in the merged order, or already in place
+        let clock = |t: u64| (t as f64 / opts.intensity) as u64;
         if let Some(times) = merged_times {
             for (slot, t) in out.ts_ns.iter_mut().zip(times) {
-                *slot = t;
+                *slot = clock(t);
             }
-        }
-        if from_arrivals && opts.intensity != 1.0 {
+        } else if from_arrivals && opts.intensity != 1.0 {
             for slot in &mut out.ts_ns {
-                *slot = (*slot as f64 / opts.intensity) as u64;
+                *slot = clock(*slot);
             }
         }
         out.sort_by_time();

@@ -492,7 +492,7 @@ impl<'o> ThreadState<'o> {
         // drawn, when the walk draws gaps).
         let candidate = (pick == Pick::New).then(|| {
             let offset = aligned.draw(&mut self.rng);
-            self.used.preload(volume, offset);
+            self.used.preload(volume, offset, size);
             offset
         });
         // the previous request is written down while that line loads: nothing above reads
@@ -656,7 +656,7 @@ impl<'o> ThreadState<'o> {
         follow: &Follow,
     ) {
         debug_assert!(self.pending.is_none(), "the request before was recorded");
-        self.used.preload_request(volume, offset, size);
+        self.used.preload(volume, offset, size);
         self.u += gap;
         self.left -= 1;
         self.index += 1;
