@@ -2,8 +2,8 @@
 //! distributions), each refusal naming the field's path.
 
 use super::{
-    Arrivals, Bucket, Chain, Dist, Model, OpStats, Reuse, Sizes, State, Stats, Thread, FORMAT, GAP_CLASSES,
-    HOT_SPOTS, PLACEMENT_CELLS, READS,
+    size_class, Arrivals, Bucket, Chain, Dist, Model, OpStats, Reuse, Runs, Sizes, State, Stats, Thread,
+    FORMAT, GAP_CLASSES, HOT_SPOTS, PLACEMENT_CELLS, READS, RUN_CELLS, SIZE_CLASSES,
 };
 use crate::error::{Error, Result};
 
@@ -277,8 +277,80 @@ impl Model {
             }
             check_buckets(&format!("{sp}.stays"), stays)?;
         }
+        if let Some(runs) = &state.runs {
+            if parent.is_some() {
+                return Err(invalid(&format!("{sp}.runs"), "only top-level states have runs"));
+            }
+            let mut slots = Vec::new();
+            for (j, r) in runs.iter().enumerate() {
+                let rp = format!("{sp}.runs[{j}]");
+                check_runs(&rp, r)?;
+                let slot = r.own_slot();
+                if slots.contains(&slot) {
+                    return Err(invalid(&rp, "a class (op and size class) has its runs once"));
+                }
+                slots.push(slot);
+            }
+        }
         Ok(())
     }
+}
+
+/// One class's runs: its class in range, its sizes in that class, fresh runs to draw from
+/// (cells of the state, lengths from 1), restarts with lengths, a sequence that refers to
+/// those and a power-of-two alignment.
+fn check_runs(rp: &str, r: &Runs) -> Result<()> {
+    if r.op > 1 || usize::from(r.size_class) >= SIZE_CLASSES.len() {
+        return Err(invalid(
+            rp,
+            format!(
+                "op is 0 (reads) or 1 (the rest) and size_class below {}",
+                SIZE_CLASSES.len()
+            ),
+        ));
+    }
+    check_sizes(&format!("{rp}.sizes"), &r.sizes)?;
+    if let Some(j) = r
+        .sizes
+        .bytes
+        .iter()
+        .position(|&b| size_class(b) != usize::from(r.size_class))
+    {
+        return Err(invalid(
+            &format!("{rp}.sizes.bytes[{j}]"),
+            "a size outside the runs' size class",
+        ));
+    }
+    if r.fresh.is_empty() || r.fresh.iter().all(|f| f[3] == 0) {
+        return Err(invalid(
+            &format!("{rp}.fresh"),
+            "needs at least one run started afresh",
+        ));
+    }
+    if let Some(j) = r
+        .fresh
+        .iter()
+        .position(|&[cell, from, to, _]| cell >= RUN_CELLS || from == 0 || to <= from)
+    {
+        return Err(invalid(
+            &format!("{rp}.fresh[{j}]"),
+            format!("needs [cell, from, to, count] with cell below {RUN_CELLS} and 1 <= from < to"),
+        ));
+    }
+    check_probability(&format!("{rp}.restart"), r.restart)?;
+    if r.restart > 0.0 {
+        check_buckets(&format!("{rp}.restarts"), &r.restarts)?;
+    }
+    if !r.alignment.is_power_of_two() {
+        return Err(invalid(&format!("{rp}.alignment"), "needs a power of two"));
+    }
+    if let Some(j) = r.sequence.iter().position(|&[_, length]| length == 0) {
+        return Err(invalid(
+            &format!("{rp}.sequence[{j}]"),
+            "a run is at least one request long",
+        ));
+    }
+    Ok(())
 }
 
 fn check_sizes(path: &str, sizes: &Sizes) -> Result<()> {

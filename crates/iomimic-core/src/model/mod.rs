@@ -193,6 +193,67 @@ pub struct State {
     /// scan or a storm stays one visit (a self-loop's odds alone give geometric stays).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stays: Option<Vec<Bucket>>,
+    /// A top-level state's runs, per request class that makes long ones there: its requests of
+    /// that class are placed as runs (a start, then the next requests one after another), not
+    /// one at a time by their edges, so a scan or a log keeps its length and where it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<Runs>>,
+}
+
+/// The runs of one request class in a top-level state: requests of the class (its op and size
+/// class) each starting where the previous one of a recent run of the class ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Runs {
+    /// Reads 0, the rest 1.
+    pub op: u8,
+    /// An index of [`SIZE_CLASSES`].
+    pub size_class: u8,
+    /// The sizes of the class's requests in the state (an edge's sizes are the whole
+    /// state's, or the volume's, and would put other sizes into a scan).
+    pub sizes: Sizes,
+    /// Runs that started afresh, as `[cell, from, to, count]`: `count` runs whose start lay in
+    /// `cell` ([`RUN_CELLS`] equal cells of the state) and whose length in requests was in
+    /// `[from, to)`. A start and its length together: a journal's one long run and the odd
+    /// writes beside it each start where they did.
+    pub fresh: Vec<[u64; 4]>,
+    /// Share of runs that start where an earlier run of the class started (a re-scan) ...
+    #[serde(default)]
+    pub restart: f64,
+    /// ... and their lengths in requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "counts::buckets")]
+    pub restarts: Vec<Bucket>,
+    /// What every fresh start's offset is a multiple of (a power of two, at most 1 MiB): a
+    /// scan of 64 KiB reads on a 64 KiB grid stays on it.
+    pub alignment: u64,
+    /// The trace's runs in order, where they are few ([`MAX_RUN_SEQUENCE`]): `[start,
+    /// length]`, `start` a cell for a run started afresh or [`RUN_CELLS`] + k for a restart of
+    /// the k-th (from 0) fresh run. The walk makes its first runs so and draws the rest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sequence: Vec<[u64; 2]>,
+}
+
+/// Most runs of a class a model keeps in order ([`Runs::sequence`]).
+pub const MAX_RUN_SEQUENCE: usize = 1024;
+
+/// Cells of a top-level state that fresh runs' starts are counted in.
+pub const RUN_CELLS: u64 = 256;
+/// Request classes a state's runs are kept by ([`Runs::slot`]): reads and the rest, by size
+/// class.
+pub const RUN_SLOTS: usize = 2 * SIZE_CLASSES.len();
+
+impl Runs {
+    /// The slot of a request of `op` and `size` among a state's classes of runs.
+    #[inline]
+    pub fn slot(op: u8, size: u32) -> usize {
+        usize::from(op.min(1)) * SIZE_CLASSES.len() + size_class(size)
+    }
+
+    /// The slot of these runs' class.
+    #[inline]
+    pub fn own_slot(&self) -> usize {
+        usize::from(self.op.min(1)) * SIZE_CLASSES.len() + usize::from(self.size_class)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

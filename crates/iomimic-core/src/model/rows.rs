@@ -19,7 +19,7 @@ use serde::ser::{SerializeMap, SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
 use super::counts::{self, Buckets, Number, Shares};
-use super::{equal_split, Bucket, Chain, Edge, State, Stats};
+use super::{equal_split, Bucket, Chain, Edge, Runs, State, Stats};
 
 /// The volume of a state read without a range, until its parent gives it one: a top-level
 /// state left so is refused by validation.
@@ -139,6 +139,9 @@ impl Serialize for StateOut<'_> {
         if let Some(stays) = &st.stays {
             m.serialize_field("stays", &Buckets(stays))?;
         }
+        if let Some(runs) = &st.runs {
+            m.serialize_field("runs", runs)?;
+        }
         m.end()
     }
 }
@@ -158,6 +161,8 @@ pub(super) struct StateFile {
     fine_reused: Option<Vec<u32>>,
     #[serde(default, deserialize_with = "counts::buckets::deserialize_some")]
     stays: Option<Vec<Bucket>>,
+    #[serde(default)]
+    runs: Option<Vec<Runs>>,
 }
 
 impl TryFrom<StateFile> for State {
@@ -183,6 +188,7 @@ impl TryFrom<StateFile> for State {
             fine: f.fine,
             fine_reused: f.fine_reused,
             stays: f.stays,
+            runs: f.runs,
         };
         if volume != UNRANGED {
             state.place_children()?;

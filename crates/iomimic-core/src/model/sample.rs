@@ -21,6 +21,13 @@ pub fn pick_at(p: impl IntoIterator<Item = f64>, mut u: f64) -> usize {
     last
 }
 
+/// A count in `[from, to)` (from ≥ 1), drawn log-uniformly.
+#[inline]
+pub fn log_uniform(from: u64, to: u64, rng: &mut Prng) -> u64 {
+    let (lo, hi) = ((from as f64).ln(), (to as f64).ln());
+    ((lo + (hi - lo) * rng.f64()).exp() as u64).clamp(from, to - 1)
+}
+
 /// 2^64, a fraction's scale in [`Alias`].
 const TWO_64: f64 = 18_446_744_073_709_551_616.0;
 
@@ -178,8 +185,7 @@ impl BucketSampler {
     #[inline]
     pub fn draw_at(&self, u: f64, rng: &mut Prng) -> u64 {
         let (from, to) = self.buckets[pick_at(self.p.iter().copied(), u)];
-        let (lo, hi) = ((from as f64).ln(), (to as f64).ln());
-        ((lo + (hi - lo) * rng.f64()).exp() as u64).clamp(from, to - 1)
+        log_uniform(from, to, rng)
     }
 }
 

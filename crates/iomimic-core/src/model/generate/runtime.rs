@@ -3,7 +3,7 @@
 
 use super::super::sample::{Alias, BucketSampler, Sampler, SizeSampler};
 use super::reuse::ReuseRt;
-use crate::model::{Bucket, Chain, Edge, Model, OpStats, Sizes, Stats, Thread};
+use crate::model::{Bucket, Chain, Edge, Model, OpStats, Sizes, Stats, Thread, RUN_SLOTS};
 
 /// How requests of one op (or of both) are placed and sized.
 pub(super) struct Placement {
@@ -103,6 +103,47 @@ impl Stay {
     }
 }
 
+/// One class's runs in a top-level state, ready to draw from.
+pub(super) struct RunRt {
+    pub sizes: SizeSampler,
+    /// Fresh runs: `(cell, from, to)` with their shares, in order of length, drawn by position
+    /// in `[0, 1)` (a golden-ratio sequence keeps the few long runs' share).
+    pub fresh: Vec<(u64, u64, u64)>,
+    pub fresh_p: Vec<f64>,
+    pub restart: f64,
+    pub restarts: Option<BucketSampler>,
+    pub alignment: u64,
+    pub sequence: Vec<[u64; 2]>,
+}
+
+/// Per top-level state and class slot (`state * RUN_SLOTS + slot`), its runs where it keeps
+/// them; `None` when no state does (the walk then places every request by its edge).
+fn ready_runs(c: &Chain) -> Option<Vec<Option<RunRt>>> {
+    c.states.iter().any(|s| s.runs.is_some()).then(|| {
+        let mut out: Vec<Option<RunRt>> = (0..c.states.len() * RUN_SLOTS).map(|_| None).collect();
+        for (i, state) in c.states.iter().enumerate() {
+            for r in state.runs.iter().flatten() {
+                let slot = r.own_slot();
+                let total: u64 = r.fresh.iter().map(|f| f[3]).sum::<u64>().max(1);
+                out[i * RUN_SLOTS + slot] = Some(RunRt {
+                    sizes: SizeSampler::new(&r.sizes),
+                    fresh: r
+                        .fresh
+                        .iter()
+                        .map(|&[cell, from, to, _]| (cell, from, to))
+                        .collect(),
+                    fresh_p: r.fresh.iter().map(|f| f[3] as f64 / total as f64).collect(),
+                    restart: if r.restarts.is_empty() { 0.0 } else { r.restart },
+                    restarts: (!r.restarts.is_empty()).then(|| BucketSampler::from_buckets(&r.restarts)),
+                    alignment: r.alignment,
+                    sequence: r.sequence.clone(),
+                });
+            }
+        }
+        out
+    })
+}
+
 /// One state's outgoing edges, column by column so a draw scans only the probabilities.
 pub(super) struct Row {
     pub pick: Alias,
@@ -188,6 +229,8 @@ pub(super) struct ThreadRt {
     /// Per top-level state, its stays when it keeps them; `None` when none does (the walk then
     /// skips them).
     pub stays: Option<Vec<Option<Stay>>>,
+    /// Per top-level state and request class, its runs ([`ready_runs`]).
+    pub runs: Option<Vec<Option<RunRt>>>,
     /// The thread's requests in the training trace: past them, fresh placements thin out by
     /// the reuse extension's `tail_fresh`.
     pub trained: u64,
@@ -224,6 +267,7 @@ impl ThreadRt {
                 .map(|s| (Alias::new(&s.near_depth), SizeSampler::new(&s.near_gap))),
             alignment: thread.alignment,
             stays: ready_stays(&thread.chain),
+            runs: ready_runs(&thread.chain),
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
             trained: (thread.weight * model.requests as f64).round() as u64,
         }

@@ -3,13 +3,13 @@
 
 use std::collections::VecDeque;
 
-use super::super::sample::Prng;
+use super::super::sample::{log_uniform, pick_at, Prng};
 use super::super::used::Used;
 use super::columns::Slots;
 use super::reuse::{Drawn, ReuseState, Urns};
-use super::runtime::{ChainRt, Ready, Stay, ThreadRt};
+use super::runtime::{ChainRt, Ready, RunRt, Stay, ThreadRt};
 use crate::error::Result;
-use crate::model::{Chain, Model, Sizes, Stats, Thread};
+use crate::model::{Chain, Model, Runs, Sizes, Stats, Thread, RUN_CELLS, RUN_SLOTS};
 use crate::progress::Progress;
 use crate::trace::Op;
 
@@ -50,6 +50,15 @@ pub(super) fn walk(
     if let Some(r) = rt.reuse.as_ref().filter(|r| !r.population.is_empty()) {
         st.urns = Some(Urns::new(&r.population, &mut st.rng, first, rt.trained, count));
     }
+    if let Some(runs) = &rt.runs {
+        // a segment takes up the trace's runs at its share of the thread
+        for (w, r) in st.runs.iter_mut().zip(runs) {
+            if let Some(r) = r {
+                w.made =
+                    (r.sequence.len() as u128 * u128::from(first) / u128::from(rt.trained.max(1))) as usize;
+            }
+        }
+    }
     for i in 0..count as usize {
         st.next(&rt);
         progress.tick(i)?;
@@ -84,6 +93,8 @@ struct ThreadState<'o> {
     stay_at: Vec<f64>,
     /// With a population: the urns the walk's placements in each top-level state draw from.
     urns: Option<Urns>,
+    /// Per top-level state and class slot with runs, the run in progress and the runs' starts.
+    runs: Vec<RunWalk>,
     /// The previous request, made but not yet recorded ([`Self::commit`]).
     pending: Option<Pending>,
     /// Whether the walk draws gaps and writes its times (else the times are given).
@@ -101,6 +112,38 @@ struct Pending {
     retouch: Option<usize>,
     /// The top-level state it lies in.
     group: usize,
+}
+
+/// Where one class's runs in a top-level state stand.
+#[derive(Default, Clone)]
+struct RunWalk {
+    /// Where the run in progress goes on, and how many more requests it makes.
+    next: u64,
+    left: u64,
+    /// Where the class's runs started (each once): a re-scan starts at one of them.
+    starts: Vec<u64>,
+    /// Where the next fresh run and the next restart's length are drawn in `[0, 1)`
+    /// (golden-ratio sequences, as stays').
+    fresh_at: f64,
+    restart_at: f64,
+    /// Restarts owed: each new run adds the class's restart share, and a run restarts while a
+    /// whole one is owed (error diffusion rather than a coin per run: with 50 runs a coin's
+    /// count of fresh starts varies by a fifth, and with it how far the scans reach).
+    owed: f64,
+    /// Runs the walk started in the class: the first follow the trace's sequence.
+    made: usize,
+}
+
+impl RunWalk {
+    #[inline]
+    fn restarts_due(&mut self, share: f64) -> bool {
+        self.owed += share;
+        let due = self.owed >= 1.0;
+        if due {
+            self.owed -= 1.0;
+        }
+        due
+    }
 }
 
 /// How the next request is to be placed.
@@ -273,12 +316,21 @@ impl<'o> ThreadState<'o> {
             visit: (usize::MAX, 0),
             stay_at: Vec::new(),
             urns: None,
+            runs: Vec::new(),
             pending: None,
             timed: true,
         };
         // (drawn only when there are stays: a model without any generates as it did before)
         if rt.stays.is_some() {
             st.stay_at = (0..rt.root.states.len()).map(|_| st.rng.f64()).collect();
+        }
+        if let Some(runs) = &rt.runs {
+            st.runs = vec![RunWalk::default(); runs.len()];
+            for (w, r) in st.runs.iter_mut().zip(runs) {
+                if r.is_some() {
+                    (w.fresh_at, w.restart_at, w.owed) = (st.rng.f64(), st.rng.f64(), st.rng.f64());
+                }
+            }
         }
         // start anywhere in the first gap, so threads do not all begin at 0
         st.u = rt.defaults.gap.as_ref().map_or(0.0, |g| g.draw(&mut st.rng)) * st.rng.f64();
@@ -431,6 +483,13 @@ impl<'o> ThreadState<'o> {
         }
         let place = ready.placement(op);
         let mut size = place.sizes.draw(&mut self.rng);
+        if let Some(runs) = &rt.runs {
+            let at = self.path[0] * RUN_SLOTS + Runs::slot(op, size);
+            if let Some(run) = &runs[at] {
+                self.in_run(rt, run, at, ready, op);
+                return;
+            }
+        }
         let kind = self.rng.f64();
         let mut pick = if kind < place.sequential {
             Pick::Sequential
@@ -526,6 +585,81 @@ impl<'o> ThreadState<'o> {
         if let Some(stays) = &rt.stays {
             self.visited(stays, self.path[0]);
         }
+    }
+
+    /// A request of a class its top-level state makes runs of, sized by the class: the next of
+    /// the class's run in progress, or the first of a new one — the trace's next run while its
+    /// sequence lasts, then drawn: where an earlier run of the class started (a re-scan) or
+    /// afresh where the trace's fresh runs started. Out of line: most models keep no runs.
+    #[inline(never)]
+    fn in_run(&mut self, rt: &ThreadRt, run: &RunRt, at: usize, ready: &Ready, op: u8) {
+        let size = run.sizes.draw(&mut self.rng);
+        let (volume, _, top_end) = rt.root.states[self.path[0]];
+        let (left, next) = (self.runs[at].left, self.runs[at].next);
+        let offset = if left > 0 && next + u64::from(size) <= top_end {
+            self.runs[at].left -= 1;
+            next
+        } else {
+            let made = self.runs[at].made;
+            self.runs[at].made += 1;
+            let (offset, length) = match run.sequence.get(made) {
+                Some(&[start, length]) => match start.checked_sub(RUN_CELLS) {
+                    None => (self.run_start(rt, run, at, start, size), length),
+                    Some(k) => match self.runs[at].starts.get(k as usize) {
+                        Some(&from) => (from, length),
+                        // a restart of a run this walk did not make (a segment's): drawn
+                        None => (self.draw_run(rt, run, at, size).0, length),
+                    },
+                },
+                None => self.draw_run(rt, run, at, size),
+            };
+            self.runs[at].left = length - 1;
+            offset
+        };
+        self.runs[at].next = offset + u64::from(size);
+        self.commit(rt);
+        let gap = self.gap(rt, ready);
+        if let Some(urns) = &mut self.urns {
+            urns.record(None, None);
+        }
+        self.relocate(rt, volume, offset);
+        self.record(rt, volume, offset, size, op, gap, &Follow::default());
+        if let Some(stays) = &rt.stays {
+            self.visited(stays, self.path[0]);
+        }
+    }
+
+    /// A new run drawn from the class's runs: a restart where one is owed, else a fresh run
+    /// with its start cell and length drawn together.
+    fn draw_run(&mut self, rt: &ThreadRt, run: &RunRt, at: usize, size: u32) -> (u64, u64) {
+        let starts = self.runs[at].starts.len() as u64;
+        if let Some(lengths) = &run.restarts {
+            if starts > 0 && self.runs[at].restarts_due(run.restart) {
+                let w = &mut self.runs[at];
+                w.restart_at = (w.restart_at + GOLDEN).fract();
+                let length = lengths.draw_at(w.restart_at, &mut self.rng);
+                return (w.starts[self.rng.below(starts) as usize], length);
+            }
+        }
+        let w = &mut self.runs[at];
+        w.fresh_at = (w.fresh_at + GOLDEN).fract();
+        let (cell, from, to) = run.fresh[pick_at(run.fresh_p.iter().copied(), w.fresh_at)];
+        let length = log_uniform(from, to, &mut self.rng);
+        (self.run_start(rt, run, at, cell, size), length)
+    }
+
+    /// A fresh run's start in `cell` of the walk's top-level state, on the class's grid (not
+    /// kept off used blocks: the trace's fresh scans overlap one another as they fall, and
+    /// kept apart they reached 4 % more blocks); kept as the class's next fresh start.
+    fn run_start(&mut self, rt: &ThreadRt, run: &RunRt, at: usize, cell: u64, size: u32) -> u64 {
+        let (_, top_start, top_end) = rt.root.states[self.path[0]];
+        let (lo, hi) = part(top_start, top_end, cell, RUN_CELLS);
+        let lo = lo.min(top_end.saturating_sub(u64::from(size))).max(top_start);
+        let hi = hi.max(lo + u64::from(size)).min(top_end);
+        let alignment = rt.alignment.max(run.alignment);
+        let offset = Aligned::within(lo, hi, alignment, size).draw(&mut self.rng);
+        self.runs[at].starts.push(offset);
+        offset
     }
 
     /// The model time from the previous request to the next: drawn from its edge's gaps, else

@@ -95,6 +95,12 @@ impl Hierarchy {
         self.chains[0].states.clone()
     }
 
+    /// Top-level state `s`: `(volume, start, end)`.
+    #[inline]
+    pub fn top_state(&self, s: usize) -> (u32, u64, u64) {
+        self.chains[0].states[s]
+    }
+
     /// A request placed afresh at `offset`, in the leaf at the end of `path`.
     #[inline]
     pub fn fresh(&mut self, path: &[(usize, usize)], offset: u64) {
@@ -294,6 +300,7 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
             fine: (fine.iter().sum::<u32>() >= MIN_FINE).then(|| fine.clone()),
             fine_reused: None,
             stays: None,
+            runs: None,
         })
         .collect();
     let transitions = acc

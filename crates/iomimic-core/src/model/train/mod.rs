@@ -47,6 +47,7 @@ mod pieces;
 mod placement;
 mod rate;
 mod reuse;
+mod runs;
 mod selection;
 mod sharing;
 mod sizes;

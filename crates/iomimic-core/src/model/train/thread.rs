@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::chain::{Fallback, Hierarchy};
 use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
 use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
+use super::runs::RunsAcc;
 use super::stats::{gap_dist, StatsAcc};
-use crate::model::{Chain, Dist, Reuse, Stats, Streams, VolumeStats, HOT_CELLS};
+use crate::model::{Chain, Dist, Reuse, Runs, Stats, Streams, VolumeStats, HOT_CELLS};
 use crate::trace::{Op, TraceView};
 
 /// What training learnt of one thread from its requests alone: the thread's model but for what
@@ -111,6 +112,8 @@ pub(super) struct ThreadPass {
     /// Per volume: recent request ends, which continuations and near requests follow.
     heads: FxHashMap<u32, Heads>,
     streams: StreamsAcc,
+    /// Each top-level state's runs by request class.
+    runs: RunsAcc,
     reuse: ReuseAcc,
     reuse_on: bool,
     /// requests' touch counts, as the generator keeps them (with reuse on)
@@ -144,6 +147,7 @@ impl ThreadPass {
     ) -> Self {
         let hierarchy = Hierarchy::new(volumes, spans, levels, k, bounds);
         let top = hierarchy.top_states();
+        let runs = RunsAcc::new(top.len(), bounds);
         Self {
             counts: if reuse_on {
                 TouchCounts::new(top.len())
@@ -156,6 +160,7 @@ impl ThreadPass {
             by_volume: FxHashMap::default(),
             heads: FxHashMap::default(),
             streams: StreamsAcc::new(),
+            runs,
             reuse: ReuseAcc::new(bounds),
             reuse_on,
             alignment: AlignmentAcc::default(),
@@ -213,6 +218,10 @@ impl ThreadPass {
             // stack of such requests is kept.
             let (kind, consumed) = self.streams.classify(&follows, before.is_some());
             heads.advance(consumed, offset + u64::from(size));
+            let top = self.cur[0].1;
+            let (_, start, end) = self.hierarchy.top_state(top);
+            self.runs
+                .request((top, start, end), Runs::slot(op, size), offset, size);
             if kind == Kind::New {
                 self.alignment.add(offset);
                 self.hierarchy.fresh(&self.cur, offset);
@@ -263,10 +272,14 @@ impl ThreadPass {
         } else {
             FxHashMap::default()
         };
-        let (chain, rest) = self.hierarchy.build(&Fallback {
+        let (mut chain, rest) = self.hierarchy.build(&Fallback {
             volumes: &by_volume,
             thread: &defaults,
         });
+        let runs = self.runs.finish();
+        for (state, runs) in chain.states.iter_mut().zip(runs) {
+            state.runs = runs;
+        }
         let mut volumes: Vec<VolumeStats> = rest
             .into_iter()
             .map(|(volume, stats)| VolumeStats { volume, stats })
