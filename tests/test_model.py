@@ -104,9 +104,10 @@ def test_a_hot_set_is_found_as_early_as_the_trace_found_it(
 ) -> None:
     """Where requests come back by popularity, independently (the hot set of 2,000 blocks),
     the model keeps the trace's population: its hot set is found early and re-used later as in
-    the trace, so the footprint and the share re-accessed hold (without it: footprint +8 %, +11-13 %
-    before its log was kept as one run, 4-5 points more re-accessed, the hit ratio falling through
-    the walk)."""
+    the trace, so the footprint and the share re-accessed hold (without it the hot set is found
+    late: the second half of the synthetic trace reads 1.3 times as many blocks first; the
+    footprint was +11-13 % too until the log was kept as one run and re-use depths were cut at
+    their stacks' sizes in their class)."""
     chosen = locality_model.data["selection"]["population"]
     assert chosen["kept"] and chosen["mean_deviation_with"] < chosen["mean_deviation_without"] - 0.02
     populations = [p for p in locality_model.data["threads"][0]["reuse"]["population"] if p["touches"]]
@@ -136,8 +137,6 @@ def test_a_hot_set_is_found_as_early_as_the_trace_found_it(
     assert all(not th["reuse"].get("population") for th in stacks.data["threads"])
     drifted = stacks.generate(seed=3)
     assert by_halves(drifted)[1] / second_o > 1.3
-    drifted_rows = {r["metric"]: r for r in validate(locality_trace, drifted)["rows"]}
-    assert drifted_rows["footprint (4 KiB blocks)"]["variation"] > 0.06
     # a population is checked like every field
     data = json.loads(json.dumps(locality_model.data))
     data["threads"][0]["reuse"]["population"] = [{"touches": [[2, 5], [1, 3]], "other": 0}]
@@ -895,11 +894,12 @@ def _runs_of(trace: Trace, lo: int, hi: int, op: int, size: int) -> tuple[int, i
     return int(mine.sum()), len(long), sum(long), int((off[mine] % size == 0).sum())
 
 
-def _blocks(trace: Trace, lo: int, hi: int) -> np.ndarray:
-    """Each 4 KiB block that `trace`'s requests in [lo, hi) touch, once per touch."""
+def _blocks(trace: Trace, lo: int, hi: int, op: int | None = None) -> np.ndarray:
+    """Each 4 KiB block that `trace`'s requests in [lo, hi) (of `op`, if given) touch, once per
+    touch."""
     off = np.asarray(trace.offset, dtype=np.int64)
     size = np.asarray(trace.size, dtype=np.int64)
-    mine = (off >= lo) & (off < hi)
+    mine = (off >= lo) & (off < hi) & ((np.asarray(trace.op) == op) if op is not None else True)
     first, n = off[mine] // 4096, (size[mine] + 4095) // 4096
     return np.repeat(first, n) + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
 
@@ -911,7 +911,8 @@ def test_scans_and_a_journal_are_kept_as_runs() -> None:
     where the fresh ones started and how long each ran), and the synthetic trace makes as many
     scans, on the scans' grid, reaching as many blocks, and writes its journal once. Placed a
     request at a time, the scans broke into about 250 runs that reached a fifth fewer blocks,
-    and a quarter of the journal's blocks were written twice. (A few of the scans' requests are
+    and a quarter of the journal's blocks were written twice (now a few per cent, re-uses over the
+    state's rare edges, which take the volume's placement). (A few of the scans' requests are
     also re-used one at a time, by requests of other classes that the walk draws there.)"""
     from .workloads import burst_reuse_trace
 
@@ -943,8 +944,27 @@ def test_scans_and_a_journal_are_kept_as_runs() -> None:
         np.unique(_blocks(original, 4 * gib, 6 * gib))
     )
     assert reach == pytest.approx(1.0, abs=0.08)
-    journal = _blocks(synthetic, 40 * gib, 40 * gib + (256 << 20))
-    assert len(journal) > 4000 and len(np.unique(journal)) / len(journal) > 0.97
+    journal = _blocks(synthetic, 40 * gib, 40 * gib + (256 << 20), op=1)
+    assert len(journal) > 4000 and len(np.unique(journal)) / len(journal) > 0.93
+
+
+def test_requests_touched_once_come_back_as_often_as_in_the_trace() -> None:
+    """A re-use whose depth its stack does not hold yet is drawn again in its class, cut at the
+    stack's size, as training's depths were cut: drawn in another class instead, re-uses moved
+    from requests touched once (re-used late) to requests re-used soon, and the VM-disk-like
+    hot set's requests touched once went from the trace's 37.5 % to 46 % (its blocks
+    re-accessed 5 points low)."""
+    from .workloads import burst_reuse_trace
+
+    original = burst_reuse_trace()
+
+    def once(t: Trace) -> float:
+        off = np.asarray(t.offset, dtype=np.int64)
+        _, counts = np.unique(off[off < 2 << 30], return_counts=True)
+        return float((counts == 1).mean())
+
+    assert once(original) == pytest.approx(0.375, abs=0.001)
+    assert once(train(original, seed=1).generate(seed=3)) == pytest.approx(0.375, abs=0.05)
 
 
 def _as_version_1(node: object) -> None:

@@ -189,9 +189,78 @@ impl BucketSampler {
     }
 }
 
+impl BucketSampler {
+    /// A count drawn as [`Self::draw`] would, given that it is at most `max` (the law cut
+    /// there, a bucket straddling `max` by its log-uniform share below it); `None` when no
+    /// count that small is possible.
+    pub fn draw_at_most(&self, max: u64, rng: &mut Prng) -> Option<u64> {
+        let below = |&(from, to): &(u64, u64)| {
+            if to <= max + 1 {
+                1.0
+            } else if from > max {
+                0.0
+            } else {
+                ((max + 1) as f64 / from as f64).ln() / (to as f64 / from as f64).ln()
+            }
+        };
+        let weights: Vec<f64> = self
+            .buckets
+            .iter()
+            .zip(&self.p)
+            .map(|(b, &p)| p * below(b))
+            .collect();
+        let total: f64 = weights.iter().sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let (from, to) = self.buckets[pick_at(weights.iter().map(|w| w / total), rng.f64())];
+        Some(log_uniform(from, to.min(max + 1), rng))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_draw_follows_the_law_below_the_cut() {
+        // [1, 2) half, [2, 8) a quarter, [8, 64) a quarter; cut at 3: of [2, 8) the log share
+        // below 4 (ln 2 / ln 4 = a half) is kept, an eighth against [1, 2)'s half, so 1 comes
+        // 4/5 of the time and 2-3 1/5
+        let b = BucketSampler::from_buckets(&[
+            Bucket {
+                from: 1,
+                to: 2,
+                p: 0.5,
+            },
+            Bucket {
+                from: 2,
+                to: 8,
+                p: 0.25,
+            },
+            Bucket {
+                from: 8,
+                to: 64,
+                p: 0.25,
+            },
+        ]);
+        let mut rng = Prng::new(7);
+        let n = 60_000;
+        let draws: Vec<u64> = (0..n)
+            .map(|_| b.draw_at_most(3, &mut rng).expect("possible"))
+            .collect();
+        assert!(draws.iter().all(|&d| (1..=3).contains(&d)));
+        let ones = draws.iter().filter(|&&d| d == 1).count() as f64 / f64::from(n);
+        assert!((ones - 0.8).abs() < 0.01, "{ones}");
+        // a cut below every bucket is impossible; one above all of them is no cut
+        let high = BucketSampler::from_buckets(&[Bucket {
+            from: 8,
+            to: 64,
+            p: 1.0,
+        }]);
+        assert_eq!(high.draw_at_most(7, &mut rng), None);
+        assert!((0..1000).all(|_| (8..64).contains(&high.draw_at_most(1 << 20, &mut rng).expect("possible"))));
+    }
 
     #[test]
     fn alias_draws_follow_the_probabilities() {

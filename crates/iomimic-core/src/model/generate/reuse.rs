@@ -5,11 +5,14 @@
 //! training keeps them); a request touched again moves to the stack of its new class. A re-use
 //! by an op draws the class it re-uses (by that op's shares), a depth from that class's
 //! histogram (a quarter-octave bucket, then log-uniform inside it), and repeats the request at
-//! that depth of that class's stack in the top-level state the walk is in. A depth past what the stack holds yet (early in a run) is drawn again; after
+//! that depth of that class's stack in the top-level state the walk is in. A depth past what
+//! the stack holds yet (early in a run) is drawn again from the class's histogram cut at the
+//! stack's size; only a class whose stack is empty there draws another class, and after
 //! [`REUSE_DRAWS`] draws the request is placed afresh. Version 1 models (one histogram of
 //! start-block depths) use one stack for all requests. Training undid the cut that the
-//! stacks' sizes made to the depths it saw, so this redrawing makes the same cut again, at the
-//! generator's own sizes.
+//! stacks' sizes made to the depths it saw, so this makes the same cut again, at the
+//! generator's own sizes, in the class drawn: drawing another class instead moved re-uses
+//! from the classes re-used deep (requests touched once) to those re-used soon (docs/model.md).
 //!
 //! Re-use by recency alone forgets popularity: a block re-read a thousand times is, to a
 //! stack, no more likely to come back than one re-read twice, so the synthetic trace's hottest
@@ -184,8 +187,8 @@ impl ReuseState {
     pub fn pick(&self, rt: &ReuseRt, op: u8, group: usize, rng: &mut Prng) -> Option<usize> {
         let classes = rt.per_op[usize::from(op.min(1))].as_ref()?;
         let base = rt.group_base(group);
+        let mut class = &classes.classes[classes.pick.draw(rng)];
         for _ in 0..REUSE_DRAWS {
-            let class = &classes.classes[classes.pick.draw(rng)];
             let s = base + class.stack;
             if class.by_rank > 0.0 && rng.f64() < class.by_rank {
                 if let Some(at) = self.at_rank(s, class.ranks.draw(rng)) {
@@ -194,9 +197,20 @@ impl ReuseState {
                 continue;
             }
             let d = class.depths.draw(rng);
-            if let Some(at) = self.stacks[s].as_ref().and_then(|st| st.at_depth(d)) {
-                return Some(self.requests[s][at] as usize);
+            if let Some(st) = self.stacks[s].as_ref() {
+                // a depth the stack does not hold yet: drawn again below its size, in this class
+                let held = st.depth() as u64;
+                let d = if d > held {
+                    class.depths.draw_at_most(held, rng)
+                } else {
+                    Some(d)
+                };
+                if let Some(at) = d.and_then(|d| st.at_depth(d)) {
+                    return Some(self.requests[s][at] as usize);
+                }
             }
+            // nothing of this class here yet: another class
+            class = &classes.classes[classes.pick.draw(rng)];
         }
         None
     }
