@@ -203,17 +203,20 @@ impl BucketSampler {
                 ((max + 1) as f64 / from as f64).ln() / (to as f64 / from as f64).ln()
             }
         };
-        let weights: Vec<f64> = self
-            .buckets
-            .iter()
-            .zip(&self.p)
-            .map(|(b, &p)| p * below(b))
-            .collect();
-        let total: f64 = weights.iter().sum();
+        // buckets are in order, those past `max` weigh nothing; two passes and no allocation,
+        // as a model of many stacks cuts often
+        let kept = self.buckets.partition_point(|&(from, _)| from <= max);
+        let weights = || {
+            self.buckets[..kept]
+                .iter()
+                .zip(&self.p)
+                .map(|(b, &p)| p * below(b))
+        };
+        let total: f64 = weights().sum();
         if total <= 0.0 {
             return None;
         }
-        let (from, to) = self.buckets[pick_at(weights.iter().map(|w| w / total), rng.f64())];
+        let (from, to) = self.buckets[pick_at(weights().map(|w| w / total), rng.f64())];
         Some(log_uniform(from, to.min(max + 1), rng))
     }
 }
