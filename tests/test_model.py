@@ -522,6 +522,18 @@ def test_a_model_named_gz_is_written_compressed_and_read_back(locality_model: Mo
         Model.load(renamed)
 
 
+def _runs(size_class: int, cell: int) -> dict:
+    """A state's runs of 64 KiB reads as a model file writes them: one fresh run of 8 requests
+    in `cell`, their class said to be `size_class`."""
+    return {
+        "op": 0,
+        "size_class": size_class,
+        "sizes": {"bytes": [65536], "p": [1]},
+        "fresh": [[cell, 8, 9, 1]],
+        "alignment": 65536,
+    }
+
+
 def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     locality_model.save(path)
@@ -563,31 +575,11 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
             "chain.states[0].stays: needs at least one bucket",
         ),
         (
-            lambda d: d["threads"][0]["chain"]["states"][0].update(
-                runs=[
-                    {
-                        "op": 0,
-                        "size_class": 2,
-                        "sizes": {"bytes": [65536], "p": [1]},
-                        "fresh": [[256, 8, 9, 1]],
-                        "alignment": 65536,
-                    }
-                ]
-            ),
+            lambda d: d["threads"][0]["chain"]["states"][0].update(runs=[_runs(size_class=2, cell=256)]),
             "chain.states[0].runs[0].fresh[0]: needs [cell, from, to, count] with cell below 256",
         ),
         (
-            lambda d: d["threads"][0]["chain"]["states"][0].update(
-                runs=[
-                    {
-                        "op": 0,
-                        "size_class": 0,
-                        "sizes": {"bytes": [65536], "p": [1]},
-                        "fresh": [[3, 8, 9, 1]],
-                        "alignment": 65536,
-                    }
-                ]
-            ),
+            lambda d: d["threads"][0]["chain"]["states"][0].update(runs=[_runs(size_class=0, cell=3)]),
             "chain.states[0].runs[0].sizes.bytes[0]: a size outside the runs' size class",
         ),
         (
