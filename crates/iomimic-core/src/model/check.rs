@@ -3,7 +3,7 @@
 
 use super::{
     size_class, Arrivals, Bucket, Chain, Dist, Model, OpStats, Reuse, Runs, Sizes, State, Stats, Thread,
-    FORMAT, GAP_CLASSES, HOT_SPOTS, PLACEMENT_CELLS, READS, RUN_CELLS, SIZE_CLASSES,
+    FORMAT, GAP_CLASSES, HOT_SPOTS, MAX_RUN_ALIGNMENT, PLACEMENT_CELLS, READS, RUN_CELLS, SIZE_CLASSES,
 };
 use crate::error::{Error, Result};
 
@@ -341,14 +341,25 @@ fn check_runs(rp: &str, r: &Runs) -> Result<()> {
     if r.restart > 0.0 {
         check_buckets(&format!("{rp}.restarts"), &r.restarts)?;
     }
-    if !r.alignment.is_power_of_two() {
-        return Err(invalid(&format!("{rp}.alignment"), "needs a power of two"));
-    }
-    if let Some(j) = r.sequence.iter().position(|&[_, length]| length == 0) {
+    if !r.alignment.is_power_of_two() || r.alignment > MAX_RUN_ALIGNMENT {
         return Err(invalid(
-            &format!("{rp}.sequence[{j}]"),
-            "a run is at least one request long",
+            &format!("{rp}.alignment"),
+            format!("needs a power of two, at most {MAX_RUN_ALIGNMENT}"),
         ));
+    }
+    let mut fresh = 0;
+    for (j, &[start, length]) in r.sequence.iter().enumerate() {
+        let known = start < RUN_CELLS || start - RUN_CELLS < fresh;
+        if length == 0 || !known {
+            return Err(invalid(
+                &format!("{rp}.sequence[{j}]"),
+                format!(
+                    "needs [start, length]: a length of at least 1, and a start below {RUN_CELLS} (a \
+                     cell) or {RUN_CELLS} + k for one of the {fresh} fresh runs before it"
+                ),
+            ));
+        }
+        fresh += u64::from(start < RUN_CELLS);
     }
     Ok(())
 }

@@ -233,6 +233,8 @@ pub struct Runs {
     pub sequence: Vec<[u64; 2]>,
 }
 
+/// Coarsest alignment a class's fresh run starts are given ([`Runs::alignment`]).
+pub const MAX_RUN_ALIGNMENT: u64 = 1 << 20;
 /// Most runs of a class a model keeps in order ([`Runs::sequence`]).
 pub const MAX_RUN_SEQUENCE: usize = 1024;
 

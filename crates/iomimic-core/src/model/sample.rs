@@ -203,20 +203,26 @@ impl BucketSampler {
                 ((max + 1) as f64 / from as f64).ln() / (to as f64 / from as f64).ln()
             }
         };
-        // buckets are in order, those past `max` weigh nothing; two passes and no allocation,
-        // as a model of many stacks cuts often
-        let kept = self.buckets.partition_point(|&(from, _)| from <= max);
-        let weights = || {
-            self.buckets[..kept]
-                .iter()
-                .zip(&self.p)
-                .map(|(b, &p)| p * below(b))
-        };
+        // two passes and no allocation, as a model of many stacks cuts often; the buckets
+        // (training's are in order) are not assumed sorted
+        let weights = || self.buckets.iter().zip(&self.p).map(|(b, &p)| p * below(b));
         let total: f64 = weights().sum();
         if total <= 0.0 {
             return None;
         }
-        let (from, to) = self.buckets[pick_at(weights().map(|w| w / total), rng.f64())];
+        let mut u = rng.f64() * total;
+        let mut picked = None;
+        for (i, w) in weights().enumerate() {
+            if w > 0.0 {
+                picked = Some(i);
+                if u < w {
+                    break;
+                }
+                u -= w;
+            }
+        }
+        // (the last bucket of any weight takes what rounding leaves past the others)
+        let (from, to) = self.buckets[picked?];
         Some(log_uniform(from, to.min(max + 1), rng))
     }
 }

@@ -7,7 +7,7 @@
 //! histogram (a quarter-octave bucket, then log-uniform inside it), and repeats the request at
 //! that depth of that class's stack in the top-level state the walk is in. A depth past what
 //! the stack holds yet (early in a run) is drawn again from the class's histogram cut at the
-//! stack's size; only a class whose stack is empty there draws another class, and after
+//! stack's size; only a class with nothing there to pick draws another class, and after
 //! [`REUSE_DRAWS`] draws the request is placed afresh. Version 1 models (one histogram of
 //! start-block depths) use one stack for all requests. Training undid the cut that the
 //! stacks' sizes made to the depths it saw, so this makes the same cut again, at the
@@ -194,7 +194,7 @@ impl ReuseState {
                 if let Some(at) = self.at_rank(s, class.ranks.draw(rng)) {
                     return Some(at);
                 }
-                continue;
+                // nothing ranked at that rank here yet: by depth in the same class
             }
             let d = class.depths.draw(rng);
             if let Some(st) = self.stacks[s].as_ref() {

@@ -124,7 +124,7 @@ fn ready_runs(c: &Chain) -> Option<Vec<Option<RunRt>>> {
         for (i, state) in c.states.iter().enumerate() {
             for r in state.runs.iter().flatten() {
                 let slot = r.own_slot();
-                let total: u64 = r.fresh.iter().map(|f| f[3]).sum::<u64>().max(1);
+                let total: f64 = r.fresh.iter().map(|f| f[3] as f64).sum();
                 out[i * RUN_SLOTS + slot] = Some(RunRt {
                     sizes: SizeSampler::new(&r.sizes),
                     fresh: r
@@ -132,7 +132,7 @@ fn ready_runs(c: &Chain) -> Option<Vec<Option<RunRt>>> {
                         .iter()
                         .map(|&[cell, from, to, _]| (cell, from, to))
                         .collect(),
-                    fresh_p: r.fresh.iter().map(|f| f[3] as f64 / total as f64).collect(),
+                    fresh_p: r.fresh.iter().map(|f| f[3] as f64 / total).collect(),
                     restart: if r.restarts.is_empty() { 0.0 } else { r.restart },
                     restarts: (!r.restarts.is_empty()).then(|| BucketSampler::from_buckets(&r.restarts)),
                     alignment: r.alignment,

@@ -51,11 +51,11 @@ pub(super) fn walk(
         st.urns = Some(Urns::new(&r.population, &mut st.rng, first, rt.trained, count));
     }
     if let Some(runs) = &rt.runs {
-        // a segment takes up the trace's runs at its share of the thread
-        for (w, r) in st.runs.iter_mut().zip(runs) {
-            if let Some(r) = r {
-                w.made =
-                    (r.sequence.len() as u128 * u128::from(first) / u128::from(rt.trained.max(1))) as usize;
+        // the trace's runs in order are the thread's start: a later segment (generated apart)
+        // draws its runs, as its restarts could not name the fresh runs of the segments before
+        if first > 0 {
+            for (w, r) in st.runs.iter_mut().zip(runs) {
+                w.made = r.as_ref().map_or(0, |r| r.sequence.len());
             }
         }
     }
@@ -596,12 +596,16 @@ impl<'o> ThreadState<'o> {
         let size = run.sizes.draw(&mut self.rng);
         let (volume, _, top_end) = rt.root.states[self.path[0]];
         let (left, next) = (self.runs[at].left, self.runs[at].next);
-        let offset = if left > 0 && next + u64::from(size) <= top_end {
+        let offset = if left > 0
+            && next
+                .checked_add(u64::from(size))
+                .is_some_and(|end| end <= top_end)
+        {
             self.runs[at].left -= 1;
             next
         } else {
             let made = self.runs[at].made;
-            self.runs[at].made += 1;
+            self.runs[at].made = made.saturating_add(1);
             let (offset, length) = match run.sequence.get(made) {
                 Some(&[start, length]) => match start.checked_sub(RUN_CELLS) {
                     None => (self.run_start(rt, run, at, start, size), length),
@@ -614,9 +618,10 @@ impl<'o> ThreadState<'o> {
                 None => self.draw_run(rt, run, at, size),
             };
             self.runs[at].left = length - 1;
-            offset
+            // a start kept for a smaller request, or aligned past a narrow cell, stays inside
+            offset.min(top_end.saturating_sub(u64::from(size)))
         };
-        self.runs[at].next = offset + u64::from(size);
+        self.runs[at].next = offset.saturating_add(u64::from(size));
         self.commit(rt);
         let gap = self.gap(rt, ready);
         if let Some(urns) = &mut self.urns {

@@ -14,10 +14,8 @@ use rustc_hash::FxHashMap;
 
 use super::reuse::buckets_of;
 use super::sizes::sizes as size_shares;
-use crate::model::{Runs, MAX_RUN_SEQUENCE, RUN_CELLS, RUN_SLOTS as SLOTS, SIZE_CLASSES};
+use crate::model::{Runs, MAX_RUN_ALIGNMENT, MAX_RUN_SEQUENCE, RUN_CELLS, RUN_SLOTS as SLOTS, SIZE_CLASSES};
 
-/// Coarsest alignment a class's fresh starts are given.
-const MAX_RUN_ALIGNMENT: u64 = 1 << 20;
 /// Recent runs of a class a request may continue: a scan interleaved with a few others of its
 /// class (and any number of other requests) resumes a few runs back.
 const RUN_HEADS: usize = 16;
