@@ -174,6 +174,11 @@ impl BucketSampler {
         }
     }
 
+    /// Whether there is no bucket to draw from.
+    pub fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
     /// A count (≥ 1).
     #[inline]
     pub fn draw(&self, rng: &mut Prng) -> u64 {

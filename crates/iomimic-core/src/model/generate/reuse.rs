@@ -194,7 +194,12 @@ impl ReuseState {
                 if let Some(at) = self.at_rank(s, class.ranks.draw(rng)) {
                     return Some(at);
                 }
-                // nothing ranked at that rank here yet: by depth in the same class
+                // nothing ranked at that rank here yet: by depth in the same class, if it
+                // re-uses by depth at all (all by rank: another class)
+                if class.depths.is_empty() {
+                    class = &classes.classes[classes.pick.draw(rng)];
+                    continue;
+                }
             }
             let d = class.depths.draw(rng);
             if let Some(st) = self.stacks[s].as_ref() {
