@@ -238,6 +238,14 @@ pub const MAX_RUN_ALIGNMENT: u64 = 1 << 20;
 /// Most runs of a class a model keeps in order ([`Runs::sequence`]).
 pub const MAX_RUN_SEQUENCE: usize = 1024;
 
+/// The cell (of `cells` equal ones of `[start, end)`) that `offset` lies in.
+#[inline]
+pub fn cell_of(start: u64, end: u64, offset: u64, cells: u64) -> u64 {
+    let cell =
+        u128::from(offset.saturating_sub(start)) * u128::from(cells) / u128::from((end - start).max(1));
+    cell.min(u128::from(cells - 1)) as u64
+}
+
 /// Cells of a top-level state that fresh runs' starts are counted in.
 pub const RUN_CELLS: u64 = 256;
 /// Request classes a state's runs are kept by ([`Runs::slot`]): reads and the rest, by size

@@ -228,6 +228,15 @@ fn part(start: u64, end: u64, j: u64, parts: u64) -> (u64, u64) {
     (at(j), at(j + 1))
 }
 
+/// Cell `cell` of `cells` equal cells of a top-level state `(volume, start, end)`, widened
+/// to hold a request of `size` where cells are narrower than it.
+#[inline]
+fn cell_range((_, start, end): (u32, u64, u64), cell: u64, cells: u64, size: u32) -> (u64, u64) {
+    let (lo, hi) = part(start, end, cell, cells);
+    let lo = lo.min(end.saturating_sub(u64::from(size))).max(start);
+    (lo, hi.max(lo + u64::from(size)).min(end))
+}
+
 /// 4 KiB blocks an aligned request of these sizes covers on average, rounded up.
 fn mean_blocks(sizes: &Sizes) -> u64 {
     let mean: f64 = sizes
@@ -526,14 +535,8 @@ impl<'o> ThreadState<'o> {
             _ => None,
         };
         let (lo, hi) = match (&chain.fine[s], cell) {
-            (_, Some((cell, cells))) => {
-                // a request of the population, placed in its cell of the state (widened to hold
-                // the request where cells are narrower than it)
-                let (_, top_start, top_end) = rt.root.states[self.path[0]];
-                let (lo, hi) = part(top_start, top_end, cell, cells);
-                let lo = lo.min(top_end.saturating_sub(u64::from(size))).max(top_start);
-                (lo, hi.max(lo + u64::from(size)).min(top_end))
-            }
+            // a request of the population, placed in its cell of the state
+            (_, Some((cell, cells))) => cell_range(rt.root.states[self.path[0]], cell, cells, size),
             (Some((alias, m)), None) => {
                 let alias = match (drawn, &chain.fine_by_reuse[s], &self.urns) {
                     (Some(Drawn::Fresh(id)), Some(split), Some(urns)) => {
@@ -657,10 +660,7 @@ impl<'o> ThreadState<'o> {
     /// kept off used blocks: the trace's fresh scans overlap one another as they fall, and
     /// kept apart they reached 4 % more blocks); kept as the class's next fresh start.
     fn run_start(&mut self, rt: &ThreadRt, run: &RunRt, at: usize, cell: u64, size: u32) -> u64 {
-        let (_, top_start, top_end) = rt.root.states[self.path[0]];
-        let (lo, hi) = part(top_start, top_end, cell, RUN_CELLS);
-        let lo = lo.min(top_end.saturating_sub(u64::from(size))).max(top_start);
-        let hi = hi.max(lo + u64::from(size)).min(top_end);
+        let (lo, hi) = cell_range(rt.root.states[self.path[0]], cell, RUN_CELLS, size);
         let alignment = rt.alignment.max(run.alignment);
         let offset = Aligned::within(lo, hi, alignment, size).draw(&mut self.rng);
         self.runs[at].starts.push(offset);

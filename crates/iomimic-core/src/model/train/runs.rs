@@ -14,7 +14,9 @@ use rustc_hash::FxHashMap;
 
 use super::reuse::buckets_of;
 use super::sizes::sizes as size_shares;
-use crate::model::{Runs, MAX_RUN_ALIGNMENT, MAX_RUN_SEQUENCE, RUN_CELLS, RUN_SLOTS as SLOTS, SIZE_CLASSES};
+use crate::model::{
+    cell_of, Runs, MAX_RUN_ALIGNMENT, MAX_RUN_SEQUENCE, RUN_CELLS, RUN_SLOTS as SLOTS, SIZE_CLASSES,
+};
 
 /// Recent runs of a class a request may continue: a scan interleaved with a few others of its
 /// class (and any number of other requests) resumes a few runs back.
@@ -119,9 +121,7 @@ impl RunsAcc {
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(fresh);
                 c.offsets_or |= offset;
-                let cell = u128::from(offset.saturating_sub(from)) * u128::from(RUN_CELLS)
-                    / u128::from((to - from).max(1));
-                Start::Fresh(cell.min(u128::from(RUN_CELLS - 1)) as u32)
+                Start::Fresh(cell_of(from, to, offset, RUN_CELLS) as u32)
             }
         };
         let order = (c.sequence.len() < MAX_RUN_SEQUENCE).then(|| {

@@ -10,7 +10,7 @@ use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
 use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
 use super::runs::RunsAcc;
 use super::stats::{gap_dist, StatsAcc};
-use crate::model::{Chain, Dist, Reuse, Runs, Stats, Streams, VolumeStats, HOT_CELLS};
+use crate::model::{cell_of, Chain, Dist, Reuse, Runs, Stats, Streams, VolumeStats, HOT_CELLS};
 use crate::trace::{Op, TraceView};
 
 /// What training learnt of one thread from its requests alone: the thread's model but for what
@@ -306,9 +306,7 @@ impl ThreadPass {
 /// The cell of a top-level state `(volume, start, end)` ([`crate::model::HOT_CELLS`] equal
 /// ones) that `offset` lies in.
 fn hot_cell((_, start, end): (u32, u64, u64), offset: u64) -> u16 {
-    let cell =
-        u128::from(offset.saturating_sub(start)) * u128::from(HOT_CELLS) / u128::from((end - start).max(1));
-    cell.min(u128::from(HOT_CELLS - 1)) as u16
+    cell_of(start, end, offset, HOT_CELLS) as u16
 }
 
 #[cfg(test)]
