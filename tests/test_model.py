@@ -576,7 +576,17 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
         ),
         (
             lambda d: d["threads"][0]["chain"]["states"][0].update(runs=[_runs(size_class=2, cell=256)]),
-            "chain.states[0].runs[0].fresh[0]: needs [cell, from, to, count] with cell below 256",
+            "chain.states[0].runs[0].fresh[0]: needs [cell, from, to, count] with cell below cells (256)",
+        ),
+        (
+            lambda d: d["threads"][0]["chain"]["states"][0].update(
+                runs=[{**_runs(size_class=2, cell=3), "cells": 0}]
+            ),
+            "chain.states[0].runs[0].cells: needs 1 to 1048576 cells",
+        ),
+        (
+            lambda d: d["threads"][0]["chain"]["states"][0].update(profile=[1] * 63),
+            "chain.states[0].profile: only a top-level state has a profile: 64 counts, not all 0",
         ),
         (
             lambda d: d["threads"][0]["chain"]["states"][0].update(
@@ -875,6 +885,33 @@ def test_bursty_storms_and_scans_stay_whole_visits() -> None:
         assert abs(after[s] - before[s]) < 0.1, (s, before[s], after[s])
 
 
+def test_a_bursty_state_is_visited_when_and_as_often_as_in_the_trace() -> None:
+    """A top-level state that keeps its stays keeps its requests per 64th of the thread too
+    (`profile`), and the walk leaving a state is steered towards the states it is behind in:
+    on the VM-disk-like trace the scans' state gets the trace's number of requests (it varied
+    21.4–24.0 k against 22.7 k from one generation to the next by the chain's odds alone) and
+    gets them when the trace did (its quietest eighth, 1,275 requests, and its busiest, 5,004,
+    came out in any order)."""
+    from .workloads import burst_reuse_trace
+
+    original = burst_reuse_trace()
+    model = train(original, seed=1)
+    states = model.data["threads"][0]["chain"]["states"]
+    assert [i for i, s in enumerate(states) if "profile" in s] == [0, 1]
+    assert all(len(s["profile"]) == 64 for s in states if "profile" in s)
+
+    def eighths(t: Trace) -> list[int]:
+        off = np.asarray(t.offset, dtype=np.int64)
+        return [int(x.sum()) for x in np.array_split((off >= 4 << 30) & (off < 8 << 30), 8)]
+
+    trace = eighths(original)
+    assert (trace[4], trace[5], sum(trace)) == (1275, 5004, 22749)
+    for seed in (3, 4, 5):
+        made = eighths(model.generate(seed=seed))
+        assert sum(made) == pytest.approx(sum(trace), rel=0.05), made
+        assert made[5] > 2 * made[4], made
+
+
 def _runs_of(trace: Trace, lo: int, hi: int, op: int, size: int) -> tuple[int, int, int, int]:
     """The runs of `trace`'s requests of `op` and `size` in [lo, hi): each request continuing
     one of the 16 latest runs where it ended, or starting a run. Returns (requests, runs of 5
@@ -934,16 +971,21 @@ def test_scans_and_a_journal_are_kept_as_runs() -> None:
     assert len(scan["sequence"]) == 50 and scan["restart"] == pytest.approx(36 / 50)
     assert scan["alignment"] == 65536 and scan["sizes"]["bytes"] == [65536]
     # a fresh scan started in the scan region's cells; a re-scan names the fresh run it repeats
-    top = states[scan_state]
-    cells_in_region = (gib * 256 // (top["end"] - top["start"])) + 1
-    fresh = [c for c, _ in scan["sequence"] if c < 256]
+    top, cells = states[scan_state], scan["cells"]
+    cells_in_region = (gib * cells // (top["end"] - top["start"])) + 1
+    fresh = [c for c, _ in scan["sequence"] if c < cells]
     assert len(fresh) == 14 and max(fresh) < cells_in_region
-    assert all(c - 256 < 14 for c, _ in scan["sequence"] if c >= 256)
+    assert all(c - cells < 14 for c, _ in scan["sequence"] if c >= cells)
     assert max(length for _, length in kept[(journal_state, 1, 0)]["sequence"]) > 4000
 
     synthetic = model.generate(seed=3)
+    # the runs (and the stays' occupancy profiles) survive the file: the same trace again
+    again = Model(json.loads(model.to_json())).generate(seed=3)
+    for column in ("offset", "size", "op", "ts_ns"):
+        assert np.array_equal(np.asarray(getattr(again, column)), np.asarray(getattr(synthetic, column)))
     requests, runs, fresh_runs, on_grid = _runs_of(synthetic, *scans)
-    assert abs(runs - 50) <= 3 and abs(fresh_runs - 14) <= 2 and on_grid == requests
+    # (the walk may make a few hundred scan reads more than the trace: a few runs drawn past it)
+    assert 48 <= runs <= 55 and abs(fresh_runs - 14) <= 2 and on_grid == requests
     reach = len(np.unique(_blocks(synthetic, 4 * gib, 6 * gib))) / len(
         np.unique(_blocks(original, 4 * gib, 6 * gib))
     )

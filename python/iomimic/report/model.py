@@ -27,6 +27,23 @@ def _stays(buckets: list[dict] | None) -> str:
     return f"kept: {min(b['from'] for b in buckets):,}–{max(b['to'] for b in buckets) - 1:,} a visit"
 
 
+def _runs(state: dict[str, Any]) -> str:
+    """A top-level state's runs (per request class: how many, how many re-started where an
+    earlier one did) and whether its occupancy profile steers the walk."""
+    out = []
+    for r in state.get("runs") or []:
+        fresh = sum(f[3] for f in r["fresh"])
+        restart = r.get("restart", 0.0)
+        runs = round(fresh / (1 - restart)) if restart < 1 else fresh
+        sizes = r["sizes"]
+        size = human_bytes(max(zip(sizes["p"], sizes["bytes"]))[1])
+        what = "reads" if r["op"] == 0 else "writes"
+        out.append(f"{what} of {size}: {runs:,} runs, {100 * restart:.0f}% re-started")
+    if state.get("profile"):
+        out.append("occupancy profile")
+    return "\n".join(out) or "-"
+
+
 def _stats(s: dict[str, Any] | None) -> str:
     if not s:
         return "thread's"
@@ -163,7 +180,7 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
     for t in d["threads"][:4]:
         chain = t["chain"]
         st = table(f"{t['name']}: top-level states")
-        for c in ("state", "volume", "range", "start share", "stays", "top transitions (p: stats)"):
+        for c in ("state", "volume", "range", "start share", "stays", "runs", "top transitions (p: stats)"):
             st.add_column(c)
         rows, initial = chain_edges(chain), chain_initial(chain)
         for i, s in enumerate(chain["states"][:max_states]):
@@ -176,8 +193,9 @@ def render_model(model, console: Console, max_states: int = 16) -> None:
                 f"{human_bytes(s['start'])} – {human_bytes(s['end'])}",
                 f"{initial[i]:.3f}",
                 _stays(s.get("stays")),
+                _runs(s),
                 tr,
             )
         if len(chain["states"]) > max_states:
-            st.add_row("…", f"{len(chain['states']) - max_states} more (--max-states)", "", "", "", "")
+            st.add_row("…", f"{len(chain['states']) - max_states} more (--max-states)", "", "", "", "", "")
         console.print(st)

@@ -3,7 +3,8 @@
 
 use super::{
     size_class, Arrivals, Bucket, Chain, Dist, Model, OpStats, Reuse, Runs, Sizes, State, Stats, Thread,
-    FORMAT, GAP_CLASSES, HOT_SPOTS, MAX_RUN_ALIGNMENT, PLACEMENT_CELLS, READS, RUN_CELLS, SIZE_CLASSES,
+    FORMAT, GAP_CLASSES, HOT_SPOTS, MAX_RUN_ALIGNMENT, MAX_RUN_CELLS, PLACEMENT_CELLS, PROFILE_SEGMENTS,
+    READS, SIZE_CLASSES,
 };
 use crate::error::{Error, Result};
 
@@ -292,6 +293,14 @@ impl Model {
                 slots.push(slot);
             }
         }
+        if let Some(profile) = &state.profile {
+            if parent.is_some() || profile.len() != PROFILE_SEGMENTS || profile.iter().all(|&n| n == 0) {
+                return Err(invalid(
+                    &format!("{sp}.profile"),
+                    format!("only a top-level state has a profile: {PROFILE_SEGMENTS} counts, not all 0"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -327,14 +336,21 @@ fn check_runs(rp: &str, r: &Runs) -> Result<()> {
             "needs at least one run started afresh",
         ));
     }
+    let cells = r.cells;
+    if cells == 0 || cells > MAX_RUN_CELLS {
+        return Err(invalid(
+            &format!("{rp}.cells"),
+            format!("needs 1 to {MAX_RUN_CELLS} cells"),
+        ));
+    }
     if let Some(j) = r
         .fresh
         .iter()
-        .position(|&[cell, from, to, _]| cell >= RUN_CELLS || from == 0 || to <= from)
+        .position(|&[cell, from, to, _]| cell >= cells || from == 0 || to <= from)
     {
         return Err(invalid(
             &format!("{rp}.fresh[{j}]"),
-            format!("needs [cell, from, to, count] with cell below {RUN_CELLS} and 1 <= from < to"),
+            format!("needs [cell, from, to, count] with cell below cells ({cells}) and 1 <= from < to"),
         ));
     }
     check_probability(&format!("{rp}.restart"), r.restart)?;
@@ -349,17 +365,17 @@ fn check_runs(rp: &str, r: &Runs) -> Result<()> {
     }
     let mut fresh = 0;
     for (j, &[start, length]) in r.sequence.iter().enumerate() {
-        let known = start < RUN_CELLS || start - RUN_CELLS < fresh;
+        let known = start < cells || start - cells < fresh;
         if length == 0 || !known {
             return Err(invalid(
                 &format!("{rp}.sequence[{j}]"),
                 format!(
-                    "needs [start, length]: a length of at least 1, and a start below {RUN_CELLS} (a \
-                     cell) or {RUN_CELLS} + k for one of the {fresh} fresh runs before it"
+                    "needs [start, length]: a length of at least 1, and a start below {cells} (a \
+                     cell) or {cells} + k for one of the {fresh} fresh runs before it"
                 ),
             ));
         }
-        fresh += u64::from(start < RUN_CELLS);
+        fresh += u64::from(start < cells);
     }
     Ok(())
 }

@@ -198,7 +198,16 @@ pub struct State {
     /// one at a time by their edges, so a scan or a log keeps its length and where it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<Vec<Runs>>,
+    /// A top-level state with stays: its requests in each of [`PROFILE_SEGMENTS`] equal parts
+    /// of the thread's requests, in order. The walk steers towards the states behind these
+    /// counts when it leaves a state, so a bursty state's visits come when the trace's did and
+    /// as many (docs/model.md, Extensions: occupancy profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Vec<u32>>,
 }
+
+/// Parts of a thread's requests a top-level state's [`State::profile`] counts over.
+pub const PROFILE_SEGMENTS: usize = 64;
 
 /// The runs of one request class in a top-level state: requests of the class (its op and size
 /// class) each starting where the previous one of a recent run of the class ended.
@@ -212,8 +221,12 @@ pub struct Runs {
     /// The sizes of the class's requests in the state (an edge's sizes are the whole
     /// state's, or the volume's, and would put other sizes into a scan).
     pub sizes: Sizes,
+    /// Equal cells of the state that fresh starts are counted in ([`RUN_CELLS`]; files that
+    /// do not say were written with 256).
+    #[serde(default = "cells_before_4096")]
+    pub cells: u64,
     /// Runs that started afresh, as `[cell, from, to, count]`: `count` runs whose start lay in
-    /// `cell` ([`RUN_CELLS`] equal cells of the state) and whose length in requests was in
+    /// `cell` (of [`Self::cells`]) and whose length in requests was in
     /// `[from, to)`. A start and its length together: a journal's one long run and the odd
     /// writes beside it each start where they did.
     pub fresh: Vec<[u64; 4]>,
@@ -227,8 +240,8 @@ pub struct Runs {
     /// scan of 64 KiB reads on a 64 KiB grid stays on it.
     pub alignment: u64,
     /// The trace's runs in order, where they are few ([`MAX_RUN_SEQUENCE`]): `[start,
-    /// length]`, `start` a cell for a run started afresh or [`RUN_CELLS`] + k for a restart of
-    /// the k-th (from 0) fresh run. The walk makes its first runs so and draws the rest.
+    /// length]`, `start` a cell for a run started afresh or [`Self::cells`] + k for a restart
+    /// of the k-th (from 0) fresh run. The walk makes its first runs so and draws the rest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sequence: Vec<[u64; 2]>,
 }
@@ -246,8 +259,17 @@ pub fn cell_of(start: u64, end: u64, offset: u64, cells: u64) -> u64 {
     cell.min(u128::from(cells - 1)) as u64
 }
 
-/// Cells of a top-level state that fresh runs' starts are counted in.
-pub const RUN_CELLS: u64 = 256;
+/// Cells of a top-level state that fresh runs' starts are counted in: fine enough (a MiB of a
+/// 4 GiB state) that fresh scans overlap one another as the trace's did. At 256 their starts
+/// fell anywhere in 16 MiB, and the blocks re-accessed of a re-scanned region varied by ±3
+/// points from one generation to the next (docs/model.md, Extensions: runs).
+pub const RUN_CELLS: u64 = 4096;
+/// Most cells a model's runs may use.
+pub const MAX_RUN_CELLS: u64 = 1 << 20;
+
+fn cells_before_4096() -> u64 {
+    256
+}
 /// Request classes a state's runs are kept by ([`Runs::slot`]): reads and the rest, by size
 /// class.
 pub const RUN_SLOTS: usize = 2 * SIZE_CLASSES.len();

@@ -261,6 +261,7 @@ fn thread(spec: &ThreadSpec, stream: u32, weight: f64, volume: u32, span: u64, g
             fine_reused: None,
             stays: None,
             runs: None,
+            profile: None,
         })
         .collect();
     let stats = |r: f64| stats(spec, r, gap_ns);

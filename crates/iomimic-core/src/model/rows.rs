@@ -109,7 +109,7 @@ struct StateOut<'a> {
 impl Serialize for StateOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let st = self.state;
-        let mut m = s.serialize_struct("State", 7)?;
+        let mut m = s.serialize_struct("State", 8)?;
         if self.ranged {
             m.serialize_field("volume", &st.volume)?;
             m.serialize_field("start", &st.start)?;
@@ -142,6 +142,9 @@ impl Serialize for StateOut<'_> {
         if let Some(runs) = &st.runs {
             m.serialize_field("runs", runs)?;
         }
+        if let Some(profile) = &st.profile {
+            m.serialize_field("profile", profile)?;
+        }
         m.end()
     }
 }
@@ -163,6 +166,8 @@ pub(super) struct StateFile {
     stays: Option<Vec<Bucket>>,
     #[serde(default)]
     runs: Option<Vec<Runs>>,
+    #[serde(default)]
+    profile: Option<Vec<u32>>,
 }
 
 impl TryFrom<StateFile> for State {
@@ -189,6 +194,7 @@ impl TryFrom<StateFile> for State {
             fine_reused: f.fine_reused,
             stays: f.stays,
             runs: f.runs,
+            profile: f.profile,
         };
         if volume != UNRANGED {
             state.place_children()?;

@@ -114,6 +114,7 @@ pub(super) struct RunRt {
     pub restarts: Option<BucketSampler>,
     pub alignment: u64,
     pub sequence: Vec<[u64; 2]>,
+    pub cells: u64,
 }
 
 /// Per top-level state and class slot (`state * RUN_SLOTS + slot`), its runs where it keeps
@@ -137,6 +138,7 @@ fn ready_runs(c: &Chain) -> Option<Vec<Option<RunRt>>> {
                     restarts: (!r.restarts.is_empty()).then(|| BucketSampler::from_buckets(&r.restarts)),
                     alignment: r.alignment,
                     sequence: r.sequence.clone(),
+                    cells: r.cells,
                 });
             }
         }
@@ -212,6 +214,66 @@ fn ready_stays(c: &Chain) -> Option<Vec<Option<Stay>>> {
     stays.iter().any(Option::is_some).then_some(stays)
 }
 
+/// The trace's occupancy of the top-level states that keep a profile, and the top-level rows'
+/// edges to other states, for steering where a leaving walk goes ([`State::profile`]).
+pub(super) struct Steer {
+    /// Per top-level state with a profile: its requests before each part's end, the first
+    /// `0` (`PROFILE_SEGMENTS + 1` counts), and its mean stay (the steer's scale).
+    pub profiles: Vec<Option<(Vec<f64>, f64)>>,
+    /// Per top-level state: its row's edges to other states, as (edge, to, odds).
+    pub leaving: Vec<Vec<(usize, usize, f64)>>,
+}
+
+impl Steer {
+    /// The requests the trace had made in state `t` by `at` parts of its length (`None`: the
+    /// state keeps no profile).
+    #[inline]
+    pub fn target(&self, t: usize, at: f64) -> Option<(f64, f64)> {
+        let (cum, stay) = self.profiles[t].as_ref()?;
+        let k = (at.floor() as usize).min(cum.len() - 2);
+        let f = (at - k as f64).clamp(0.0, 1.0);
+        Some((cum[k] + f * (cum[k + 1] - cum[k]), *stay))
+    }
+}
+
+/// The steer, when a top-level state keeps a profile.
+fn ready_steer(c: &Chain) -> Option<Steer> {
+    c.states.iter().any(|s| s.profile.is_some()).then(|| Steer {
+        profiles: c
+            .states
+            .iter()
+            .map(|s| {
+                let p = s.profile.as_ref()?;
+                let cum: Vec<f64> = std::iter::once(0.0)
+                    .chain(p.iter().scan(0.0, |a, &n| {
+                        *a += f64::from(n);
+                        Some(*a)
+                    }))
+                    .collect();
+                let stay = s.stays.as_deref().map_or(1.0, |b| {
+                    b.iter()
+                        .map(|b| b.p * (b.from as f64 + b.to as f64 - 1.0) / 2.0)
+                        .sum::<f64>()
+                        .max(1.0)
+                });
+                Some((cum, stay))
+            })
+            .collect(),
+        leaving: c
+            .transitions
+            .iter()
+            .enumerate()
+            .map(|(s, row)| {
+                row.iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.to as usize != s && e.p > 0.0)
+                    .map(|(i, e)| (i, e.to as usize, e.p))
+                    .collect()
+            })
+            .collect(),
+    })
+}
+
 /// What a thread generates from: built once, never changed while generating.
 pub(super) struct ThreadRt {
     pub root: ChainRt,
@@ -231,6 +293,7 @@ pub(super) struct ThreadRt {
     pub stays: Option<Vec<Option<Stay>>>,
     /// Per top-level state and request class, its runs ([`ready_runs`]).
     pub runs: Option<Vec<Option<RunRt>>>,
+    pub steer: Option<Steer>,
     /// The thread's requests in the training trace: past them, fresh placements thin out by
     /// the reuse extension's `tail_fresh`.
     pub trained: u64,
@@ -268,6 +331,7 @@ impl ThreadRt {
             alignment: thread.alignment,
             stays: ready_stays(&thread.chain),
             runs: ready_runs(&thread.chain),
+            steer: ready_steer(&thread.chain),
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
             trained: (thread.weight * model.requests as f64).round() as u64,
         }

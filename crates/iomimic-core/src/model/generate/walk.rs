@@ -7,9 +7,9 @@ use super::super::sample::{log_uniform, pick_at, Prng};
 use super::super::used::Used;
 use super::columns::Slots;
 use super::reuse::{Drawn, ReuseState, Urns};
-use super::runtime::{ChainRt, Ready, RunRt, Stay, ThreadRt};
+use super::runtime::{ChainRt, Ready, RunRt, Stay, Steer, ThreadRt};
 use crate::error::Result;
-use crate::model::{Chain, Model, Runs, Sizes, Stats, Thread, RUN_CELLS, RUN_SLOTS};
+use crate::model::{Chain, Model, Runs, Sizes, Stats, Thread, PROFILE_SEGMENTS, RUN_SLOTS};
 use crate::progress::Progress;
 use crate::trace::Op;
 
@@ -47,6 +47,13 @@ pub(super) fn walk(
     let mut st = ThreadState::new(&rt, model, thread, seed, count, out);
     st.timed = timed;
     st.index = first;
+    if let Some(steer) = &rt.steer {
+        // a later segment starts where the trace was by then
+        let at = first as f64 * PROFILE_SEGMENTS as f64 / rt.trained.max(1) as f64;
+        for (t, n) in st.occupied.iter_mut().enumerate() {
+            *n = steer.target(t, at).map_or(0.0, |x| x.0);
+        }
+    }
     if let Some(r) = rt.reuse.as_ref().filter(|r| !r.population.is_empty()) {
         st.urns = Some(Urns::new(&r.population, &mut st.rng, first, rt.trained, count));
     }
@@ -93,6 +100,8 @@ struct ThreadState<'o> {
     stay_at: Vec<f64>,
     /// With a population: the urns the walk's placements in each top-level state draw from.
     urns: Option<Urns>,
+    /// With a steer: the requests made in each top-level state (counting earlier segments').
+    occupied: Vec<f64>,
     /// Per top-level state and class slot with runs, the run in progress and the runs' starts.
     runs: Vec<RunWalk>,
     /// The previous request, made but not yet recorded ([`Self::commit`]).
@@ -325,6 +334,7 @@ impl<'o> ThreadState<'o> {
             visit: (usize::MAX, 0),
             stay_at: Vec::new(),
             urns: None,
+            occupied: Vec::new(),
             runs: Vec::new(),
             pending: None,
             timed: true,
@@ -332,6 +342,9 @@ impl<'o> ThreadState<'o> {
         // (drawn only when there are stays: a model without any generates as it did before)
         if rt.stays.is_some() {
             st.stay_at = (0..rt.root.states.len()).map(|_| st.rng.f64()).collect();
+        }
+        if rt.steer.is_some() {
+            st.occupied = vec![0.0; rt.root.states.len()];
         }
         if let Some(runs) = &rt.runs {
             st.runs = vec![RunWalk::default(); runs.len()];
@@ -420,6 +433,10 @@ impl<'o> ThreadState<'o> {
                 _ => None,
             }
             .unwrap_or_else(|| row.pick.draw(&mut self.rng));
+            let e = match &rt.steer {
+                Some(steer) if level == 0 && row.to[e] != s => self.steered(rt, steer, s, e),
+                _ => e,
+            };
             let (to, ready) = (row.to[e], &row.ready[e]);
             if to != s || chain.children[s].is_none() || level + 1 == depth {
                 if to != s {
@@ -433,6 +450,34 @@ impl<'o> ThreadState<'o> {
             }
         }
         Move::Edge(None)
+    }
+
+    /// The walk leaves top-level state `s` (by edge `e`, drawn by the odds): where to, by the
+    /// odds tilted towards the states the walk has made fewer requests in than the trace had by
+    /// now, and away from those it made more in: by `e` for each mean stay behind or ahead (at
+    /// most `e³` towards a state behind, as far as needed away from one ahead: a state left
+    /// often would otherwise be entered again and again). Past the trained length the odds
+    /// decide. Out of line, as `visited`.
+    #[inline(never)]
+    fn steered(&mut self, rt: &ThreadRt, steer: &Steer, s: usize, e: usize) -> usize {
+        let at = self.index as f64 * PROFILE_SEGMENTS as f64 / rt.trained.max(1) as f64;
+        if at >= PROFILE_SEGMENTS as f64 {
+            return e;
+        }
+        let weight = |&(_, t, p): &(usize, usize, f64)| match steer.target(t, at) {
+            Some((target, stay)) => p * ((target - self.occupied[t]) / stay).clamp(-30.0, 3.0).exp(),
+            None => p,
+        };
+        let leaving = &steer.leaving[s];
+        let total: f64 = leaving.iter().map(weight).sum();
+        let mut u = self.rng.f64() * total;
+        for x in leaving {
+            u -= weight(x);
+            if u < 0.0 {
+                return x.0;
+            }
+        }
+        e
     }
 
     /// The edge a top-level state with stays takes: back to itself while the stay lasts, to
@@ -610,7 +655,7 @@ impl<'o> ThreadState<'o> {
             let made = self.runs[at].made;
             self.runs[at].made = made.saturating_add(1);
             let (offset, length) = match run.sequence.get(made) {
-                Some(&[start, length]) => match start.checked_sub(RUN_CELLS) {
+                Some(&[start, length]) => match start.checked_sub(run.cells) {
                     None => (self.run_start(rt, run, at, start, size), length),
                     Some(k) => match self.runs[at].starts.get(k as usize) {
                         Some(&from) => (from, length),
@@ -660,7 +705,7 @@ impl<'o> ThreadState<'o> {
     /// kept off used blocks: the trace's fresh scans overlap one another as they fall, and
     /// kept apart they reached 4 % more blocks); kept as the class's next fresh start.
     fn run_start(&mut self, rt: &ThreadRt, run: &RunRt, at: usize, cell: u64, size: u32) -> u64 {
-        let (lo, hi) = cell_range(rt.root.states[self.path[0]], cell, RUN_CELLS, size);
+        let (lo, hi) = cell_range(rt.root.states[self.path[0]], cell, run.cells, size);
         let alignment = rt.alignment.max(run.alignment);
         let offset = Aligned::within(lo, hi, alignment, size).draw(&mut self.rng);
         self.runs[at].starts.push(offset);
@@ -808,6 +853,9 @@ impl<'o> ThreadState<'o> {
             rt.root.locate(volume, offset)
         };
         debug_assert!(self.reuse.is_none() || group == rt.root.locate(volume, offset));
+        if let Some(n) = self.occupied.get_mut(group) {
+            *n += 1.0;
+        }
         self.pending = Some(Pending {
             request: Request {
                 u: self.u,
@@ -995,6 +1043,50 @@ mod tests {
             st.next(&rt);
             assert!(!(st.path[0] == 0 && last == 0), "state 0 visited twice in a row");
             last = st.path[0];
+        }
+    }
+
+    #[test]
+    fn a_state_with_a_profile_is_visited_when_and_as_much_as_the_trace_was() {
+        // state 0 visited 50 requests at a time, 8,000 requests in all, every one of them in
+        // the second half of a 50,000-request thread
+        let mut model = Preset::builtin("messenger").unwrap().build().unwrap();
+        // the thread's share of the trace was 50,000 requests
+        model.requests = (50_000.0 / model.threads[0].weight).round() as u64;
+        let thread = &mut model.threads[0];
+        each_thread_stats(thread, &mut fresh_only);
+        thread.chain.states[0].stays = Some(vec![Bucket {
+            from: 50,
+            to: 51,
+            p: 1.0,
+        }]);
+        let in_halves = |model: &Model, seed: u64| {
+            let thread = &model.threads[0];
+            let rt = ThreadRt::new(model, thread, false);
+            let mut cols = Columns::zeroed(50_000);
+            let mut st = ThreadState::new(&rt, model, thread, seed, 50_000, cols.slots());
+            let mut halves = [0u64; 2];
+            while st.left > 0 {
+                st.next(&rt);
+                if st.path[0] == 0 {
+                    halves[usize::from(st.index > 25_000)] += 1;
+                }
+            }
+            halves
+        };
+        // by its odds alone the state takes its share of both halves
+        let [first, second] = in_halves(&model, 5);
+        assert!(first > 2_000 && second > 2_000, "{first} {second}");
+        let profile: Vec<u32> = (0..PROFILE_SEGMENTS)
+            .map(|k| if k < PROFILE_SEGMENTS / 2 { 0 } else { 250 })
+            .collect();
+        model.threads[0].chain.states[0].profile = Some(profile);
+        model.validate().unwrap();
+        for seed in [5, 6, 7] {
+            let [first, second] = in_halves(&model, seed);
+            // (a walk may start in it, or take the odd edge in while not yet ahead)
+            assert!(first <= 1_000, "{first} in the first half");
+            assert!((7_400..=8_600).contains(&second), "{second} in the second half");
         }
     }
 

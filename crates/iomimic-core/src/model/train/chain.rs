@@ -301,6 +301,7 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
             fine_reused: None,
             stays: None,
             runs: None,
+            profile: None,
         })
         .collect();
     let transitions = acc

@@ -185,6 +185,7 @@ impl RunsAcc {
                 fresh,
                 restart: restarted / c.runs as f64,
                 restarts: buckets_of(&self.bounds, restarts.into_iter()),
+                cells: RUN_CELLS,
                 alignment: if c.offsets_or == 0 {
                     MAX_RUN_ALIGNMENT
                 } else {

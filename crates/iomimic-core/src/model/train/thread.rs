@@ -10,7 +10,9 @@ use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
 use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
 use super::runs::RunsAcc;
 use super::stats::{gap_dist, StatsAcc};
-use crate::model::{cell_of, Chain, Dist, Reuse, Runs, Stats, Streams, VolumeStats, HOT_CELLS};
+use crate::model::{
+    cell_of, Chain, Dist, Reuse, Runs, Stats, Streams, VolumeStats, HOT_CELLS, PROFILE_SEGMENTS,
+};
 use crate::trace::{Op, TraceView};
 
 /// What training learnt of one thread from its requests alone: the thread's model but for what
@@ -114,6 +116,9 @@ pub(super) struct ThreadPass {
     streams: StreamsAcc,
     /// Each top-level state's runs by request class.
     runs: RunsAcc,
+    /// Requests per top-level state and part of the thread ([`PROFILE_SEGMENTS`] per state).
+    profile: Vec<u32>,
+    requests: usize,
     reuse: ReuseAcc,
     reuse_on: bool,
     /// requests' touch counts, as the generator keeps them (with reuse on)
@@ -149,6 +154,8 @@ impl ThreadPass {
         let top = hierarchy.top_states();
         let runs = RunsAcc::new(top.len(), bounds);
         Self {
+            profile: vec![0; top.len() * PROFILE_SEGMENTS],
+            requests,
             counts: if reuse_on {
                 TouchCounts::new(top.len())
             } else {
@@ -205,6 +212,8 @@ impl ThreadPass {
     ) {
         let before: Seen = visit.seen;
         self.hierarchy.path(volume, offset, &mut self.cur);
+        let part = (row * PROFILE_SEGMENTS / self.requests.max(1)).min(PROFILE_SEGMENTS - 1);
+        self.profile[self.cur[0].1 * PROFILE_SEGMENTS + part] += 1;
         // A flush has no address: it moves the walk (where the trace put it) and counts as an
         // op, but follows no run, re-uses nothing and is placed nowhere.
         let flush = op == Op::Flush as u8;
@@ -279,6 +288,11 @@ impl ThreadPass {
         let runs = self.runs.finish();
         for (state, runs) in chain.states.iter_mut().zip(runs) {
             state.runs = runs;
+        }
+        for (state, profile) in chain.states.iter_mut().zip(self.profile.chunks(PROFILE_SEGMENTS)) {
+            if state.stays.is_some() {
+                state.profile = Some(profile.to_vec());
+            }
         }
         let mut volumes: Vec<VolumeStats> = rest
             .into_iter()
@@ -374,6 +388,46 @@ mod tests {
         let part = pass.finish();
         assert_eq!(part.chain.states[0].stays, None);
         assert_eq!(part.chain.states[1].stays, None);
+    }
+
+    #[test]
+    fn a_state_with_stays_keeps_its_requests_by_part_of_the_thread() {
+        // 6,400 requests over two top-level states: A, [0, 2^29), visited 100 requests at a time
+        // every other hundred in the thread's second half; B the rest
+        let bounds = super::super::reuse::reuse_bounds();
+        let n = 6400;
+        let mut pass = ThreadPass::new(&[0], &[1 << 30], 1, 2, false, &bounds, n, 100);
+        for i in 0..n as u64 {
+            let in_a = i >= 3200 && (i / 100) % 2 == 0;
+            let offset = if in_a {
+                (i % 100) * 8192
+            } else {
+                (1 << 29) + (i % 50) * 8192
+            };
+            pass.request(0, offset, 4096, 0, i as f64, NO_VISIT);
+        }
+        let part = pass.finish();
+        // a part is 100 requests: A's are the even parts of the second half, whole
+        let a = part.chain.states[0]
+            .profile
+            .as_ref()
+            .expect("A keeps stays, so a profile");
+        let want: Vec<u32> = (0..PROFILE_SEGMENTS)
+            .map(|k| if k >= 32 && k % 2 == 0 { 100 } else { 0 })
+            .collect();
+        assert_eq!(a, &want);
+        // a state without stays keeps none
+        let mut pass = ThreadPass::new(&[0], &[1 << 30], 1, 2, false, &bounds, 1000, 100);
+        let mut rng = crate::random::Prng::new(3);
+        for i in 0..1000u64 {
+            pass.request(0, rng.below(2) << 29, 4096, 0, i as f64, NO_VISIT);
+        }
+        let part = pass.finish();
+        assert!(part
+            .chain
+            .states
+            .iter()
+            .all(|s| s.stays.is_none() && s.profile.is_none()));
     }
 
     #[test]
