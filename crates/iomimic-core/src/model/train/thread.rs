@@ -118,7 +118,7 @@ pub(super) struct ThreadPass {
     runs: RunsAcc,
     /// Requests per top-level state and part of the thread ([`PROFILE_SEGMENTS`] per state).
     profile: Vec<u32>,
-    requests: usize,
+    part: Parts,
     reuse: ReuseAcc,
     reuse_on: bool,
     /// requests' touch counts, as the generator keeps them (with reuse on)
@@ -155,7 +155,7 @@ impl ThreadPass {
         let runs = RunsAcc::new(top.len(), bounds);
         Self {
             profile: vec![0; top.len() * PROFILE_SEGMENTS],
-            requests,
+            part: Parts::new(requests),
             counts: if reuse_on {
                 TouchCounts::new(top.len())
             } else {
@@ -212,7 +212,7 @@ impl ThreadPass {
     ) {
         let before: Seen = visit.seen;
         self.hierarchy.path(volume, offset, &mut self.cur);
-        let part = (row * PROFILE_SEGMENTS / self.requests.max(1)).min(PROFILE_SEGMENTS - 1);
+        let part = self.part.of(row);
         self.profile[self.cur[0].1 * PROFILE_SEGMENTS + part] += 1;
         // A flush has no address: it moves the walk (where the trace put it) and counts as an
         // op, but follows no run, re-uses nothing and is placed nowhere.
@@ -314,6 +314,34 @@ impl ThreadPass {
             streams: self.streams.finish(),
             alignment: self.alignment.finish(),
         }
+    }
+}
+
+/// Which of [`PROFILE_SEGMENTS`] equal parts of a thread's rows a row lies in, for rows given
+/// in order: `row · parts / requests`, kept without a division a request.
+struct Parts {
+    requests: usize,
+    /// the part rows are in now, and the first row past it
+    part: usize,
+    end: usize,
+}
+
+impl Parts {
+    fn new(requests: usize) -> Self {
+        Self {
+            requests,
+            part: 0,
+            end: requests.div_ceil(PROFILE_SEGMENTS),
+        }
+    }
+
+    #[inline]
+    fn of(&mut self, row: usize) -> usize {
+        while row >= self.end && self.part + 1 < PROFILE_SEGMENTS {
+            self.part += 1;
+            self.end = ((self.part + 1) * self.requests).div_ceil(PROFILE_SEGMENTS);
+        }
+        self.part
     }
 }
 
@@ -428,6 +456,16 @@ mod tests {
             .states
             .iter()
             .all(|s| s.stays.is_none() && s.profile.is_none()));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parts_are_rows_times_parts_over_requests(requests in 1usize..100_000) {
+            let mut parts = Parts::new(requests);
+            for row in 0..requests {
+                proptest::prop_assert_eq!(parts.of(row), row * PROFILE_SEGMENTS / requests);
+            }
+        }
     }
 
     #[test]
