@@ -992,18 +992,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_state_with_stays_is_visited_for_a_drawn_length() {
-        // a thread whose four states each lead to every state
+    /// The messenger preset (a first thread whose four states each lead to every state), its
+    /// requests all placed afresh, and the first state visited 50 requests at a time (the
+    /// others as their self-loops' odds say).
+    fn visits_of_50() -> Model {
         let mut model = Preset::builtin("messenger").unwrap().build().unwrap();
         let thread = &mut model.threads[0];
         each_thread_stats(thread, &mut fresh_only);
-        // state 0 is visited 50 requests at a time; the others as their self-loops' odds say
         thread.chain.states[0].stays = Some(vec![Bucket {
             from: 50,
             to: 51,
             p: 1.0,
         }]);
+        model
+    }
+
+    #[test]
+    fn a_state_with_stays_is_visited_for_a_drawn_length() {
+        let model = visits_of_50();
         let thread = &model.threads[0];
         let rt = ThreadRt::new(&model, thread, false);
         let mut cols = Columns::zeroed(50_000);
@@ -1050,16 +1056,9 @@ mod tests {
     fn a_state_with_a_profile_is_visited_when_and_as_much_as_the_trace_was() {
         // state 0 visited 50 requests at a time, 8,000 requests in all, every one of them in
         // the second half of a 50,000-request thread
-        let mut model = Preset::builtin("messenger").unwrap().build().unwrap();
+        let mut model = visits_of_50();
         // the thread's share of the trace was 50,000 requests
         model.requests = (50_000.0 / model.threads[0].weight).round() as u64;
-        let thread = &mut model.threads[0];
-        each_thread_stats(thread, &mut fresh_only);
-        thread.chain.states[0].stays = Some(vec![Bucket {
-            from: 50,
-            to: 51,
-            p: 1.0,
-        }]);
         let in_halves = |model: &Model, seed: u64| {
             let thread = &model.threads[0];
             let rt = ThreadRt::new(model, thread, false);
