@@ -585,8 +585,14 @@ def test_model_file_round_trip_and_schema_errors(locality_model: Model, tmp_path
             "chain.states[0].runs[0].cells: needs 1 to 1048576 cells",
         ),
         (
-            lambda d: d["threads"][0]["chain"]["states"][0].update(profile=[1] * 63),
-            "chain.states[0].profile: only a top-level state has a profile: 64 counts, not all 0",
+            lambda d: d["threads"][0]["chain"]["states"][0].update(profile=[1] * 64),
+            "chain.states[0].profile: only a top-level state with stays has a profile: 64 counts",
+        ),
+        (
+            lambda d: d["threads"][0]["chain"]["states"][0].update(
+                stays=[{"from": 1, "to": 2, "p": 1.0}], profile=[10**9] * 64
+            ),
+            "threads[0].chain.states[].profile: count 64000000000 requests, more than the thread's",
         ),
         (
             lambda d: d["threads"][0]["chain"]["states"][0].update(
@@ -903,6 +909,15 @@ def test_a_bursty_state_is_visited_when_and_as_often_as_in_the_trace() -> None:
     def eighths(t: Trace) -> list[int]:
         off = np.asarray(t.offset, dtype=np.int64)
         return [int(x.sum()) for x in np.array_split((off >= 4 << 30) & (off < 8 << 30), 8)]
+
+    # mixed with another model half and half, the thread makes half its requests: its profiles
+    # count half as many
+    halves = mix([(model, 1.0), (model, 1.0)]).data["threads"]
+    assert [t["weight"] for t in halves] == [0.5, 0.5]
+    for t in halves:
+        for s, half in zip(states, t["chain"]["states"]):
+            if "profile" in s:
+                assert abs(sum(half["profile"]) - sum(s["profile"]) / 2) <= 32
 
     trace = eighths(original)
     assert (trace[4], trace[5], sum(trace)) == (1275, 5004, 22749)

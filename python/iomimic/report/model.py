@@ -37,7 +37,7 @@ def _runs(state: dict[str, Any]) -> str:
         runs = round(fresh / (1 - restart)) if restart < 1 else fresh
         sizes = r["sizes"]
         size = human_bytes(max(zip(sizes["p"], sizes["bytes"]))[1])
-        what = "reads" if r["op"] == 0 else "writes"
+        what = "reads" if r["op"] == 0 else "writes and trims"
         out.append(f"{what} of {size}: {runs:,} runs, {100 * restart:.0f}% re-started")
     if state.get("profile"):
         out.append("occupancy profile")

@@ -123,6 +123,24 @@ impl Model {
             check_probabilities(&format!("{path}.members"), &shares)?;
         }
         self.check_chain(&format!("{path}.chain"), &t.chain, None)?;
+        let profiles: Vec<&Vec<u32>> = t.chain.states.iter().filter_map(|s| s.profile.as_ref()).collect();
+        let profiled: u64 = profiles
+            .iter()
+            .flat_map(|p| p.iter())
+            .map(|&n| u64::from(n))
+            .sum();
+        // the walk steers towards these counts by the thread's trained requests (a rounded
+        // count each: a mix scales them)
+        let trained = (t.weight * self.requests as f64).round() as u64;
+        if profiled > trained + (PROFILE_SEGMENTS * profiles.len()) as u64 {
+            return Err(invalid(
+                &format!("{path}.chain.states[].profile"),
+                format!(
+                    "count {profiled} requests, more than the thread's {trained} (its weight times \
+                     the model's requests)"
+                ),
+            ));
+        }
         if let Some(st) = &t.streams {
             for (name, p) in [
                 ("continuation_depth", &st.continuation_depth),
@@ -294,10 +312,17 @@ impl Model {
             }
         }
         if let Some(profile) = &state.profile {
-            if parent.is_some() || profile.len() != PROFILE_SEGMENTS || profile.iter().all(|&n| n == 0) {
+            if parent.is_some()
+                || state.stays.is_none()
+                || profile.len() != PROFILE_SEGMENTS
+                || profile.iter().all(|&n| n == 0)
+            {
                 return Err(invalid(
                     &format!("{sp}.profile"),
-                    format!("only a top-level state has a profile: {PROFILE_SEGMENTS} counts, not all 0"),
+                    format!(
+                        "only a top-level state with stays has a profile: {PROFILE_SEGMENTS} counts, \
+                         not all 0"
+                    ),
                 ));
             }
         }

@@ -30,6 +30,8 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
     let mut volumes: Vec<Volume> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut threads = Vec::new();
+    // each thread's requests in its own model, which its profiles count
+    let mut trained: Vec<f64> = Vec::new();
     let mut requests = 0.0;
     for &(m, w) in parts {
         let remap: Vec<u32> = m
@@ -45,6 +47,7 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
             })
             .collect();
         for t in &m.threads {
+            trained.push((t.weight * m.requests as f64).round());
             let mut t = t.clone();
             t.weight = t.weight * w / total;
             t.stream = threads.len() as u32;
@@ -59,6 +62,13 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
     let weight_sum: f64 = threads.iter().map(|t| t.weight).sum();
     for t in &mut threads {
         t.weight /= weight_sum;
+    }
+    let requests = (requests.round_ties_even() as u64).max(1);
+    for (t, &before) in threads.iter_mut().zip(&trained) {
+        scale_profiles(
+            &mut t.chain,
+            (t.weight * requests as f64).round() / before.max(1.0),
+        );
     }
     let mut rate = first.rate.clone();
     if parts.iter().any(|(m, _)| m.rate != first.rate) {
@@ -76,7 +86,7 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
         source: None,
         volumes,
         threads,
-        requests: (requests.round_ties_even() as u64).max(1),
+        requests,
         duration_ns: duration,
         // each part keeps its own hierarchy: the model's is the deepest and widest, and its
         // parts say what each was
@@ -95,6 +105,22 @@ pub fn mix(parts: &[(&Model, f64)], name: &str) -> Result<Model> {
     };
     model.validate()?;
     Ok(model)
+}
+
+/// Scales a chain's top-level occupancy profiles by `ratio` (the thread's requests in the mix
+/// over those in its model: the walk steers to them by its share of the mix); a profile that
+/// rounds to nothing is dropped.
+fn scale_profiles(chain: &mut Chain, ratio: f64) {
+    for s in &mut chain.states {
+        if let Some(p) = &mut s.profile {
+            for n in p.iter_mut() {
+                *n = (f64::from(*n) * ratio).round().min(f64::from(u32::MAX)) as u32;
+            }
+            if p.iter().all(|&n| n == 0) {
+                s.profile = None;
+            }
+        }
+    }
 }
 
 /// Renumbers a chain's volumes (and its children's), then restores the (volume, start) order of

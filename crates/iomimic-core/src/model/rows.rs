@@ -109,7 +109,7 @@ struct StateOut<'a> {
 impl Serialize for StateOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let st = self.state;
-        let mut m = s.serialize_struct("State", 8)?;
+        let mut m = s.serialize_struct("State", 9)?;
         if self.ranged {
             m.serialize_field("volume", &st.volume)?;
             m.serialize_field("start", &st.start)?;

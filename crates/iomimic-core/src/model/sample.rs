@@ -28,6 +28,17 @@ pub fn log_uniform(from: u64, to: u64, rng: &mut Prng) -> u64 {
     ((lo + (hi - lo) * rng.f64()).exp() as u64).clamp(from, to - 1)
 }
 
+/// About the mean of [`log_uniform`]'s counts: the continuous law's, `(to − from) / ln(to /
+/// from)` (the floor takes under one off it).
+pub fn log_uniform_mean(from: u64, to: u64) -> f64 {
+    let (a, b) = (from as f64, to as f64);
+    if to <= from + 1 {
+        a
+    } else {
+        (b - a) / (b / a).ln()
+    }
+}
+
 /// 2^64, a fraction's scale in [`Alias`].
 const TWO_64: f64 = 18_446_744_073_709_551_616.0;
 

@@ -1,9 +1,9 @@
 //! A thread of the model made ready to generate from: every distribution turned into its
 //! sampler once, before the walk, and never changed while generating.
 
-use super::super::sample::{Alias, BucketSampler, Sampler, SizeSampler};
+use super::super::sample::{log_uniform_mean, Alias, BucketSampler, Sampler, SizeSampler};
 use super::reuse::ReuseRt;
-use crate::model::{Bucket, Chain, Edge, Model, OpStats, Sizes, Stats, Thread, RUN_SLOTS};
+use crate::model::{Bucket, Chain, Edge, Model, OpStats, Sizes, Stats, Thread, PROFILE_SEGMENTS, RUN_SLOTS};
 
 /// How requests of one op (or of both) are placed and sized.
 pub(super) struct Placement {
@@ -89,9 +89,7 @@ pub(super) struct Stay {
 
 impl Stay {
     fn new(s: usize, lengths: &[Bucket], row: &[Edge]) -> Self {
-        let others: Vec<usize> = (0..row.len())
-            .filter(|&e| row[e].to as usize != s && row[e].p > 0.0)
-            .collect();
+        let others: Vec<usize> = leaving(s, row).collect();
         Self {
             lengths: BucketSampler::from_buckets(lengths),
             itself: row.iter().position(|e| e.to as usize == s && e.p > 0.0),
@@ -101,6 +99,11 @@ impl Stay {
             }),
         }
     }
+}
+
+/// The edges of state `s`'s `row` to other states that the walk can take.
+fn leaving(s: usize, row: &[Edge]) -> impl Iterator<Item = usize> + '_ {
+    (0..row.len()).filter(move |&e| row[e].to as usize != s && row[e].p > 0.0)
 }
 
 /// One class's runs in a top-level state, ready to draw from.
@@ -252,7 +255,7 @@ fn ready_steer(c: &Chain) -> Option<Steer> {
                     .collect();
                 let stay = s.stays.as_deref().map_or(1.0, |b| {
                     b.iter()
-                        .map(|b| b.p * (b.from as f64 + b.to as f64 - 1.0) / 2.0)
+                        .map(|b| b.p * log_uniform_mean(b.from, b.to))
                         .sum::<f64>()
                         .max(1.0)
                 });
@@ -264,10 +267,8 @@ fn ready_steer(c: &Chain) -> Option<Steer> {
             .iter()
             .enumerate()
             .map(|(s, row)| {
-                row.iter()
-                    .enumerate()
-                    .filter(|(_, e)| e.to as usize != s && e.p > 0.0)
-                    .map(|(i, e)| (i, e.to as usize, e.p))
+                leaving(s, row)
+                    .map(|i| (i, row[i].to as usize, row[i].p))
                     .collect()
             })
             .collect(),
@@ -335,6 +336,13 @@ impl ThreadRt {
             spans: model.volumes.iter().map(|v| v.span_bytes.max(1)).collect(),
             trained: (thread.weight * model.requests as f64).round() as u64,
         }
+    }
+
+    /// How far into its trained requests the thread's `index`-th request lies, in parts of
+    /// [`PROFILE_SEGMENTS`] (the profiles' unit; past them from the trained length on).
+    #[inline]
+    pub fn part_at(&self, index: u64) -> f64 {
+        index as f64 * PROFILE_SEGMENTS as f64 / self.trained.max(1) as f64
     }
 
     /// The chain the states of `path` lead into.

@@ -49,7 +49,7 @@ pub(super) fn walk(
     st.index = first;
     if let Some(steer) = &rt.steer {
         // a later segment starts where the trace was by then
-        let at = first as f64 * PROFILE_SEGMENTS as f64 / rt.trained.max(1) as f64;
+        let at = rt.part_at(first);
         for (t, n) in st.occupied.iter_mut().enumerate() {
             *n = steer.target(t, at).map_or(0.0, |x| x.0);
         }
@@ -100,8 +100,10 @@ struct ThreadState<'o> {
     stay_at: Vec<f64>,
     /// With a population: the urns the walk's placements in each top-level state draw from.
     urns: Option<Urns>,
-    /// With a steer: the requests made in each top-level state (counting earlier segments').
+    /// With a steer: the requests made in each top-level state (counting earlier segments'),
+    /// and room for a leave's weights.
     occupied: Vec<f64>,
+    weights: Vec<f64>,
     /// Per top-level state and class slot with runs, the run in progress and the runs' starts.
     runs: Vec<RunWalk>,
     /// The previous request, made but not yet recorded ([`Self::commit`]).
@@ -335,6 +337,7 @@ impl<'o> ThreadState<'o> {
             stay_at: Vec::new(),
             urns: None,
             occupied: Vec::new(),
+            weights: Vec::new(),
             runs: Vec::new(),
             pending: None,
             timed: true,
@@ -455,24 +458,26 @@ impl<'o> ThreadState<'o> {
     /// The walk leaves top-level state `s` (by edge `e`, drawn by the odds): where to, by the
     /// odds tilted towards the states the walk has made fewer requests in than the trace had by
     /// now, and away from those it made more in: by `e` for each mean stay behind or ahead (at
-    /// most `e³` towards a state behind, as far as needed away from one ahead: a state left
-    /// often would otherwise be entered again and again). Past the trained length the odds
+    /// most `e³` towards a state behind, down to `e⁻³⁰` away from one ahead: a state left often
+    /// would otherwise be entered again and again). Past the trained length the odds
     /// decide. Out of line, as `visited`.
     #[inline(never)]
     fn steered(&mut self, rt: &ThreadRt, steer: &Steer, s: usize, e: usize) -> usize {
-        let at = self.index as f64 * PROFILE_SEGMENTS as f64 / rt.trained.max(1) as f64;
+        let at = rt.part_at(self.index);
         if at >= PROFILE_SEGMENTS as f64 {
             return e;
         }
-        let weight = |&(_, t, p): &(usize, usize, f64)| match steer.target(t, at) {
-            Some((target, stay)) => p * ((target - self.occupied[t]) / stay).clamp(-30.0, 3.0).exp(),
-            None => p,
-        };
         let leaving = &steer.leaving[s];
-        let total: f64 = leaving.iter().map(weight).sum();
+        self.weights.clear();
+        self.weights
+            .extend(leaving.iter().map(|&(_, t, p)| match steer.target(t, at) {
+                Some((target, stay)) => p * ((target - self.occupied[t]) / stay).clamp(-30.0, 3.0).exp(),
+                None => p,
+            }));
+        let total: f64 = self.weights.iter().sum();
         let mut u = self.rng.f64() * total;
-        for x in leaving {
-            u -= weight(x);
+        for (x, w) in leaving.iter().zip(&self.weights) {
+            u -= w;
             if u < 0.0 {
                 return x.0;
             }
@@ -748,6 +753,10 @@ impl<'o> ThreadState<'o> {
             op: Op::Flush as u8,
             volume,
         });
+        // counted where the walk is, as training counts a flush where the trace put it
+        if let Some(n) = self.occupied.get_mut(self.path[0]) {
+            *n += 1.0;
+        }
         if let Some(stays) = &rt.stays {
             self.visited(stays, self.path[0]);
         }

@@ -213,7 +213,8 @@ impl ThreadPass {
         let before: Seen = visit.seen;
         self.hierarchy.path(volume, offset, &mut self.cur);
         let part = self.part.of(row);
-        self.profile[self.cur[0].1 * PROFILE_SEGMENTS + part] += 1;
+        let n = &mut self.profile[self.cur[0].1 * PROFILE_SEGMENTS + part];
+        *n = n.saturating_add(1);
         // A flush has no address: it moves the walk (where the trace put it) and counts as an
         // op, but follows no run, re-uses nothing and is placed nowhere.
         let flush = op == Op::Flush as u8;
