@@ -475,14 +475,10 @@ impl<'o> ThreadState<'o> {
                 None => p,
             }));
         let total: f64 = self.weights.iter().sum();
-        let mut u = self.rng.f64() * total;
-        for (x, w) in leaving.iter().zip(&self.weights) {
-            u -= w;
-            if u < 0.0 {
-                return x.0;
-            }
+        if total <= 0.0 {
+            return e;
         }
-        e
+        leaving[pick_at(self.weights.iter().copied(), self.rng.f64() * total)].0
     }
 
     /// The edge a top-level state with stays takes: back to itself while the stay lasts, to

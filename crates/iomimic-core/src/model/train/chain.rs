@@ -8,7 +8,7 @@ use super::normalise;
 use super::placement::Kind;
 use super::reuse::buckets_of;
 use super::stats::{differs, StatsAcc, MIN_STATS};
-use crate::model::{equal_split, Bucket, Chain, Edge, State, Stats};
+use crate::model::{equal_split, Bucket, Chain, Edge, State, Stats, PROFILE_SEGMENTS};
 
 /// Sub-ranges per volume that fresh placements are counted over, spread over its leaves (a
 /// leaf gets this many divided by the leaves a volume has, when that is more than one).
@@ -60,8 +60,12 @@ pub(super) struct Hierarchy {
     chains: Vec<ChainAcc>,
     /// Sub-ranges per leaf for fresh placements (1: none kept).
     fine: u64,
-    /// Requests in each top-level state: where the thread starts, and its visits' total.
+    /// Requests in each top-level state per part of the thread ([`PROFILE_SEGMENTS`] a state):
+    /// summed, where the thread starts and its visits' total; by part, a profile ([`Parts`]).
     occupancy: Vec<u64>,
+    parts: Parts,
+    /// Requests counted so far.
+    rows: usize,
     /// Top-level visits: the state visited now and its requests so far, and per state the
     /// finished visits' lengths counted in quarter-octave buckets of `bounds`.
     visit: (usize, u64),
@@ -71,8 +75,9 @@ pub(super) struct Hierarchy {
 
 impl Hierarchy {
     /// `k` states per volume of `volumes` at the top, `k` per visited state below, `levels` deep;
-    /// visits counted in the buckets of `bounds` (the reuse extension's).
-    pub fn new(volumes: &[u32], spans: &[u64], levels: u32, k: u32, bounds: &[u64]) -> Self {
+    /// visits counted in the buckets of `bounds` (the reuse extension's); a thread of
+    /// `requests` requests.
+    pub fn new(volumes: &[u32], spans: &[u64], levels: u32, k: u32, bounds: &[u64], requests: usize) -> Self {
         let top: Vec<(u32, u64, u64)> = volumes
             .iter()
             .flat_map(|&v| equal_split(v, 0, spans[v as usize], k))
@@ -81,7 +86,9 @@ impl Hierarchy {
         Self {
             levels,
             k,
-            occupancy: vec![0; top.len()],
+            occupancy: vec![0; top.len() * PROFILE_SEGMENTS],
+            parts: Parts::new(requests),
+            rows: 0,
             stays: vec![Vec::new(); top.len()],
             chains: vec![ChainAcc::new(top)],
             fine: FINE_PER_VOLUME.div_ceil(leaves.max(1)),
@@ -150,7 +157,15 @@ impl Hierarchy {
             self.chains[c].initial[s] += 1;
         }
         self.visit = (path[0].1, 1);
-        self.occupancy[path[0].1] += 1;
+        self.occupied(path[0].1);
+    }
+
+    /// A request in top-level state `s`, counted in the thread's part it lies in.
+    #[inline]
+    fn occupied(&mut self, s: usize) {
+        let part = self.parts.of(self.rows);
+        self.rows += 1;
+        self.occupancy[s * PROFILE_SEGMENTS + part] += 1;
     }
 
     /// The top-level visit in progress ends (its state left, or the thread's end).
@@ -184,7 +199,7 @@ impl Hierarchy {
         } else {
             self.visit.1 += 1;
         }
-        self.occupancy[cur[0].1] += 1;
+        self.occupied(cur[0].1);
         for (level, (&(c, a), &(_, b))) in prev.iter().zip(cur).enumerate() {
             match level.cmp(&decided) {
                 std::cmp::Ordering::Less => self.chains[c].passes[a] += 1,
@@ -228,14 +243,26 @@ impl Hierarchy {
             .map(|(v, acc)| (v, acc.finish(None)))
             .collect();
         let mut chain = build_chain(&self.chains, 0, fallback);
-        chain.initial = normalise(&self.occupancy);
+        let requests: Vec<u64> = self
+            .occupancy
+            .chunks(PROFILE_SEGMENTS)
+            .map(|parts| parts.iter().sum())
+            .collect();
+        chain.initial = normalise(&requests);
         // the visit the thread ended in counts as it stands
         let mut stays = self.stays.clone();
         if self.visit.1 > 0 {
             Self::end_visit(&mut stays, &self.bounds, self.visit);
         }
-        for ((state, counts), &requests) in chain.states.iter_mut().zip(&stays).zip(&self.occupancy) {
+        let profiles = self.occupancy.chunks(PROFILE_SEGMENTS);
+        for (((state, counts), &requests), parts) in
+            chain.states.iter_mut().zip(&stays).zip(&requests).zip(profiles)
+        {
             state.stays = self.stays_of(counts, requests);
+            // a state visited in stays keeps when (the walk steers by it)
+            if state.stays.is_some() {
+                state.profile = Some(parts.iter().map(|&n| n.min(u64::from(u32::MAX)) as u32).collect());
+            }
         }
         (chain, rest)
     }
@@ -263,6 +290,34 @@ impl Hierarchy {
         }
         (distance > KS_5_PERCENT / (visits as f64).sqrt())
             .then(|| buckets_of(&self.bounds, counts.iter().map(|&c| c as f64)))
+    }
+}
+
+/// Which of [`PROFILE_SEGMENTS`] equal parts of a thread's rows a row lies in, for rows given
+/// in order: `row · parts / requests`, kept without a division a request.
+struct Parts {
+    requests: usize,
+    /// the part rows are in now, and the first row past it
+    part: usize,
+    end: usize,
+}
+
+impl Parts {
+    fn new(requests: usize) -> Self {
+        Self {
+            requests,
+            part: 0,
+            end: requests.div_ceil(PROFILE_SEGMENTS),
+        }
+    }
+
+    #[inline]
+    fn of(&mut self, row: usize) -> usize {
+        while row >= self.end && self.part + 1 < PROFILE_SEGMENTS {
+            self.part += 1;
+            self.end = ((self.part + 1) * self.requests).div_ceil(PROFILE_SEGMENTS);
+        }
+        self.part
     }
 }
 
@@ -340,5 +395,20 @@ fn build_chain(chains: &[ChainAcc], c: usize, fallback: &Fallback<'_>) -> Chain 
         states,
         initial: normalise(&acc.initial),
         transitions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn parts_are_rows_times_parts_over_requests(requests in 1usize..100_000) {
+            let mut parts = Parts::new(requests);
+            for row in 0..requests {
+                proptest::prop_assert_eq!(parts.of(row), row * PROFILE_SEGMENTS / requests);
+            }
+        }
     }
 }

@@ -10,9 +10,7 @@ use super::placement::{AlignmentAcc, Heads, Kind, StreamsAcc};
 use super::reuse::{each_visit, state_of, ReuseAcc, Seen, Stacks, TouchCounts, Visit};
 use super::runs::RunsAcc;
 use super::stats::{gap_dist, StatsAcc};
-use crate::model::{
-    cell_of, Chain, Dist, Reuse, Runs, Stats, Streams, VolumeStats, HOT_CELLS, PROFILE_SEGMENTS,
-};
+use crate::model::{cell_of, Chain, Dist, Reuse, Runs, Stats, Streams, VolumeStats, HOT_CELLS};
 use crate::trace::{Op, TraceView};
 
 /// What training learnt of one thread from its requests alone: the thread's model but for what
@@ -116,9 +114,6 @@ pub(super) struct ThreadPass {
     streams: StreamsAcc,
     /// Each top-level state's runs by request class.
     runs: RunsAcc,
-    /// Requests per top-level state and part of the thread ([`PROFILE_SEGMENTS`] per state).
-    profile: Vec<u32>,
-    part: Parts,
     reuse: ReuseAcc,
     reuse_on: bool,
     /// requests' touch counts, as the generator keeps them (with reuse on)
@@ -150,12 +145,10 @@ impl ThreadPass {
         requests: usize,
         gaps_kept: usize,
     ) -> Self {
-        let hierarchy = Hierarchy::new(volumes, spans, levels, k, bounds);
+        let hierarchy = Hierarchy::new(volumes, spans, levels, k, bounds, requests);
         let top = hierarchy.top_states();
         let runs = RunsAcc::new(top.len(), bounds);
         Self {
-            profile: vec![0; top.len() * PROFILE_SEGMENTS],
-            part: Parts::new(requests),
             counts: if reuse_on {
                 TouchCounts::new(top.len())
             } else {
@@ -212,9 +205,6 @@ impl ThreadPass {
     ) {
         let before: Seen = visit.seen;
         self.hierarchy.path(volume, offset, &mut self.cur);
-        let part = self.part.of(row);
-        let n = &mut self.profile[self.cur[0].1 * PROFILE_SEGMENTS + part];
-        *n = n.saturating_add(1);
         // A flush has no address: it moves the walk (where the trace put it) and counts as an
         // op, but follows no run, re-uses nothing and is placed nowhere.
         let flush = op == Op::Flush as u8;
@@ -290,11 +280,6 @@ impl ThreadPass {
         for (state, runs) in chain.states.iter_mut().zip(runs) {
             state.runs = runs;
         }
-        for (state, profile) in chain.states.iter_mut().zip(self.profile.chunks(PROFILE_SEGMENTS)) {
-            if state.stays.is_some() {
-                state.profile = Some(profile.to_vec());
-            }
-        }
         let mut volumes: Vec<VolumeStats> = rest
             .into_iter()
             .map(|(volume, stats)| VolumeStats { volume, stats })
@@ -318,34 +303,6 @@ impl ThreadPass {
     }
 }
 
-/// Which of [`PROFILE_SEGMENTS`] equal parts of a thread's rows a row lies in, for rows given
-/// in order: `row · parts / requests`, kept without a division a request.
-struct Parts {
-    requests: usize,
-    /// the part rows are in now, and the first row past it
-    part: usize,
-    end: usize,
-}
-
-impl Parts {
-    fn new(requests: usize) -> Self {
-        Self {
-            requests,
-            part: 0,
-            end: requests.div_ceil(PROFILE_SEGMENTS),
-        }
-    }
-
-    #[inline]
-    fn of(&mut self, row: usize) -> usize {
-        while row >= self.end && self.part + 1 < PROFILE_SEGMENTS {
-            self.part += 1;
-            self.end = ((self.part + 1) * self.requests).div_ceil(PROFILE_SEGMENTS);
-        }
-        self.part
-    }
-}
-
 /// The cell of a top-level state `(volume, start, end)` ([`crate::model::HOT_CELLS`] equal
 /// ones) that `offset` lies in.
 fn hot_cell((_, start, end): (u32, u64, u64), offset: u64) -> u16 {
@@ -355,7 +312,7 @@ fn hot_cell((_, start, end): (u32, u64, u64), offset: u64) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Bucket;
+    use crate::model::{Bucket, PROFILE_SEGMENTS};
 
     #[test]
     fn top_level_stays_are_kept_where_they_are_not_geometric() {
@@ -457,16 +414,6 @@ mod tests {
             .states
             .iter()
             .all(|s| s.stays.is_none() && s.profile.is_none()));
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn parts_are_rows_times_parts_over_requests(requests in 1usize..100_000) {
-            let mut parts = Parts::new(requests);
-            for row in 0..requests {
-                proptest::prop_assert_eq!(parts.of(row), row * PROFILE_SEGMENTS / requests);
-            }
-        }
     }
 
     #[test]
